@@ -1,0 +1,107 @@
+// `shardlab-cli check`: the per-layer table, like Flax's tabulate or MATLAB's analyzeNetwork.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "engine/project/project.h"
+#include "engine/runtime/train_step.h"
+
+namespace shardlab::cli {
+
+namespace {
+
+std::string axes_shape(const Shape& s, const std::vector<std::string>& axes) {
+  return graph::describe(graph::ArrayInfo{s, axes});
+}
+
+std::string si(double v) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (v >= 1000.0 && u < 5) v /= 1000.0, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f%s" : "%.0f%s", v, units[u]);
+  return buf;
+}
+
+void flatten(const std::vector<graph::NodeReport>& nodes, std::vector<const graph::NodeReport*>& out) {
+  for (const auto& n : nodes) out.push_back(&n);
+}
+
+}  // namespace
+
+int run_check(const CheckArgs& a) {
+  project::Project p = project::load_project(a.project);
+  if (a.batch_size > 0) p.training.batch_size = a.batch_size;
+  graph::GraphReport report = project::analyze_project(p);
+  runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
+  std::vector<const graph::NodeReport*> rows;
+  flatten(report.nodes, rows);
+
+  int64_t total_params = 0;
+  double total_flops = 0;
+  for (const auto* n : rows) total_params += n->param_count, total_flops += n->flops;
+  const auto& m = step.memory;
+  const double bytes = sizeof(float);
+
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["project"] = p.display_name();
+    j["batch_size"] = p.training.batch_size;
+    j["layers"] = nlohmann::ordered_json::array();
+    for (const auto* n : rows) {
+      nlohmann::ordered_json l;
+      l["name"] = n->name;
+      l["type"] = n->type;
+      l["output_shape"] = n->output.shape;
+      l["output_axes"] = n->output.axes;
+      l["params"] = nlohmann::ordered_json::array();
+      for (const auto& prm : n->params)
+        l["params"].push_back({{"name", prm.name}, {"shape", prm.shape}, {"axes", prm.axes}, {"init", prm.init.type}});
+      l["param_count"] = n->param_count;
+      l["forward_flops"] = n->flops;
+      j["layers"].push_back(l);
+    }
+    j["totals"] = {{"param_count", total_params},
+                   {"forward_flops", total_flops},
+                   {"train_step_flops", step.step_flops}};
+    j["memory"] = {{"param_bytes", double(m.param_elems) * bytes},
+                   {"opt_state_bytes", double(m.opt_state_elems) * bytes},
+                   {"arena_bytes", double(m.arena_elems) * bytes},
+                   {"input_bytes", double(m.input_elems) * bytes},
+                   {"unplanned_temp_bytes", double(m.naive_temp_elems) * bytes},
+                   {"total_bytes", double(m.total_elems()) * bytes}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+
+  std::printf("%s — batch %lld\n\n", p.display_name().c_str(), (long long)p.training.batch_size);
+  std::printf("%-18s %-10s %-30s %-44s %12s %10s\n", "layer", "type", "output", "parameters", "params", "FLOPs");
+  std::printf("%s\n", std::string(129, '-').c_str());
+  for (const auto* n : rows) {
+    std::vector<std::string> plines;
+    for (const auto& prm : n->params) plines.push_back(prm.name + " " + axes_shape(prm.shape, prm.axes));
+    if (plines.empty()) plines.push_back("");
+    for (size_t i = 0; i < plines.size(); ++i) {
+      if (i == 0)
+        std::printf("%-18s %-10s %-30s %-44s %12s %10s\n", n->name.c_str(), n->type.c_str(),
+                    graph::describe(n->output).c_str(), plines[0].c_str(),
+                    n->param_count ? si(double(n->param_count)).c_str() : "", n->flops ? si(n->flops).c_str() : "");
+      else
+        std::printf("%-18s %-10s %-30s %-44s\n", "", "", "", plines[i].c_str());
+    }
+  }
+  std::printf("%s\n", std::string(129, '-').c_str());
+  std::printf("total: %lld parameters (%s), forward %sFLOPs, training step %sFLOPs\n", (long long)total_params,
+              runtime::format_bytes(double(total_params) * bytes).c_str(), si(total_flops).c_str(),
+              si(step.step_flops).c_str());
+  std::printf("memory plan: parameters %s + optimizer state %s + step arena %s = %s (temporaries unplanned: %s)\n",
+              runtime::format_bytes(double(m.param_elems) * bytes).c_str(),
+              runtime::format_bytes(double(m.opt_state_elems) * bytes).c_str(),
+              runtime::format_bytes(double(m.arena_elems) * bytes).c_str(),
+              runtime::format_bytes(double(m.total_elems()) * bytes).c_str(),
+              runtime::format_bytes(double(m.naive_temp_elems + m.input_elems) * bytes).c_str());
+  return 0;
+}
+
+}  // namespace shardlab::cli

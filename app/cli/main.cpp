@@ -1,0 +1,45 @@
+// shardlab-cli: everything but looking, from a terminal or a cluster node without a display.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "app/cli/commands.h"
+#include "engine/util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Shardlab: build, shard, train and inspect neural networks"};
+  app.require_subcommand(1);
+
+  shardlab::cli::CheckArgs check;
+  auto* c = app.add_subcommand("check", "Validate a project and print its layers, shapes, parameters and FLOPs");
+  c->add_option("project", check.project, "the *.shardlab.json file")->required();
+  c->add_flag("--json", check.json, "print the table as JSON");
+  c->add_option("--batch-size", check.batch_size, "override the project's batch size");
+
+  shardlab::cli::TrainArgs train;
+  auto* t = app.add_subcommand("train", "Train a project on the CPU");
+  t->add_option("project", train.project, "the *.shardlab.json file")->required();
+  auto* steps = t->add_option("--steps", train.steps, "number of training steps")->check(CLI::PositiveNumber);
+  t->add_option("--epochs", train.epochs, "number of epochs")->check(CLI::PositiveNumber)->excludes(steps);
+  t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
+  t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
+  t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
+  t->add_option("--log", train.log, "write one JSON object per step and per evaluation to this file");
+  t->add_flag("--quiet", train.quiet, "print only the final metrics");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*c) return shardlab::cli::run_check(check);
+    if (*t) return shardlab::cli::run_train(train);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    for (char& ch : msg)
+      if (ch == '\n') ch = ';';
+    std::cerr << "shardlab-cli: error: " << msg << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+#include "app/cli/progress.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "engine/util/error.h"
+
+namespace shardlab::cli {
+
+namespace {
+
+std::string clock_str(double s) {
+  if (!std::isfinite(s) || s < 0) return "--:--";
+  long t = long(s + 0.5);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+// JSON has no NaN: metrics a run does not have are null.
+nlohmann::ordered_json num(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }
+
+}  // namespace
+
+ProgressPrinter::ProgressPrinter(bool tty, bool quiet) : tty_(tty), quiet_(quiet) {}
+
+void ProgressPrinter::on_start(const runtime::StartInfo& s) {
+  total_ = s.total_steps;
+  start_ = last_draw_ = std::chrono::steady_clock::now();
+  if (quiet_) return;
+  std::printf("training %lld steps (%lld per epoch), batch %lld, %lld parameters, %d threads\n", (long long)s.total_steps,
+              (long long)s.steps_per_epoch, (long long)s.batch, (long long)s.param_count, s.threads);
+  std::printf("memory plan: parameters %s, optimizer state %s, step arena %s; total %s\n",
+              runtime::format_bytes(s.param_bytes).c_str(), runtime::format_bytes(s.opt_state_bytes).c_str(),
+              runtime::format_bytes(s.arena_bytes).c_str(), runtime::format_bytes(s.total_bytes).c_str());
+  std::fflush(stdout);
+}
+
+void ProgressPrinter::on_step(const runtime::StepEvent& e) {
+  smoothed_step_s_ = smoothed_step_s_ == 0 ? e.step_time_s + e.data_wait_s
+                                           : 0.9 * smoothed_step_s_ + 0.1 * (e.step_time_s + e.data_wait_s);
+  if (quiet_) return;
+  const double eta = smoothed_step_s_ * double(total_ - e.step);
+  const double rate = smoothed_step_s_ > 0 ? 1.0 / smoothed_step_s_ : 0;
+  char acc[32] = "";
+  if (std::isfinite(e.accuracy)) std::snprintf(acc, sizeof acc, " acc %.3f", e.accuracy);
+  auto now = std::chrono::steady_clock::now();
+  if (tty_) {
+    // Redraw at most 10 times a second, always on the last step.
+    if (e.step != total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
+    const int width = 30;
+    int filled = total_ ? int(double(width) * double(e.step) / double(total_)) : width;
+    std::printf("\r[%s%s] %lld/%lld loss %.4f%s %.1f steps/s ETA %s\x1b[K", std::string(size_t(filled), '#').c_str(),
+                std::string(size_t(width - filled), '.').c_str(), (long long)e.step, (long long)total_, e.loss, acc, rate,
+                clock_str(eta).c_str());
+    bar_open_ = true;
+  } else {
+    const int64_t every = std::max<int64_t>(1, total_ / 20);
+    if (e.step != 1 && e.step % every != 0 && e.step != total_) return;
+    std::printf("step %lld/%lld epoch %lld loss %.4f%s %.1f steps/s %.0f examples/s ETA %s\n", (long long)e.step,
+                (long long)total_, (long long)e.epoch + 1, e.loss, acc, rate, e.examples_per_s, clock_str(eta).c_str());
+  }
+  std::fflush(stdout);
+}
+
+void ProgressPrinter::on_eval(const runtime::EvalEvent& e) {
+  if (bar_open_) std::printf("\n"), bar_open_ = false;
+  std::printf("eval after step %lld: loss %.4f", (long long)e.step, e.loss);
+  if (std::isfinite(e.accuracy)) std::printf(", accuracy %.4f", e.accuracy);
+  std::printf(" (%lld test examples)\n", (long long)e.examples);
+  std::fflush(stdout);
+}
+
+void ProgressPrinter::on_finish(bool cancelled) {
+  if (bar_open_) std::printf("\n"), bar_open_ = false;
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::printf("%s in %s\n", cancelled ? "cancelled" : "done", clock_str(s).c_str());
+}
+
+JsonlLog::JsonlLog(const std::string& path) : out_(path, std::ios::trunc) {
+  if (!out_) throw Error(path + ": cannot open the log file for writing");
+}
+
+void JsonlLog::on_start(const runtime::StartInfo& s) {
+  nlohmann::ordered_json j{{"event", "start"},          {"total_steps", s.total_steps},   {"steps_per_epoch", s.steps_per_epoch},
+                           {"batch_size", s.batch},      {"threads", s.threads},           {"param_count", s.param_count},
+                           {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes}};
+  out_ << j.dump() << "\n";
+}
+
+void JsonlLog::on_step(const runtime::StepEvent& e) {
+  nlohmann::ordered_json j{{"event", "step"},         {"step", e.step},
+                           {"epoch", e.epoch},        {"loss", num(e.loss)},
+                           {"accuracy", num(e.accuracy)}, {"learning_rate", e.learning_rate},
+                           {"step_time_s", e.step_time_s}, {"data_wait_s", e.data_wait_s},
+                           {"examples_per_s", e.examples_per_s}};
+  out_ << j.dump() << "\n";
+  out_.flush();
+}
+
+void JsonlLog::on_eval(const runtime::EvalEvent& e) {
+  nlohmann::ordered_json j{{"event", "eval"}, {"step", e.step}, {"loss", num(e.loss)}, {"accuracy", num(e.accuracy)},
+                           {"examples", e.examples}};
+  out_ << j.dump() << "\n";
+  out_.flush();
+}
+
+}  // namespace shardlab::cli

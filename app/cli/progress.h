@@ -1,0 +1,40 @@
+// Terminal reporting of a training run: a redrawn progress bar on a terminal, plain lines
+// otherwise, and an optional JSONL log of every step and evaluation.
+#pragma once
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "engine/runtime/trainer.h"
+
+namespace shardlab::cli {
+
+class ProgressPrinter : public runtime::TrainerListener {
+ public:
+  ProgressPrinter(bool tty, bool quiet);
+  void on_start(const runtime::StartInfo& s) override;
+  void on_step(const runtime::StepEvent& e) override;
+  void on_eval(const runtime::EvalEvent& e) override;
+  void on_finish(bool cancelled) override;
+
+ private:
+  bool tty_, quiet_;
+  int64_t total_ = 0;
+  double smoothed_step_s_ = 0;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  bool bar_open_ = false;
+};
+
+class JsonlLog : public runtime::TrainerListener {
+ public:
+  explicit JsonlLog(const std::string& path);
+  void on_start(const runtime::StartInfo& s) override;
+  void on_step(const runtime::StepEvent& e) override;
+  void on_eval(const runtime::EvalEvent& e) override;
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace shardlab::cli

@@ -1,0 +1,41 @@
+// `shardlab-cli train`: trains a project and prints progress and the final evaluation.
+#include <csignal>
+#include <unistd.h>
+
+#include "app/cli/commands.h"
+#include "app/cli/progress.h"
+#include "engine/runtime/trainer.h"
+
+namespace shardlab::cli {
+
+namespace {
+runtime::Trainer* g_trainer = nullptr;
+// Ctrl-C stops between steps, so the run ends with its metrics rather than mid-step.
+void on_interrupt(int) {
+  if (g_trainer) g_trainer->cancel();
+}
+}  // namespace
+
+int run_train(const TrainArgs& a) {
+  runtime::TrainOptions opt;
+  opt.steps = a.steps;
+  opt.epochs = a.epochs;
+  opt.batch_size = a.batch_size;
+  opt.seed = a.seed;
+  opt.threads = a.threads;
+  runtime::Trainer trainer(project::load_project(a.project), opt);
+  ProgressPrinter printer(isatty(STDOUT_FILENO) != 0, a.quiet);
+  trainer.add_listener(&printer);
+  std::unique_ptr<JsonlLog> log;
+  if (!a.log.empty()) {
+    log = std::make_unique<JsonlLog>(a.log);
+    trainer.add_listener(log.get());
+  }
+  g_trainer = &trainer;
+  std::signal(SIGINT, on_interrupt);
+  trainer.run();
+  g_trainer = nullptr;
+  return 0;
+}
+
+}  // namespace shardlab::cli

@@ -1,0 +1,281 @@
+#include "engine/backends/cpu/kernels.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/ir/primitive.h"
+#include "engine/util/error.h"
+#include "engine/util/hash.h"
+
+namespace shardlab::backends::cpu {
+
+using ir::Op;
+
+double counter_uniform(uint64_t key, uint64_t index) {
+  return double(util::mix64(key ^ util::mix64(index + 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1.0p-53;
+}
+
+namespace {
+
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using MapC = Eigen::Map<const RowMat<T>>;
+template <class T>
+using Map = Eigen::Map<RowMat<T>>;
+
+// Elementwise loops are memory-bound: split them over threads only when big enough to pay off.
+constexpr int64_t kParallelMin = 1 << 15;
+
+template <class F>
+void for_each(int64_t n, F f) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+template <class F>
+void for_rows(int64_t rows, int64_t cols, F f) {
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) f(r);
+}
+
+template <class T>
+T gelu(T x) {
+  const T c = T(0.7978845608028654), k = T(0.044715);
+  return T(0.5) * x * (T(1) + std::tanh(c * (x + k * x * x * x)));
+}
+
+template <class T>
+T gelu_derivative(T x) {
+  const T c = T(0.7978845608028654), k = T(0.044715);
+  T t = std::tanh(c * (x + k * x * x * x));
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * k * x * x);
+}
+
+template <class T>
+void matmul(const ir::Instr& ins, const KernelArgs<T>& a) {
+  const Shape& sa = *a.in_shapes[0];
+  const Shape& sb = *a.in_shapes[1];
+  const int64_t ra = numel(sa) / sa.back(), ca = sa.back();
+  const int64_t rb = numel(sb) / sb.back(), cb = sb.back();
+  MapC<T> A(a.in[0], ra, ca), B(a.in[1], rb, cb);
+  const int64_t rc = ins.attrs.trans_a ? ca : ra, cc = ins.attrs.trans_b ? rb : cb;
+  Map<T> C(a.out[0], rc, cc);
+  if (!ins.attrs.trans_a && !ins.attrs.trans_b) C.noalias() = A * B;
+  else if (ins.attrs.trans_a && !ins.attrs.trans_b) C.noalias() = A.transpose() * B;
+  else if (!ins.attrs.trans_a) C.noalias() = A * B.transpose();
+  else C.noalias() = A.transpose() * B.transpose();
+}
+
+template <class T>
+void layer_norm(const KernelArgs<T>& a, double eps, bool grad) {
+  const Shape& s = *a.in_shapes[0];
+  const int64_t n = s.back(), rows = numel(s) / n;
+  const T* x = a.in[0];
+  const T* g = grad ? a.in[1] : nullptr;
+  T* y = a.out[0];
+  for_rows(rows, n, [&](int64_t r) {
+    const T* xr = x + r * n;
+    T mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j) mean += xr[j];
+    mean /= T(n);
+    for (int64_t j = 0; j < n; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= T(n);
+    const T rstd = T(1) / std::sqrt(var + T(eps));
+    T* yr = y + r * n;
+    if (!grad) {
+      for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mean) * rstd;
+      return;
+    }
+    // dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+    const T* gr = g + r * n;
+    T mg = 0, mgx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      T xh = (xr[j] - mean) * rstd;
+      mg += gr[j];
+      mgx += gr[j] * xh;
+    }
+    mg /= T(n);
+    mgx /= T(n);
+    for (int64_t j = 0; j < n; ++j) yr[j] = rstd * (gr[j] - mg - (xr[j] - mean) * rstd * mgx);
+  });
+}
+
+template <class T>
+int64_t label_at(const T* labels, int64_t r, int64_t classes) {
+  const int64_t c = int64_t(labels[r]);
+  if (c < 0 || c >= classes || T(c) != labels[r])
+    throw Error("label " + std::to_string(double(labels[r])) + " at row " + std::to_string(r) +
+                " is not a class index in [0, " + std::to_string(classes) + ")");
+  return c;
+}
+
+template <class T>
+void softmax_xent(const KernelArgs<T>& a, bool grad) {
+  const Shape& s = *a.in_shapes[0];
+  const int64_t c = s.back(), rows = numel(s) / c;
+  const T* z = a.in[0];
+  const T* lab = a.in[1];
+  if (!grad) {
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* zr = z + r * c;
+      T m = *std::max_element(zr, zr + c);
+      T sum = 0;
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(zr[j] - m);
+      total += double(m + std::log(sum) - zr[label_at(lab, r, c)]);
+    }
+    a.out[0][0] = T(total / double(rows));
+    return;
+  }
+  const T scale = a.in[2][0] / T(rows);
+  T* d = a.out[0];
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* zr = z + r * c;
+    T* dr = d + r * c;
+    T m = *std::max_element(zr, zr + c);
+    T sum = 0;
+    for (int64_t j = 0; j < c; ++j) sum += (dr[j] = std::exp(zr[j] - m));
+    for (int64_t j = 0; j < c; ++j) dr[j] = dr[j] / sum * scale;
+    dr[label_at(lab, r, c)] -= scale;
+  }
+}
+
+template <class T>
+void adam(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+  const ir::Attrs& at = ins.attrs;
+  const int64_t n = numel(*a.in_shapes[0]);
+  T* p = a.in_mut[0];
+  const T* g = a.in[1];
+  T* mu = a.in_mut[2];
+  T* nu = a.in_mut[3];
+  // Optax scale_by_adam: bias correction with the incremented count, eps outside the square root.
+  const double t = double(ctx.step + 1);
+  const T c1 = T(1.0 - std::pow(at.b1, t)), c2 = T(1.0 - std::pow(at.b2, t));
+  const T b1 = T(at.b1), b2 = T(at.b2), eps = T(at.opt_eps), wd = T(at.weight_decay), lr = T(ctx.learning_rate);
+  for_each(n, [&](int64_t i) {
+    mu[i] = b1 * mu[i] + (T(1) - b1) * g[i];
+    nu[i] = b2 * nu[i] + (T(1) - b2) * g[i] * g[i];
+    T u = (mu[i] / c1) / (std::sqrt(nu[i] / c2) + eps);
+    u += wd * p[i];  // adamw's decoupled decay (wd = 0 for adam)
+    p[i] += -lr * u;
+  });
+}
+
+template <class T>
+void sgd(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+  const int64_t n = numel(*a.in_shapes[0]);
+  T* p = a.in_mut[0];
+  const T* g = a.in[1];
+  T* tr = a.in_mut.size() > 2 ? a.in_mut[2] : nullptr;
+  const T m = T(ins.attrs.momentum), lr = T(ctx.learning_rate);
+  if (ins.attrs.momentum == 0.0) {
+    for_each(n, [&](int64_t i) { p[i] += -lr * g[i]; });
+  } else if (ins.attrs.nesterov) {  // optax.trace: t = g + m t; update g + m t
+    for_each(n, [&](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * (g[i] + m * tr[i]); });
+  } else {
+    for_each(n, [&](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * tr[i]; });
+  }
+}
+
+}  // namespace
+
+template <class T>
+void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+  const int64_t n = a.out.empty() ? 0 : numel(*a.out_shapes[0]);
+  T* y = a.out.empty() ? nullptr : a.out[0];
+  const T* x = a.in.empty() ? nullptr : a.in[0];
+  const T* x1 = a.in.size() > 1 ? a.in[1] : nullptr;
+  switch (ins.op) {
+    case Op::MatMul: matmul(ins, a); return;
+    case Op::Add: for_each(n, [&](int64_t i) { y[i] = x[i] + x1[i]; }); return;
+    case Op::Sub: for_each(n, [&](int64_t i) { y[i] = x[i] - x1[i]; }); return;
+    case Op::Mul: for_each(n, [&](int64_t i) { y[i] = x[i] * x1[i]; }); return;
+    case Op::Scale: {
+      const T s = T(ins.attrs.alpha);
+      for_each(n, [&](int64_t i) { y[i] = x[i] * s; });
+      return;
+    }
+    case Op::Relu: for_each(n, [&](int64_t i) { y[i] = x[i] > T(0) ? x[i] : T(0); }); return;
+    case Op::ReluGrad: for_each(n, [&](int64_t i) { y[i] = x[i] > T(0) ? x1[i] : T(0); }); return;
+    case Op::Gelu: for_each(n, [&](int64_t i) { y[i] = gelu(x[i]); }); return;
+    case Op::GeluGrad: for_each(n, [&](int64_t i) { y[i] = x1[i] * gelu_derivative(x[i]); }); return;
+    case Op::Tanh: for_each(n, [&](int64_t i) { y[i] = std::tanh(x[i]); }); return;
+    case Op::TanhGrad: for_each(n, [&](int64_t i) { y[i] = x1[i] * (T(1) - x[i] * x[i]); }); return;
+    case Op::Dropout: {
+      const double rate = ins.attrs.alpha;
+      const T keep_scale = T(1.0 / (1.0 - rate));
+      const uint64_t key = util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step)));
+      for_each(n, [&](int64_t i) { y[i] = counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
+      return;
+    }
+    case Op::BiasAdd:
+    case Op::MulRow: {
+      const int64_t c = a.in_shapes[0]->back(), rows = n / c;
+      const bool add = ins.op == Op::BiasAdd;
+      for_rows(rows, c, [&](int64_t r) {
+        const T* xr = x + r * c;
+        T* yr = y + r * c;
+        if (add) for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] + x1[j];
+        else for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] * x1[j];
+      });
+      return;
+    }
+    case Op::ReduceRows: {
+      const int64_t c = a.in_shapes[0]->back(), rows = numel(*a.in_shapes[0]) / c;
+      Map<T>(y, 1, c).noalias() = MapC<T>(x, rows, c).colwise().sum();
+      return;
+    }
+    case Op::LayerNorm: layer_norm(a, ins.attrs.eps, false); return;
+    case Op::LayerNormGrad: layer_norm(a, ins.attrs.eps, true); return;
+    case Op::Reshape:
+      if (y != x) std::memcpy(y, x, size_t(n) * sizeof(T));
+      return;
+    case Op::Stack: {
+      const int64_t part = numel(*a.in_shapes[0]);
+      for (size_t k = 0; k < a.in.size(); ++k) std::memcpy(y + int64_t(k) * part, a.in[k], size_t(part) * sizeof(T));
+      return;
+    }
+    case Op::Unstack: {
+      const int64_t part = numel(*a.out_shapes[0]);
+      for (size_t k = 0; k < a.out.size(); ++k) std::memcpy(a.out[k], x + int64_t(k) * part, size_t(part) * sizeof(T));
+      return;
+    }
+    case Op::Fill: std::fill(y, y + n, T(ins.attrs.alpha)); return;
+    case Op::SoftmaxXent: softmax_xent(a, false); return;
+    case Op::SoftmaxXentGrad: softmax_xent(a, true); return;
+    case Op::Mse: {
+      const int64_t m = numel(*a.in_shapes[0]);
+      double s = 0;
+      for (int64_t i = 0; i < m; ++i) s += double(x[i] - x1[i]) * double(x[i] - x1[i]);
+      y[0] = T(s / double(m));
+      return;
+    }
+    case Op::MseGrad: {
+      const T k = T(2) * a.in[2][0] / T(n);
+      for_each(n, [&](int64_t i) { y[i] = k * (x[i] - x1[i]); });
+      return;
+    }
+    case Op::Accuracy: {
+      const int64_t c = a.in_shapes[0]->back(), rows = numel(*a.in_shapes[0]) / c;
+      int64_t hits = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* zr = x + r * c;
+        hits += int64_t(std::max_element(zr, zr + c) - zr) == label_at(x1, r, c);
+      }
+      y[0] = T(double(hits) / double(rows));
+      return;
+    }
+    case Op::SgdUpdate: sgd(ins, a, ctx); return;
+    case Op::AdamUpdate: adam(ins, a, ctx); return;
+    case Op::kCount: break;
+  }
+  throw Error(std::string("internal: no CPU kernel for ") + ir::op_name(ins.op));
+}
+
+template void run_kernel<float>(const ir::Instr&, const KernelArgs<float>&, const StepContext&);
+template void run_kernel<double>(const ir::Instr&, const KernelArgs<double>&, const StepContext&);
+
+}  // namespace shardlab::backends::cpu

@@ -1,0 +1,29 @@
+// CPU kernels, one per primitive, templated on the scalar so tests can run the same program in
+// double precision (finite differences) that training runs in float.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backends/cpu/step_context.h"
+#include "engine/ir/program.h"
+
+namespace shardlab::backends::cpu {
+
+template <class T>
+struct KernelArgs {
+  std::vector<const T*> in;
+  std::vector<T*> out;
+  std::vector<const Shape*> in_shapes;
+  std::vector<const Shape*> out_shapes;
+  // In-place optimizer updates write their operands.
+  std::vector<T*> in_mut;
+};
+
+template <class T>
+void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx);
+
+// Uniform in [0, 1) from a counter: the same (key, index) always gives the same number.
+double counter_uniform(uint64_t key, uint64_t index);
+
+}  // namespace shardlab::backends::cpu

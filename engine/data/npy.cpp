@@ -1,0 +1,285 @@
+#include "engine/data/npy.h"
+
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <vector>
+
+#include "engine/util/error.h"
+
+namespace shardlab::data {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+
+[[noreturn]] void fail(const std::filesystem::path& path, const std::string& why) {
+  throw Error(path.string() + ": " + why);
+}
+
+// Parser for the Python dict literal numpy writes, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }.
+// It accepts exactly the value forms numpy produces: strings, True/False and tuples of integers.
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::filesystem::path& path) : s_(text), path_(path) {}
+
+  void parse(std::string& descr, bool& fortran, Shape& shape) {
+    bool have_descr = false, have_fortran = false, have_shape = false;
+    expect('{');
+    for (;;) {
+      ws();
+      if (peek() == '}') { ++i_; break; }
+      const std::string key = string_literal();
+      expect(':');
+      ws();
+      if (key == "descr") {
+        if (peek() == '[') bad("structured dtypes (a field list in 'descr') are not supported");
+        descr = string_literal();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        fortran = boolean();
+        have_fortran = true;
+      } else if (key == "shape") {
+        shape = tuple();
+        have_shape = true;
+      } else {
+        bad("unexpected key '" + key + "'");
+      }
+      ws();
+      if (peek() == ',') { ++i_; continue; }
+      expect('}');
+      break;
+    }
+    if (!have_descr) bad("missing 'descr'");
+    if (!have_fortran) bad("missing 'fortran_order'");
+    if (!have_shape) bad("missing 'shape'");
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& why) { fail(path_, "bad npy header: " + why); }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  void expect(char c) {
+    ws();
+    if (peek() != c) bad(std::string("expected '") + c + "' at offset " + std::to_string(i_));
+    ++i_;
+  }
+  std::string string_literal() {
+    ws();
+    const char q = peek();
+    if (q != '\'' && q != '"') bad("expected a quoted string at offset " + std::to_string(i_));
+    const size_t end = s_.find(q, i_ + 1);
+    if (end == std::string::npos) bad("unterminated string");
+    std::string out = s_.substr(i_ + 1, end - i_ - 1);
+    i_ = end + 1;
+    return out;
+  }
+  bool boolean() {
+    if (s_.compare(i_, 4, "True") == 0) { i_ += 4; return true; }
+    if (s_.compare(i_, 5, "False") == 0) { i_ += 5; return false; }
+    bad("expected True or False at offset " + std::to_string(i_));
+  }
+  Shape tuple() {
+    expect('(');
+    Shape out;
+    for (;;) {
+      ws();
+      if (peek() == ')') { ++i_; return out; }
+      if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("expected a dimension at offset " + std::to_string(i_));
+      int64_t v = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek()))) {
+        if (v > (std::numeric_limits<int64_t>::max() - 9) / 10) bad("dimension too large");
+        v = v * 10 + (s_[i_++] - '0');
+      }
+      if (peek() == 'L') ++i_;  // Python 2 long literal
+      out.push_back(v);
+      ws();
+      if (peek() == ',') { ++i_; continue; }
+      expect(')');
+      return out;
+    }
+  }
+
+  const std::string& s_;
+  const std::filesystem::path& path_;
+  size_t i_ = 0;
+};
+
+void normalise_descr(const std::filesystem::path& path, const std::string& raw, NpyHeader& h) {
+  const std::string unsupported = "unsupported dtype '" + raw +
+                                  "' (supported: f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1, little- or big-endian)";
+  if (raw.size() < 3) fail(path, unsupported);
+  const char order = raw[0];
+  const std::string body = raw.substr(1);
+  static const char* kKnown[] = {"f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1"};
+  bool known = false;
+  for (const char* k : kKnown) known |= body == k;
+  if (!known || (order != '<' && order != '>' && order != '|' && order != '=')) fail(path, unsupported);
+  h.descr = body;
+  const bool native_big = std::endian::native == std::endian::big;
+  h.big_endian = body[1] != '1' && (order == '>' || (order == '=' && native_big) || (order == '|' && native_big));
+}
+
+uint64_t load_le(const unsigned char* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = n; i-- > 0;) v = (v << 8) | p[i];
+  return v;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1F;
+  uint32_t mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000 | (mant << 13);  // inf / nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal half: renormalise
+    exp = 113;
+    while (!(mant & 0x400)) { mant <<= 1; --exp; }
+    bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+template <class T>
+TensorT<T> load_as(const std::filesystem::path& path) {
+  const NpyHeader h = read_npy_header(path);
+  const size_t item = size_t(h.descr[1] - '0');
+  const int64_t count = numel(h.shape);
+  const uint64_t expected = uint64_t(count) * item;
+
+  auto truncated = [&](uint64_t got) {
+    fail(path, "truncated npy data (expected " + std::to_string(expected) + " bytes for shape " +
+                   shape_str(h.shape) + " of " + h.descr + ", got " + std::to_string(got) + ")");
+  };
+  // Size check first, so a corrupt shape is reported instead of attempting a huge allocation.
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (!ec && file_size < uint64_t(h.data_offset) + expected) truncated(file_size - uint64_t(h.data_offset));
+
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  in.seekg(h.data_offset);
+  std::vector<unsigned char> raw(static_cast<size_t>(expected));
+  in.read(reinterpret_cast<char*>(raw.data()), std::streamsize(expected));
+  if (uint64_t(in.gcount()) != expected) truncated(uint64_t(in.gcount()));
+
+  TensorT<T> t(h.shape);
+  T* out = t.ptr();
+  const unsigned char* p = raw.data();
+  // Read every element as little-endian bits; big-endian files are byte-reversed first. One loop per dtype.
+  auto bits_at = [&](int64_t i) {
+    const unsigned char* q = p + size_t(i) * item;
+    if (!h.big_endian) return load_le(q, item);
+    unsigned char tmp[8];
+    for (size_t b = 0; b < item; ++b) tmp[b] = q[item - 1 - b];
+    return load_le(tmp, item);
+  };
+  auto convert = [&](auto from_bits) {
+    for (int64_t i = 0; i < count; ++i) out[i] = T(from_bits(bits_at(i)));
+  };
+  const std::string& d = h.descr;
+  if (d == "f2") convert([](uint64_t b) { return half_to_float(uint16_t(b)); });
+  else if (d == "f4") convert([](uint64_t b) { return std::bit_cast<float>(uint32_t(b)); });
+  else if (d == "f8") convert([](uint64_t b) { return std::bit_cast<double>(b); });
+  else if (d == "i1") convert([](uint64_t b) { return int8_t(uint8_t(b)); });
+  else if (d == "i2") convert([](uint64_t b) { return int16_t(uint16_t(b)); });
+  else if (d == "i4") convert([](uint64_t b) { return int32_t(uint32_t(b)); });
+  else if (d == "i8") convert([](uint64_t b) { return int64_t(b); });
+  else if (d == "b1") convert([](uint64_t b) { return b != 0 ? 1 : 0; });
+  else convert([](uint64_t b) { return b; });  // u1 u2 u4 u8
+  return t;
+}
+
+}  // namespace
+
+NpyHeader read_npy_header(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+
+  unsigned char pre[12] = {};
+  in.read(reinterpret_cast<char*>(pre), 8);
+  if (in.gcount() < std::streamsize(kMagicLen) || std::memcmp(pre, kMagic, kMagicLen) != 0)
+    fail(path, "not an npy file (missing the \\x93NUMPY magic)");
+  if (in.gcount() < 8) fail(path, "bad npy header: file ends inside the preamble");
+  const unsigned major = pre[6], minor = pre[7];
+  if (major < 1 || major > 3)
+    fail(path, "bad npy header: unsupported format version " + std::to_string(major) + "." + std::to_string(minor));
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  in.read(reinterpret_cast<char*>(pre + 8), std::streamsize(len_bytes));
+  if (size_t(in.gcount()) != len_bytes) fail(path, "bad npy header: file ends inside the header length");
+  const uint64_t header_len = load_le(pre + 8, len_bytes);
+
+  std::string text(size_t(header_len), '\0');
+  in.read(text.data(), std::streamsize(header_len));
+  if (uint64_t(in.gcount()) != header_len)
+    fail(path, "bad npy header: truncated (expected " + std::to_string(header_len) + " header bytes, got " +
+                   std::to_string(in.gcount()) + ")");
+
+  NpyHeader h;
+  std::string descr;
+  HeaderParser(text, path).parse(descr, h.fortran_order, h.shape);
+  normalise_descr(path, descr, h);
+  if (h.fortran_order && h.shape.size() > 1)
+    fail(path, "fortran_order arrays are not supported (save a C-ordered array, e.g. np.ascontiguousarray)");
+  // Guard the element count so a corrupt shape gives an error rather than an enormous allocation.
+  uint64_t count = 1;
+  for (int64_t d : h.shape) {
+    if (d != 0 && count > (uint64_t(1) << 56) / uint64_t(d))
+      fail(path, "bad npy header: shape " + shape_str(h.shape) + " is too large");
+    count *= uint64_t(d);
+  }
+  h.data_offset = int64_t(8 + len_bytes + header_len);
+  return h;
+}
+
+Tensor load_npy(const std::filesystem::path& path) { return load_as<float>(path); }
+
+TensorT<double> load_npy_double(const std::filesystem::path& path) { return load_as<double>(path); }
+
+void save_npy(const std::filesystem::path& path, const Tensor& t) {
+  if (int64_t(t.data.size()) != numel(t.shape))
+    throw Error(path.string() + ": cannot save tensor: shape " + shape_str(t.shape) + " needs " +
+                std::to_string(numel(t.shape)) + " values, tensor has " + std::to_string(t.data.size()));
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_str(t.shape) + ", }";
+  // numpy pads with spaces and a final newline so the data starts 64-byte aligned.
+  const size_t preamble = kMagicLen + 2 + 2;
+  const size_t total = (preamble + header.size() + 1 + 63) / 64 * 64;
+  header.append(total - preamble - header.size() - 1, ' ');
+  header.push_back('\n');
+  if (header.size() > 0xFFFF) throw Error(path.string() + ": cannot save tensor: npy header too long");
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(path.string() + ": cannot write: " + std::strerror(errno));
+  out.write(kMagic, kMagicLen);
+  const char version[2] = {1, 0};
+  out.write(version, 2);
+  const char len[2] = {char(header.size() & 0xFF), char(header.size() >> 8)};
+  out.write(len, 2);
+  out.write(header.data(), std::streamsize(header.size()));
+  if constexpr (std::endian::native == std::endian::little) {
+    out.write(reinterpret_cast<const char*>(t.ptr()), std::streamsize(t.data.size() * sizeof(float)));
+  } else {
+    for (float f : t.data) {
+      const uint32_t b = std::bit_cast<uint32_t>(f);
+      const char le[4] = {char(b), char(b >> 8), char(b >> 16), char(b >> 24)};
+      out.write(le, 4);
+    }
+  }
+  out.close();
+  if (!out) throw Error(path.string() + ": write failed: " + std::strerror(errno));
+}
+
+}  // namespace shardlab::data

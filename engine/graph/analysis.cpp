@@ -1,0 +1,190 @@
+#include "engine/graph/analysis.h"
+
+#include <map>
+#include <set>
+
+#include "engine/graph/lower.h"
+#include "engine/ir/primitive.h"
+#include "engine/util/error.h"
+
+namespace shardlab::graph {
+
+const NodeReport* GraphReport::find(const std::string& name) const {
+  for (const NodeReport& n : nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+std::vector<size_t> topological_order(const Graph& g, std::vector<std::string>* cyclic) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < g.nodes.size(); ++i) index.emplace(g.nodes[i].name, i);
+  std::vector<int> indegree(g.nodes.size(), 0);
+  std::vector<std::vector<size_t>> next(g.nodes.size());
+  for (const Edge& e : g.edges) {
+    auto f = index.find(e.from.node), t = index.find(e.to.node);
+    if (f == index.end() || t == index.end()) continue;
+    next[f->second].push_back(t->second);
+    ++indegree[t->second];
+  }
+  std::vector<size_t> order, ready;
+  for (size_t i = g.nodes.size(); i-- > 0;)
+    if (indegree[i] == 0) ready.push_back(i);
+  while (!ready.empty()) {  // Kahn's algorithm, preferring file order among ready nodes
+    size_t n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    std::vector<size_t> released;
+    for (size_t m : next[n])
+      if (--indegree[m] == 0) released.push_back(m);
+    for (auto it = released.rbegin(); it != released.rend(); ++it) ready.push_back(*it);
+  }
+  if (cyclic)
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (indegree[i] > 0) cyclic->push_back(g.nodes[i].name);
+  return order;
+}
+
+namespace {
+
+std::string types_list() {
+  std::string s;
+  for (const std::string& t : layer_types()) s += (s.empty() ? "" : ", ") + t;
+  return s;
+}
+
+// Forward FLOPs and a lowering check in one: lower the node alone into a scratch program.
+double node_flops(const NodeReport& r) {
+  ir::Program scratch;
+  std::vector<int> in;
+  for (const ArrayInfo& a : r.inputs) in.push_back(scratch.add_value("in", a.shape, ir::ValueKind::Input));
+  std::map<std::string, int> params;
+  for (const ParamInfo& p : r.params) params[p.name] = scratch.add_value(p.name, p.shape, ir::ValueKind::Param);
+  LowerContext ctx{scratch, r.name, false, 0, [&](const std::string& n) { return params.at(n); }};
+  r.layer->lower(ctx, in);
+  double f = 0;
+  for (const ir::Instr& ins : scratch.instrs) {
+    std::vector<Shape> is, os;
+    for (int v : ins.in) is.push_back(scratch.shape(v));
+    for (int v : ins.out) os.push_back(scratch.shape(v));
+    f += ir::primitive(ins.op).flops(is, os, ins.attrs);
+  }
+  return f;
+}
+
+}  // namespace
+
+GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const std::string& prefix) {
+  GraphReport rep;
+  auto fail = [&](const std::string& node, const std::string& msg) {
+    rep.errors.push_back(node.empty() ? msg : "node '" + prefix + node + "': " + msg);
+  };
+
+  std::map<std::string, std::shared_ptr<Layer>> layers;
+  int inputs = 0;
+  for (const Node& n : g.nodes) {
+    if (n.name.empty() || n.name == kCarryNode || n.name.find_first_of("/.") != std::string::npos) {
+      fail("", "a node has the invalid name '" + n.name + "' (names must be non-empty, without '/' or '.')");
+      continue;
+    }
+    if (layers.count(n.name)) {
+      fail(n.name, "the name is used by two nodes");
+      continue;
+    }
+    std::shared_ptr<Layer> layer = create_layer(n.type);
+    if (!layer) {
+      fail(n.name, "unknown layer type '" + n.type + "' (expected one of " + types_list() + ")");
+      layers[n.name] = nullptr;
+      continue;
+    }
+    try {
+      layer->configure(n);
+    } catch (const Error& e) {
+      fail(n.name, e.what());
+      layer = nullptr;
+    }
+    if (n.type == "Input") ++inputs;
+    layers[n.name] = layer;
+  }
+  if (!carry && inputs != 1) fail("", "the graph needs exactly one Input node, found " + std::to_string(inputs));
+  if (carry && inputs != 0) fail("", "a Repeat block cannot contain an Input node (its input is '@in')");
+
+  // Wiring: every edge names existing ports; every input port gets exactly one edge.
+  std::map<std::string, std::string> source;  // "node.port" -> producing node
+  for (const Edge& e : g.edges) {
+    const std::string what = "edge " + e.from.str() + " -> " + e.to.str();
+    bool from_carry = carry && e.from.node == kCarryNode;
+    if (!from_carry && !layers.count(e.from.node)) { fail("", "dangling " + what + ": there is no node '" + e.from.node + "'"); continue; }
+    if (e.from.port != "out") { fail("", "dangling " + what + ": node '" + e.from.node + "' has no output port '" + e.from.port + "' (its output is 'out')"); continue; }
+    auto to = layers.find(e.to.node);
+    if (to == layers.end()) { fail("", "dangling " + what + ": there is no node '" + e.to.node + "'"); continue; }
+    if (to->second) {
+      auto ports = to->second->input_ports();
+      if (std::find(ports.begin(), ports.end(), e.to.port) == ports.end()) {
+        std::string list;
+        for (auto& p : ports) list += (list.empty() ? "" : ", ") + p;
+        fail("", "dangling " + what + ": node '" + e.to.node + "' has no input port '" + e.to.port + "' (ports: " +
+                     (list.empty() ? "none" : list) + ")");
+        continue;
+      }
+    }
+    if (!source.emplace(e.to.str(), e.from.node).second) fail(e.to.node, "input '" + e.to.port + "' has more than one edge");
+  }
+  for (const Node& n : g.nodes) {
+    auto it = layers.find(n.name);
+    if (it == layers.end() || !it->second) continue;
+    for (const std::string& port : it->second->input_ports())
+      if (!source.count(n.name + "." + port)) fail(n.name, "missing input: port '" + port + "' is not connected");
+  }
+
+  std::vector<std::string> cyclic;
+  std::vector<size_t> order = topological_order(g, &cyclic);
+  if (!cyclic.empty()) {
+    std::string list;
+    for (auto& c : cyclic) list += (list.empty() ? "" : ", ") + prefix + c;
+    fail("", "the graph has a cycle through nodes " + list);
+  }
+
+  std::map<std::string, ArrayInfo> outputs;
+  if (carry) outputs[kCarryNode] = *carry;
+  for (size_t idx : order) {
+    const Node& n = g.nodes[idx];
+    NodeReport r;
+    r.name = prefix + n.name;
+    r.type = n.type;
+    auto lit = layers.find(n.name);
+    if (lit == layers.end() || !lit->second) continue;
+    r.layer = lit->second;
+    bool inputs_ok = true;
+    if (n.type == "Input") r.inputs.push_back(ArrayInfo{{batch}, {"batch"}});
+    for (const std::string& port : r.layer->input_ports()) {
+      auto s = source.find(n.name + "." + port);
+      auto o = s == source.end() ? outputs.end() : outputs.find(s->second);
+      if (o == outputs.end()) { inputs_ok = false; break; }
+      r.inputs.push_back(o->second);
+    }
+    if (!inputs_ok) continue;  // an upstream error is already reported
+    try {
+      r.output = r.layer->infer(r.inputs, r.params);
+      if (!n.output_axes.is_null()) {
+        auto axes = fields::names(n.output_axes, "output_axes");
+        if (axes.size() != r.output.shape.size())
+          throw Error("output_axes: " + std::to_string(axes.size()) + " names for an output of rank " +
+                      std::to_string(r.output.shape.size()) + " " + shape_str(r.output.shape));
+        r.output.axes = axes;
+      }
+      for (const ParamInfo& p : r.params) r.param_count += numel(p.shape);
+      if (n.body) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
+      r.flops = node_flops(r);
+    } catch (const Error& e) {
+      r.error = e.what();
+      fail(n.name, e.what());
+      rep.nodes.push_back(std::move(r));
+      continue;
+    }
+    outputs[n.name] = r.output;
+    rep.nodes.push_back(std::move(r));
+  }
+  return rep;
+}
+
+}  // namespace shardlab::graph

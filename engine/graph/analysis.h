@@ -1,0 +1,41 @@
+// Validation and shape inference over a layer graph: wiring (unknown types, dangling edges,
+// missing inputs, cycles), each layer's fields, and every node's output and parameter shapes.
+// Errors are collected per node, so an editor can show each one where it belongs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph/graph.h"
+#include "engine/graph/layer.h"
+
+namespace shardlab::graph {
+
+struct NodeReport {
+  std::string name;  // path: "blocks/W1" inside a Repeat
+  std::string type;
+  std::shared_ptr<Layer> layer;  // null when the node failed to configure
+  std::vector<ArrayInfo> inputs;
+  ArrayInfo output;
+  std::vector<ParamInfo> params;
+  int64_t param_count = 0;
+  double flops = 0;   // forward FLOPs of one step at this batch size
+  std::string error;  // empty when the node is fine
+  std::vector<NodeReport> body;  // Repeat: its block's nodes (one layer)
+};
+
+struct GraphReport {
+  std::vector<NodeReport> nodes;    // topological order (nodes in a cycle are left out)
+  std::vector<std::string> errors;  // every error, each naming its node and field
+  bool ok() const { return errors.empty(); }
+  const NodeReport* find(const std::string& name) const;
+};
+
+// `batch` sizes the Input; `carry` is given for a Repeat body (its "@in"), null for a model.
+GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry = nullptr, const std::string& prefix = "");
+
+// Topological order of node indices; nodes on a cycle are returned in `cyclic`.
+std::vector<size_t> topological_order(const Graph& g, std::vector<std::string>* cyclic = nullptr);
+
+}  // namespace shardlab::graph

@@ -1,0 +1,71 @@
+// A layer type: parses its fields, infers its output and parameters from its inputs, and lowers to
+// primitives. One file per layer under engine/graph/layers/, one line in layers/registry.cpp.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph/graph.h"
+#include "engine/graph/init.h"
+#include "engine/ir/program.h"
+
+namespace shardlab::graph {
+
+// An activation as it flows along an edge: its shape (batch included) and logical axis names.
+struct ArrayInfo {
+  Shape shape;
+  std::vector<std::string> axes;
+};
+
+// "(batch 128, embed 784)": a shape with its logical axis names, as the editor and errors show it.
+std::string describe(const ArrayInfo& a);
+
+struct ParamInfo {
+  std::string name;  // "kernel"; the full path is "<node>/<name>"
+  Shape shape;       // full shape; a Repeat's parameters lead with the 'layer' axis
+  std::vector<std::string> axes;
+  InitSpec init;
+  int64_t layers = 0;  // > 0: stacked, `layers` copies of shape[1:] each initialised on its own
+};
+
+struct LowerContext {
+  ir::Program& program;
+  std::string node;  // full node path ("blocks/W1")
+  bool training = true;
+  uint64_t seed = 0;
+  // The program value of this node's parameter `name`.
+  std::function<int(const std::string& name)> param;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::vector<std::string> input_ports() const { return {"in"}; }
+  // Reads and checks the node's fields; throws Error("field: reason").
+  virtual void configure(const Node& node) = 0;
+  // Output and parameters from the inputs (one per port); throws Error on a shape mismatch.
+  virtual ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const = 0;
+  virtual int lower(LowerContext& ctx, const std::vector<int>& in) const = 0;
+};
+
+// Creates a layer of the given type, or nullptr if there is none.
+std::unique_ptr<Layer> create_layer(const std::string& type);
+std::vector<std::string> layer_types();
+
+// Helpers for layers reading their JSON fields with errors that name the field.
+namespace fields {
+int64_t positive_int(const Json& params, const char* key, int64_t fallback = -1);
+double number(const Json& params, const char* key, double fallback, double lo, double hi);
+bool boolean(const Json& params, const char* key, bool fallback);
+std::string string(const Json& params, const char* key, const std::string& fallback);
+std::vector<std::string> names(const Json& j, const std::string& what);
+// Throws for any key of `params` not in `allowed`.
+void only(const Json& params, std::initializer_list<const char*> allowed);
+// The logical axes of parameter `name`: the node's override if any, else `fallback`; checks the rank.
+std::vector<std::string> param_axes(const Node& node, const std::string& name, std::vector<std::string> fallback,
+                                    size_t rank);
+}  // namespace fields
+
+}  // namespace shardlab::graph

@@ -1,0 +1,27 @@
+// Add: the residual connection; both inputs must have the same shape.
+#include "engine/graph/layers/layers.h"
+#include "engine/util/error.h"
+
+namespace shardlab::graph {
+
+namespace {
+
+class AddLayer : public Layer {
+ public:
+  std::vector<std::string> input_ports() const override { return {"a", "b"}; }
+  void configure(const Node& node) override { fields::only(node.params, {}); }
+  ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>&) const override {
+    if (in.at(0).shape != in.at(1).shape)
+      throw Error("inputs a " + describe(in[0]) + " and b " + describe(in[1]) + " have different shapes");
+    return in[0];
+  }
+  int lower(LowerContext& ctx, const std::vector<int>& in) const override {
+    return ctx.program.emit1(ir::Op::Add, {in.at(0), in.at(1)}, {}, ctx.node);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_add() { return std::make_unique<AddLayer>(); }
+
+}  // namespace shardlab::graph

@@ -1,0 +1,59 @@
+// Dense: y = x @ kernel (+ bias), over the last axis, like flax.linen.Dense.
+#include "engine/graph/layers/layers.h"
+#include "engine/util/error.h"
+
+namespace shardlab::graph {
+
+namespace {
+
+class DenseLayer : public Layer {
+ public:
+  void configure(const Node& node) override {
+    const Json& p = node.params;
+    fields::only(p, {"features", "use_bias", "kernel_init", "bias_init"});
+    features_ = fields::positive_int(p, "features");
+    use_bias_ = fields::boolean(p, "use_bias", true);
+    try {
+      kernel_init_ = parse_init(p.contains("kernel_init") ? p["kernel_init"] : Json("lecun_normal"));
+    } catch (const Error& e) {
+      throw Error(std::string("kernel_init: ") + e.what());
+    }
+    try {
+      bias_init_ = parse_init(p.contains("bias_init") ? p["bias_init"] : Json("zeros"));
+    } catch (const Error& e) {
+      throw Error(std::string("bias_init: ") + e.what());
+    }
+    kernel_axes_ = fields::param_axes(node, "kernel", {"embed", "mlp"}, 2);
+    bias_axes_ = fields::param_axes(node, "bias", {kernel_axes_[1]}, 1);
+  }
+  ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const override {
+    const ArrayInfo& x = in.at(0);
+    if (x.shape.size() < 2)
+      throw Error("input " + shape_str(x.shape) + " needs a batch and a feature dimension (add a Flatten?)");
+    params.push_back({"kernel", {x.shape.back(), features_}, kernel_axes_, kernel_init_});
+    if (use_bias_) params.push_back({"bias", {features_}, bias_axes_, bias_init_});
+    ArrayInfo out = x;
+    out.axes.resize(out.shape.size());
+    out.shape.back() = features_;
+    out.axes.back() = kernel_axes_[1];
+    return out;
+  }
+  int lower(LowerContext& ctx, const std::vector<int>& in) const override {
+    // (batch, ..., in) @ (in, features)
+    int y = ctx.program.emit1(ir::Op::MatMul, {in.at(0), ctx.param("kernel")}, {}, ctx.node);
+    if (use_bias_) y = ctx.program.emit1(ir::Op::BiasAdd, {y, ctx.param("bias")}, {}, ctx.node);
+    return y;
+  }
+
+ private:
+  int64_t features_ = 0;
+  bool use_bias_ = true;
+  InitSpec kernel_init_, bias_init_;
+  std::vector<std::string> kernel_axes_, bias_axes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dense() { return std::make_unique<DenseLayer>(); }
+
+}  // namespace shardlab::graph

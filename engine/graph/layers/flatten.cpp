@@ -1,0 +1,35 @@
+// Flatten: folds every dimension after the batch into one feature axis.
+#include "engine/graph/layers/layers.h"
+
+namespace shardlab::graph {
+
+namespace {
+
+class FlattenLayer : public Layer {
+ public:
+  void configure(const Node& node) override {
+    fields::only(node.params, {"axis_name"});
+    axis_ = fields::string(node.params, "axis_name", "embed");
+  }
+  ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>&) const override {
+    const ArrayInfo& x = in.at(0);
+    Shape rest(x.shape.begin() + 1, x.shape.end());
+    return ArrayInfo{{x.shape.at(0), numel(rest)}, {x.axes.empty() ? "batch" : x.axes[0], axis_}};
+  }
+  int lower(LowerContext& ctx, const std::vector<int>& in) const override {
+    const Shape& s = ctx.program.shape(in.at(0));
+    ir::Attrs a;
+    a.shape = {s.at(0), numel(s) / s.at(0)};
+    if (a.shape == s) return in[0];
+    return ctx.program.emit1(ir::Op::Reshape, {in[0]}, a, ctx.node);
+  }
+
+ private:
+  std::string axis_ = "embed";
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_flatten() { return std::make_unique<FlattenLayer>(); }
+
+}  // namespace shardlab::graph

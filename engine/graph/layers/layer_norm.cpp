@@ -1,0 +1,43 @@
+// LayerNorm over the last axis with learned scale and bias, like flax.linen.LayerNorm.
+#include "engine/graph/layers/layers.h"
+
+namespace shardlab::graph {
+
+namespace {
+
+class LayerNormLayer : public Layer {
+ public:
+  void configure(const Node& node) override {
+    fields::only(node.params, {"epsilon", "use_scale", "use_bias"});
+    eps_ = fields::number(node.params, "epsilon", 1e-6, 0.0, 1.0);
+    use_scale_ = fields::boolean(node.params, "use_scale", true);
+    use_bias_ = fields::boolean(node.params, "use_bias", true);
+    node_ = &node;
+  }
+  ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const override {
+    const ArrayInfo& x = in.at(0);
+    std::vector<std::string> feature{x.axes.empty() ? "embed" : x.axes.back()};
+    if (use_scale_) params.push_back({"scale", {x.shape.back()}, fields::param_axes(*node_, "scale", feature, 1), {"ones"}});
+    if (use_bias_) params.push_back({"bias", {x.shape.back()}, fields::param_axes(*node_, "bias", feature, 1), {"zeros"}});
+    return x;
+  }
+  int lower(LowerContext& ctx, const std::vector<int>& in) const override {
+    ir::Attrs a;
+    a.eps = eps_;
+    int y = ctx.program.emit1(ir::Op::LayerNorm, {in.at(0)}, a, ctx.node);
+    if (use_scale_) y = ctx.program.emit1(ir::Op::MulRow, {y, ctx.param("scale")}, {}, ctx.node);
+    if (use_bias_) y = ctx.program.emit1(ir::Op::BiasAdd, {y, ctx.param("bias")}, {}, ctx.node);
+    return y;
+  }
+
+ private:
+  double eps_ = 1e-6;
+  bool use_scale_ = true, use_bias_ = true;
+  const Node* node_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_layer_norm() { return std::make_unique<LayerNormLayer>(); }
+
+}  // namespace shardlab::graph

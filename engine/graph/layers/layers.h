@@ -1,0 +1,21 @@
+// Factories of the built-in layers (one per file in this folder), listed in registry.cpp.
+#pragma once
+
+#include <memory>
+
+#include "engine/graph/layer.h"
+
+namespace shardlab::graph {
+
+std::unique_ptr<Layer> make_input();
+std::unique_ptr<Layer> make_dense();
+std::unique_ptr<Layer> make_relu();
+std::unique_ptr<Layer> make_gelu();
+std::unique_ptr<Layer> make_tanh();
+std::unique_ptr<Layer> make_layer_norm();
+std::unique_ptr<Layer> make_dropout();
+std::unique_ptr<Layer> make_add();
+std::unique_ptr<Layer> make_flatten();
+std::unique_ptr<Layer> make_repeat();
+
+}  // namespace shardlab::graph

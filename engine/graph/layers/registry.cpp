@@ -1,0 +1,38 @@
+#include <utility>
+
+#include "engine/graph/layers/layers.h"
+
+namespace shardlab::graph {
+
+namespace {
+using Factory = std::unique_ptr<Layer> (*)();
+const std::pair<const char*, Factory> kLayers[] = {
+    {"Input", make_input},     {"Dense", make_dense},         {"ReLU", make_relu},       {"GELU", make_gelu},
+    {"Tanh", make_tanh},       {"LayerNorm", make_layer_norm}, {"Dropout", make_dropout}, {"Add", make_add},
+    {"Flatten", make_flatten}, {"Repeat", make_repeat},
+};
+}  // namespace
+
+std::unique_ptr<Layer> create_layer(const std::string& type) {
+  for (const auto& [name, make] : kLayers)
+    if (type == name) return make();
+  return nullptr;
+}
+
+std::vector<std::string> layer_types() {
+  std::vector<std::string> out;
+  for (const auto& entry : kLayers) out.push_back(entry.first);
+  return out;
+}
+
+std::string describe(const ArrayInfo& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    if (i) s += ", ";
+    if (i < a.axes.size()) s += a.axes[i] + " ";
+    s += std::to_string(a.shape[i]);
+  }
+  return s + ")";
+}
+
+}  // namespace shardlab::graph

@@ -1,0 +1,31 @@
+#include "engine/graph/lower.h"
+
+#include <map>
+
+#include "engine/util/error.h"
+
+namespace shardlab::graph {
+
+int lower_graph(ir::Program& p, const Graph& g, const GraphReport& report, int input,
+                const std::function<int(const std::string&)>& param, const std::string& output_node,
+                const LowerOptions& opt) {
+  if (!report.ok()) throw Error(report.errors.front());
+  std::map<std::string, int> out;
+  out[kCarryNode] = input;
+  std::map<std::string, std::string> source;
+  for (const Edge& e : g.edges) source[e.to.str()] = e.from.node;
+  for (const NodeReport& r : report.nodes) {
+    const std::string local = r.name.substr(opt.prefix.size());
+    std::vector<int> in;
+    if (r.type == "Input") in.push_back(input);
+    for (const std::string& port : r.layer->input_ports()) in.push_back(out.at(source.at(local + "." + port)));
+    LowerContext ctx{p, r.name, opt.training, opt.seed,
+                     [&](const std::string& name) { return param(local + "/" + name); }};
+    out[local] = r.layer->lower(ctx, in);
+  }
+  auto it = out.find(output_node);
+  if (it == out.end()) throw Error("there is no node '" + output_node + "' to take the output from");
+  return it->second;
+}
+
+}  // namespace shardlab::graph

@@ -1,0 +1,25 @@
+// Lowering: a checked layer graph becomes primitives in a Program (the forward pass).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "engine/graph/analysis.h"
+#include "engine/ir/program.h"
+
+namespace shardlab::graph {
+
+struct LowerOptions {
+  bool training = true;  // dropout on
+  uint64_t seed = 0;
+  std::string prefix;    // node path prefix ("blocks/" inside a Repeat)
+};
+
+// Lowers `g` in the report's order, feeding `input` to the Input node (or to "@in" in a block).
+// `param(path)` gives the value of a parameter, path relative to `g` ("dense1/kernel").
+// Returns the output value of node `output_node`.
+int lower_graph(ir::Program& p, const Graph& g, const GraphReport& report, int input,
+                const std::function<int(const std::string&)>& param, const std::string& output_node,
+                const LowerOptions& opt);
+
+}  // namespace shardlab::graph

@@ -1,0 +1,35 @@
+#include "engine/ir/primitive.h"
+
+#include "engine/util/error.h"
+
+namespace shardlab::ir {
+
+namespace {
+std::vector<Primitive> build_table() {
+  std::vector<Primitive> all;
+  register_matmul(all);
+  register_elementwise(all);
+  register_rowwise(all);
+  register_structural(all);
+  register_losses(all);
+  register_optimizers(all);
+  std::vector<Primitive> table(size_t(Op::kCount));
+  std::vector<bool> seen(size_t(Op::kCount), false);
+  for (auto& p : all) {
+    seen[size_t(p.op)] = true;
+    table[size_t(p.op)] = std::move(p);
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i]) throw Error("internal: primitive " + std::to_string(i) + " has no definition");
+  return table;
+}
+}  // namespace
+
+const Primitive& primitive(Op op) {
+  static const std::vector<Primitive> table = build_table();
+  return table.at(size_t(op));
+}
+
+const char* op_name(Op op) { return primitive(op).name; }
+
+}  // namespace shardlab::ir

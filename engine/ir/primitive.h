@@ -1,0 +1,39 @@
+// One entry per primitive: its shape rule, VJP and cost sit together (engine/ir/primitives/*.cpp).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ir/program.h"
+
+namespace shardlab::ir {
+
+using Cotangents = std::vector<std::optional<int>>;
+
+struct Primitive {
+  Op op;
+  const char* name;
+  int num_inputs;   // -1: variadic (Stack)
+  // Output shapes from input shapes; throws Error describing the mismatch.
+  std::function<std::vector<Shape>(const std::vector<Shape>&, const Attrs&)> shapes;
+  // Cotangents of the inputs from those of the outputs (nullopt = zero). `needs[i]` says whether
+  // input i's cotangent is wanted. Empty for primitives that only appear in backward programs.
+  std::function<Cotangents(Program&, const Instr&, const Cotangents&, const std::vector<bool>& needs)> vjp;
+  // Floating-point operations of one evaluation.
+  std::function<double(const std::vector<Shape>& in, const std::vector<Shape>& out, const Attrs&)> flops;
+};
+
+const Primitive& primitive(Op op);
+const char* op_name(Op op);
+
+// Registration, one function per primitive family file.
+void register_matmul(std::vector<Primitive>&);
+void register_elementwise(std::vector<Primitive>&);
+void register_rowwise(std::vector<Primitive>&);
+void register_structural(std::vector<Primitive>&);
+void register_losses(std::vector<Primitive>&);
+void register_optimizers(std::vector<Primitive>&);
+
+}  // namespace shardlab::ir

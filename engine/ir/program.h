@@ -1,0 +1,84 @@
+// A program of primitives over named values: what a training step (forward, backward, optimizer
+// update) lowers to. Static: every value has a fixed shape, like a jitted XLA computation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace shardlab::ir {
+
+enum class Op {
+  // dense algebra
+  MatMul,        // op(a) @ op(b); a and b viewed as 2-D (leading dims folded into rows)
+  // elementwise
+  Add, Sub, Mul, Scale,
+  Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad,
+  Dropout,
+  // row broadcasts and reductions over the last dimension
+  BiasAdd, MulRow, ReduceRows,
+  LayerNorm, LayerNormGrad,
+  // structure
+  Reshape, Stack, Unstack, Fill,
+  // losses and metrics
+  SoftmaxXent, SoftmaxXentGrad, Mse, MseGrad, Accuracy,
+  // optimizer updates: read the gradient, update parameter and state in place
+  SgdUpdate, AdamUpdate,
+  kCount
+};
+
+// Where a value's storage comes from: persistent state outlives the step, inputs are fed per step,
+// temporaries live in the step's arena for their live range only.
+enum class ValueKind { Param, OptState, Input, Target, Temp };
+
+struct Value {
+  std::string name;
+  Shape shape;
+  ValueKind kind = ValueKind::Temp;
+  std::vector<std::string> axes;  // logical axis names per dimension, where known
+};
+
+struct Attrs {
+  bool trans_a = false, trans_b = false;   // MatMul
+  double alpha = 1.0;                      // Scale factor, Fill value, Dropout rate
+  double eps = 0.0;                        // LayerNorm epsilon
+  uint64_t seed = 0;                       // Dropout stream key
+  Shape shape;                             // Reshape/Fill target shape
+  // optimizer hyper-parameters (learning rate comes from the step context: schedules vary it)
+  double b1 = 0.9, b2 = 0.999, opt_eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
+  bool nesterov = false;
+};
+
+struct Instr {
+  Op op;
+  std::vector<int> in;
+  std::vector<int> out;
+  Attrs attrs;
+  std::string node;  // the layer node it came from ("" for the loss or optimizer)
+};
+
+struct Program {
+  std::vector<Value> values;
+  std::vector<Instr> instrs;
+
+  int add_value(std::string name, Shape shape, ValueKind kind = ValueKind::Temp,
+                std::vector<std::string> axes = {});
+  // Appends an instruction; output shapes come from the primitive's shape rule.
+  std::vector<int> emit(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
+                        const std::string& out_name = {});
+  int emit1(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
+            const std::string& out_name = {}) {
+    return emit(op, std::move(in), std::move(attrs), node, out_name).at(0);
+  }
+  const Shape& shape(int v) const { return values.at(size_t(v)).shape; }
+};
+
+// Builds gradients of a scalar `loss` w.r.t. `wrt` by appending each primitive's VJP in reverse
+// order; returns the gradient value per entry of `wrt` (a Fill of zeros where loss ignores it).
+std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt);
+
+std::string to_string(const Program& p);
+
+}  // namespace shardlab::ir

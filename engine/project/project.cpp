@@ -1,0 +1,245 @@
+#include "engine/project/project.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/util/error.h"
+
+namespace shardlab::project {
+
+using graph::Json;
+
+namespace {
+
+void only(const Json& j, const std::string& where, std::initializer_list<const char*> keys) {
+  if (!j.is_object()) throw Error(where + ": expected an object, got " + j.dump());
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; })) {
+      std::string list;
+      for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw Error(where + (where.back() == ':' ? " " : ".") + it.key() + ": unknown field (expected one of " + list + ")");
+    }
+}
+
+const Json& require(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw Error(where + "." + key + ": missing");
+  return j[key];
+}
+
+std::string str(const Json& j, const std::string& where) {
+  if (!j.is_string()) throw Error(where + ": expected a string, got " + j.dump());
+  return j.get<std::string>();
+}
+
+graph::Endpoint endpoint(const Json& j, const std::string& where) {
+  std::string s = str(j, where);
+  size_t dot = s.rfind('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == s.size())
+    throw Error(where + ": '" + s + "' is not a port (expected \"node.port\", e.g. \"dense1.out\")");
+  return {s.substr(0, dot), s.substr(dot + 1)};
+}
+
+graph::Graph parse_graph(const Json& j, const std::string& where, bool body) {
+  if (body) only(j, where, {"nodes", "edges", "output"});
+  else only(j, where, {"nodes", "edges"});
+  graph::Graph g;
+  const Json& nodes = require(j, "nodes", where);
+  if (!nodes.is_array()) throw Error(where + ".nodes: expected a list");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Json& n = nodes[i];
+    std::string at = where + ".nodes[" + std::to_string(i) + "]";
+    if (n.is_object() && n.contains("name") && n["name"].is_string()) at = where + ": node '" + n["name"].get<std::string>() + "'";
+    only(n, at, {"name", "type", "params", "param_axes", "output_axes", "body"});
+    graph::Node node;
+    node.name = str(require(n, "name", at), at + ".name");
+    node.type = str(require(n, "type", at), at + ".type");
+    if (n.contains("params")) {
+      if (!n["params"].is_object()) throw Error(at + ".params: expected an object");
+      node.params = n["params"];
+    }
+    if (n.contains("param_axes")) {
+      if (!n["param_axes"].is_object()) throw Error(at + ".param_axes: expected an object of name lists");
+      node.param_axes = n["param_axes"];
+    }
+    if (n.contains("output_axes")) node.output_axes = n["output_axes"];
+    if (n.contains("body")) node.body = std::make_shared<graph::Graph>(parse_graph(n["body"], at + ".body", true));
+    g.nodes.push_back(std::move(node));
+  }
+  if (j.contains("edges")) {
+    const Json& edges = j["edges"];
+    if (!edges.is_array()) throw Error(where + ".edges: expected a list");
+    for (size_t i = 0; i < edges.size(); ++i) {
+      std::string at = where + ".edges[" + std::to_string(i) + "]";
+      only(edges[i], at, {"from", "to"});
+      g.edges.push_back({endpoint(require(edges[i], "from", at), at + ".from"), endpoint(require(edges[i], "to", at), at + ".to")});
+    }
+  }
+  if (body) g.output = str(require(j, "output", where), where + ".output");
+  return g;
+}
+
+Json graph_to_json(const graph::Graph& g, bool body) {
+  Json nodes = Json::array();
+  for (const graph::Node& n : g.nodes) {
+    Json o = Json::object();
+    o["name"] = n.name;
+    o["type"] = n.type;
+    if (!n.params.empty()) o["params"] = n.params;
+    if (!n.param_axes.empty()) o["param_axes"] = n.param_axes;
+    if (!n.output_axes.is_null()) o["output_axes"] = n.output_axes;
+    if (n.body) o["body"] = graph_to_json(*n.body, true);
+    nodes.push_back(o);
+  }
+  Json edges = Json::array();
+  for (const graph::Edge& e : g.edges) edges.push_back(Json{{"from", e.from.str()}, {"to", e.to.str()}});
+  Json out = Json::object();
+  out["nodes"] = nodes;
+  out["edges"] = edges;
+  if (body) out["output"] = g.output;
+  return out;
+}
+
+LossSpec parse_loss(const Json& j, const std::string& where) {
+  only(j, where, {"type", "output"});
+  LossSpec l;
+  l.type = str(require(j, "type", where), where + ".type");
+  if (l.type != "softmax_cross_entropy" && l.type != "mean_squared_error")
+    throw Error(where + ".type: unknown loss '" + l.type + "' (expected softmax_cross_entropy or mean_squared_error)");
+  l.output = str(require(j, "output", where), where + ".output");
+  return l;
+}
+
+TrainingSpec parse_training(const Json& j, const std::string& where) {
+  only(j, where, {"batch_size", "epochs", "steps", "seed", "shuffle", "prefetch", "eval"});
+  TrainingSpec t;
+  auto integer = [&](const char* k, int64_t fallback, int64_t lo) {
+    if (!j.contains(k)) return fallback;
+    if (!j[k].is_number_integer() || j[k].get<int64_t>() < lo)
+      throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected an integer >= " + std::to_string(lo) + ")");
+    return j[k].get<int64_t>();
+  };
+  auto boolean = [&](const char* k, bool fallback) {
+    if (!j.contains(k)) return fallback;
+    if (!j[k].is_boolean()) throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected true or false)");
+    return j[k].get<bool>();
+  };
+  t.batch_size = integer("batch_size", 32, 1);
+  t.epochs = integer("epochs", 1, 0);
+  t.steps = integer("steps", 0, 0);
+  t.seed = uint64_t(integer("seed", 0, 0));
+  t.shuffle = boolean("shuffle", true);
+  t.prefetch = integer("prefetch", 2, 0);
+  t.eval = boolean("eval", true);
+  if (t.steps == 0 && t.epochs == 0) throw Error(where + ": set steps or epochs above 0");
+  return t;
+}
+
+// nlohmann reports a byte offset; users want line and column.
+std::string line_col(const std::string& text, size_t byte) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(col);
+}
+
+}  // namespace
+
+Project parse_project(const std::string& text, const std::string& filename) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    std::string why = e.what();
+    size_t pos = why.find("; last read");
+    if (pos != std::string::npos) why = why.substr(pos + 2);
+    throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + why);
+  }
+  const std::string where = filename + ":";
+  only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "mesh",
+                  "logical_axis_rules"});
+  if (!j.contains("format") || j["format"] != kFormatName)
+    throw Error(filename + ": format: not a Shardlab project (expected \"format\": \"" + kFormatName + "\")");
+  if (!j.contains("version") || !j["version"].is_number_integer())
+    throw Error(filename + ": version: missing (expected " + std::to_string(kFormatVersion) + ")");
+  if (j["version"].get<int>() != kFormatVersion)
+    throw Error(filename + ": version: format version " + j["version"].dump() + " is not readable by this build (reads " +
+                std::to_string(kFormatVersion) + ")");
+  Project p;
+  p.name = j.contains("name") ? str(j["name"], filename + ": name") : "";
+  p.description = j.contains("description") ? str(j["description"], filename + ": description") : "";
+  p.graph = parse_graph(require(j, "graph", filename + ":"), filename + ": graph", false);
+  p.loss_json = require(j, "loss", filename + ":");
+  p.loss = parse_loss(p.loss_json, filename + ": loss");
+  p.optimizer_json = require(j, "optimizer", filename + ":");
+  p.optimizer = parse_optimizer(p.optimizer_json, filename + ": optimizer");
+  p.data_json = require(j, "data", filename + ":");
+  p.data = data::parse_data_spec(p.data_json, filename + ": data");
+  p.training_json = j.contains("training") ? j["training"] : Json::object();
+  p.training = parse_training(p.training_json, filename + ": training");
+  if (j.contains("mesh")) p.mesh = j["mesh"];
+  if (j.contains("logical_axis_rules")) p.logical_axis_rules = j["logical_axis_rules"];
+
+  graph::GraphReport report = analyze_project(p);
+  if (!report.ok()) {
+    std::string all;
+    for (const std::string& e : report.errors) all += (all.empty() ? "" : "\n") + filename + ": " + e;
+    throw Error(all);
+  }
+  if (!p.graph.find(p.loss.output))
+    throw Error(filename + ": loss.output: there is no node '" + p.loss.output + "'");
+  return p;
+}
+
+Project load_project(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file.string() + ": cannot open the project file (" + (std::filesystem::exists(file) ? "permission denied" : "no such file") + ")");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Project p = parse_project(ss.str(), file.string());
+  p.file = file;
+  return p;
+}
+
+std::string to_json_string(const Project& p) {
+  Json j = Json::object();
+  j["format"] = kFormatName;
+  j["version"] = kFormatVersion;
+  if (!p.name.empty()) j["name"] = p.name;
+  if (!p.description.empty()) j["description"] = p.description;
+  j["graph"] = graph_to_json(p.graph, false);
+  j["loss"] = p.loss_json;
+  j["optimizer"] = p.optimizer_json;
+  j["data"] = p.data_json;
+  j["training"] = p.training_json;
+  if (!p.mesh.is_null()) j["mesh"] = p.mesh;
+  if (!p.logical_axis_rules.empty()) j["logical_axis_rules"] = p.logical_axis_rules;
+  return j.dump(2) + "\n";
+}
+
+void save_project(const Project& p, const std::filesystem::path& file) {
+  const std::string text = to_json_string(p);
+  std::filesystem::path tmp = file;
+  tmp += ".saving";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(file.string() + ": cannot write (" + tmp.string() + " could not be created)");
+    out << text;
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      throw Error(file.string() + ": writing failed (disk full?); the previous file is untouched");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw Error(file.string() + ": could not replace the file: " + ec.message());
+  }
+}
+
+graph::GraphReport analyze_project(const Project& p) { return graph::analyze(p.graph, p.training.batch_size); }
+
+}  // namespace shardlab::project

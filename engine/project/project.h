@@ -1,0 +1,62 @@
+// A Shardlab project (*.shardlab.json): the layer graph, loss, optimizer, data source, training
+// settings, and the mesh and logical axis rules. Loading validates everything and reports errors by
+// file, node or field, and reason; saving writes back what was loaded.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "engine/data/data_spec.h"
+#include "engine/graph/analysis.h"
+#include "engine/graph/graph.h"
+#include "engine/project/optimizer_spec.h"
+
+namespace shardlab::project {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr const char* kFormatName = "shardlab.project";
+
+struct LossSpec {
+  std::string type;    // softmax_cross_entropy | mean_squared_error
+  std::string output;  // the node whose output is the prediction
+};
+
+struct TrainingSpec {
+  int64_t batch_size = 32;
+  int64_t epochs = 1;  // used when steps == 0
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int64_t prefetch = 2;
+  bool eval = true;  // evaluate on the test split after each epoch and at the end
+};
+
+struct Project {
+  std::string name;
+  std::string description;
+  graph::Graph graph;
+  LossSpec loss;
+  OptimizerSpec optimizer;
+  data::DataSpec data;
+  TrainingSpec training;
+  // Sections kept as written, so saving gives back the file that was read.
+  graph::Json loss_json, optimizer_json, data_json, training_json;
+  graph::Json mesh = nullptr;                       // filled by the sharding work
+  graph::Json logical_axis_rules = graph::Json::array();
+  std::filesystem::path file;                       // where it was loaded from (relative data paths resolve here)
+
+  std::string display_name() const { return file.empty() ? name : file.filename().string(); }
+};
+
+// Parses and validates; every error starts with `filename`. Malformed JSON reports line and column.
+Project parse_project(const std::string& text, const std::string& filename);
+Project load_project(const std::filesystem::path& file);
+
+std::string to_json_string(const Project& p);
+// Writes atomically (a temporary file renamed over the target), so a failed save loses nothing.
+void save_project(const Project& p, const std::filesystem::path& file);
+
+// Shape inference over the graph at the training batch size; errors name file and node.
+graph::GraphReport analyze_project(const Project& p);
+
+}  // namespace shardlab::project

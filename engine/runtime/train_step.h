@@ -1,0 +1,40 @@
+// The static training step, like a jitted train_step: forward, loss and metrics, the backward pass
+// from each primitive's VJP, and the optimizer update of every parameter; plus its memory plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/graph/analysis.h"
+#include "engine/ir/program.h"
+#include "engine/plan/memory_plan.h"
+#include "engine/project/project.h"
+
+namespace shardlab::runtime {
+
+struct ModelParam {
+  std::string path;  // "dense1/kernel", "blocks/W1/kernel"
+  graph::ParamInfo info;
+  int value = -1;
+  int grad = -1;           // training step only
+  std::vector<int> state;  // optimizer state values (adam: mu, nu; sgd with momentum: trace)
+};
+
+struct StepProgram {
+  ir::Program program;
+  int input = -1, target = -1, output = -1, loss = -1, accuracy = -1;
+  std::vector<ModelParam> params;
+  plan::MemoryPlan memory;
+  double forward_flops = 0;  // of the model's forward pass at this batch size
+  double step_flops = 0;     // of the whole program
+  int64_t batch = 0;
+};
+
+// `training` false gives the evaluation step: forward (dropout off), loss and metrics, no update.
+// Both lay out parameters and optimizer state identically, so they can share that storage.
+StepProgram build_step(const project::Project& p, const graph::GraphReport& report, int64_t batch, bool training);
+
+// Bytes as "1.25 GiB".
+std::string format_bytes(double bytes);
+
+}  // namespace shardlab::runtime

@@ -1,0 +1,204 @@
+#include "engine/runtime/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "engine/data/batch_loader.h"
+#include "engine/graph/init.h"
+#include "engine/util/error.h"
+
+namespace shardlab::runtime {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+Trainer::Trainer(project::Project project, TrainOptions options) : project_(std::move(project)), options_(options) {
+  if (options_.batch_size > 0) project_.training.batch_size = options_.batch_size;
+  if (options_.seed >= 0) project_.training.seed = uint64_t(options_.seed);
+  if (options_.steps >= 0) project_.training.steps = options_.steps;
+  if (options_.epochs >= 0) {
+    project_.training.epochs = options_.epochs;
+    if (options_.steps < 0) project_.training.steps = 0;
+  }
+  threads_ = options_.threads > 0 ? options_.threads : backends::cpu::default_threads();
+  backends::cpu::set_threads(threads_);
+  report_ = project::analyze_project(project_);
+  train_ = build_step(project_, report_, project_.training.batch_size, true);
+  exec_ = std::make_unique<backends::cpu::Executor<float>>(train_.program, train_.memory);
+  for (const ModelParam& mp : train_.params) {
+    const graph::ParamInfo& info = mp.info;
+    Shape one = info.layers > 0 ? Shape(info.shape.begin() + 1, info.shape.end()) : info.shape;
+    graph::initialize(exec_->data(mp.value), one, std::max<int64_t>(info.layers, 1), info.init, mp.path,
+                      project_.training.seed);
+  }
+}
+
+Trainer::~Trainer() = default;
+
+StartInfo Trainer::plan_info() const {
+  StartInfo s;
+  s.batch = train_.batch;
+  s.threads = threads_;
+  s.step_flops = train_.step_flops;
+  for (const ModelParam& mp : train_.params) s.param_count += numel(mp.info.shape);
+  const plan::MemoryPlan& m = train_.memory;
+  s.param_bytes = double(m.param_elems) * sizeof(float);
+  s.opt_state_bytes = double(m.opt_state_elems) * sizeof(float);
+  s.arena_bytes = double(m.arena_elems) * sizeof(float);
+  s.total_bytes = double(m.total_elems()) * sizeof(float);
+  return s;
+}
+
+const ModelParam& Trainer::param(const std::string& path) const {
+  for (const ModelParam& mp : train_.params)
+    if (mp.path == path) return mp;
+  throw Error("the model has no parameter '" + path + "'");
+}
+
+std::vector<std::string> Trainer::parameter_paths() const {
+  std::vector<std::string> out;
+  for (const ModelParam& mp : train_.params) out.push_back(mp.path);
+  return out;
+}
+
+Tensor Trainer::parameter(const std::string& path) const {
+  const ModelParam& mp = param(path);
+  Tensor t(mp.info.shape);
+  std::memcpy(t.ptr(), exec_->data(mp.value), size_t(t.size()) * sizeof(float));
+  return t;
+}
+
+void Trainer::set_parameter(const std::string& path, const Tensor& value) {
+  const ModelParam& mp = param(path);
+  if (value.shape != mp.info.shape)
+    throw Error("parameter '" + path + "' has shape " + shape_str(mp.info.shape) + ", the value has " + shape_str(value.shape));
+  std::memcpy(exec_->data(mp.value), value.ptr(), size_t(value.size()) * sizeof(float));
+}
+
+void Trainer::check_data(const data::Dataset& ds, const std::string& split) const {
+  const std::string where = project_.display_name() + ": data (" + split + " split): ";
+  const Shape& model_in = train_.program.shape(train_.input);
+  Shape per_example(ds.features.shape.begin() + (ds.features.shape.empty() ? 0 : 1), ds.features.shape.end());
+  if (per_example != Shape(model_in.begin() + 1, model_in.end()))
+    throw Error(where + "examples have shape " + shape_str(per_example) + " but the Input node takes " +
+                shape_str(Shape(model_in.begin() + 1, model_in.end())));
+  const Shape& out = train_.program.shape(train_.output);
+  if (project_.loss.type == "softmax_cross_entropy") {
+    if (!ds.integer_labels)
+      throw Error(where + "softmax_cross_entropy needs integer class labels, the data has targets of shape " +
+                  shape_str(ds.targets.shape));
+    if (ds.num_classes > out.back())
+      throw Error(where + "labels go up to " + std::to_string(ds.num_classes - 1) + " but node '" + project_.loss.output +
+                  "' gives " + std::to_string(out.back()) + " classes");
+  } else {
+    Shape t(ds.targets.shape.begin() + 1, ds.targets.shape.end());
+    if (t != Shape(out.begin() + 1, out.end()))
+      throw Error(where + "targets have shape " + shape_str(t) + " per example but node '" + project_.loss.output +
+                  "' gives " + shape_str(Shape(out.begin() + 1, out.end())));
+  }
+}
+
+void Trainer::feed(backends::cpu::Executor<float>& ex, const StepProgram& s, const Tensor& x, const Tensor& y) {
+  const Shape& xs = s.program.shape(s.input);
+  const Shape& ys = s.program.shape(s.target);
+  if (x.size() != numel(xs) || y.size() != numel(ys))
+    throw Error("batch of " + shape_str(x.shape) + " / " + shape_str(y.shape) + " does not fit the step's " + shape_str(xs) +
+                " / " + shape_str(ys));
+  std::memcpy(ex.data(s.input), x.ptr(), size_t(x.size()) * sizeof(float));
+  std::memcpy(ex.data(s.target), y.ptr(), size_t(y.size()) * sizeof(float));
+}
+
+double Trainer::train_step(const Tensor& features, const Tensor& targets) {
+  feed(*exec_, train_, features, targets);
+  backends::StepContext ctx{step_, project_.optimizer.learning_rate.at(step_)};
+  exec_->run(ctx);
+  ++step_;
+  return double(exec_->data(train_.loss)[0]);
+}
+
+backends::cpu::Executor<float>& Trainer::eval_executor(int64_t batch) {
+  auto it = eval_.find(batch);
+  if (it == eval_.end()) {
+    auto prog = std::make_unique<StepProgram>(build_step(project_, report_, batch, false));
+    auto ex = std::make_unique<backends::cpu::Executor<float>>(prog->program, prog->memory);
+    exec_->share_persistent_with(*ex);
+    it = eval_.emplace(batch, std::make_pair(std::move(prog), std::move(ex))).first;
+  }
+  return *it->second.second;
+}
+
+EvalEvent Trainer::evaluate(const data::Dataset& ds) {
+  EvalEvent ev;
+  ev.step = step_;
+  if (ds.size() == 0) return ev;
+  data::BatchLoader loader(ds, std::min(train_.batch, ds.size()), 0, false, false, 1);
+  double loss = 0, acc = 0;
+  data::Batch b;
+  while (loader.next_in_epoch(b)) {
+    const int64_t n = b.features.shape.at(0);
+    auto& ex = eval_executor(n);
+    const StepProgram& s = *eval_.at(n).first;
+    feed(ex, s, b.features, b.targets);
+    ex.run(backends::StepContext{step_, 0.0});
+    loss += double(ex.data(s.loss)[0]) * double(n);
+    if (s.accuracy >= 0) acc += double(ex.data(s.accuracy)[0]) * double(n);
+    ev.examples += n;
+  }
+  ev.loss = loss / double(ev.examples);
+  ev.accuracy = train_.accuracy >= 0 ? acc / double(ev.examples) : NAN;
+  return ev;
+}
+
+void Trainer::run() {
+  cancelled_ = false;
+  backends::cpu::set_threads(threads_);
+  const project::TrainingSpec& t = project_.training;
+  data::DataSplits splits = data::load_dataset(project_.data, project_.file.empty() ? std::filesystem::path(".")
+                                                                                   : project_.file.parent_path());
+  check_data(splits.train, "train");
+  if (splits.test.size() > 0) check_data(splits.test, "test");
+  if (splits.train.size() < t.batch_size)
+    throw Error(project_.display_name() + ": training.batch_size: " + std::to_string(t.batch_size) +
+                " is larger than the training split (" + std::to_string(splits.train.size()) + " examples)");
+  data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
+
+  StartInfo info = plan_info();
+  info.steps_per_epoch = loader.batches_per_epoch();
+  info.total_steps = t.steps > 0 ? t.steps : t.epochs * info.steps_per_epoch;
+  info.train_examples = splits.train.size();
+  info.test_examples = splits.test.size();
+  for (auto* l : listeners_) l->on_start(info);
+
+  int64_t epoch = 0;
+  for (int64_t i = 0; i < info.total_steps && !cancelled_; ++i) {
+    auto t0 = Clock::now();
+    data::Batch b = loader.next();
+    const double wait = seconds_since(t0);
+    auto t1 = Clock::now();
+    StepEvent ev;
+    ev.learning_rate = project_.optimizer.learning_rate.at(step_);
+    ev.loss = train_step(b.features, b.targets);
+    ev.step_time_s = seconds_since(t1);
+    if (train_.accuracy >= 0) ev.accuracy = double(exec_->data(train_.accuracy)[0]);
+    ev.step = step_;
+    ev.total_steps = info.total_steps;
+    ev.epoch = b.epoch;
+    ev.data_wait_s = wait;
+    ev.examples_per_s = double(t.batch_size) / std::max(ev.step_time_s, 1e-12);
+    for (auto* l : listeners_) l->on_step(ev);
+    const bool epoch_end = (i + 1) % info.steps_per_epoch == 0;
+    const bool last = i + 1 == info.total_steps;
+    if (t.eval && splits.test.size() > 0 && ((epoch_end && t.steps == 0) || last) && !cancelled_) {
+      EvalEvent e = evaluate(splits.test);
+      e.epoch = epoch;
+      for (auto* l : listeners_) l->on_eval(e);
+    }
+    if (epoch_end) ++epoch;
+  }
+  for (auto* l : listeners_) l->on_finish(cancelled_);
+}
+
+}  // namespace shardlab::runtime

@@ -1,0 +1,98 @@
+// The training loop: data with prefetch, steps, metrics, evaluation, cancellation between steps.
+// It reports to listeners (the CLI prints, the GUI draws) and never touches a terminal itself.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backends/cpu/executor.h"
+#include "engine/data/dataset.h"
+#include "engine/project/project.h"
+#include "engine/runtime/train_step.h"
+
+namespace shardlab::runtime {
+
+struct StartInfo {
+  int64_t total_steps = 0, steps_per_epoch = 0, batch = 0, param_count = 0, train_examples = 0, test_examples = 0;
+  int threads = 1;
+  double step_flops = 0;
+  // The plan's memory, in bytes: parameters, optimizer state, the step's arena (inputs included).
+  double param_bytes = 0, opt_state_bytes = 0, arena_bytes = 0, total_bytes = 0;
+};
+
+struct StepEvent {
+  int64_t step = 0;  // 1-based
+  int64_t total_steps = 0;
+  int64_t epoch = 0;
+  double loss = NAN, accuracy = NAN, learning_rate = 0;
+  double step_time_s = 0, data_wait_s = 0, examples_per_s = 0;
+};
+
+struct EvalEvent {
+  int64_t step = 0, epoch = 0, examples = 0;
+  double loss = NAN, accuracy = NAN;
+};
+
+class TrainerListener {
+ public:
+  virtual ~TrainerListener() = default;
+  virtual void on_start(const StartInfo&) {}
+  virtual void on_step(const StepEvent&) {}
+  virtual void on_eval(const EvalEvent&) {}
+  virtual void on_finish(bool cancelled) { (void)cancelled; }
+};
+
+struct TrainOptions {
+  int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
+  int64_t seed = -1;
+  int threads = 0;  // 0: every core
+};
+
+class Trainer {
+ public:
+  // Builds the step and initialises parameters (from the seed); loads no data yet.
+  Trainer(project::Project project, TrainOptions options = {});
+  ~Trainer();
+
+  void add_listener(TrainerListener* l) { listeners_.push_back(l); }
+  // Loads the data and trains to the end or until cancel(); throws Error on bad data.
+  void run();
+  void cancel() { cancelled_ = true; }  // thread-safe; takes effect between steps
+
+  const project::Project& project() const { return project_; }
+  const StepProgram& step_program() const { return train_; }
+  StartInfo plan_info() const;
+
+  std::vector<std::string> parameter_paths() const;
+  Tensor parameter(const std::string& path) const;
+  void set_parameter(const std::string& path, const Tensor& value);
+
+  // One training step on an explicit batch (features [batch, ...], targets); returns the loss
+  // computed before the update, as value_and_grad does.
+  double train_step(const Tensor& features, const Tensor& targets);
+  EvalEvent evaluate(const data::Dataset& ds);
+  int64_t steps_done() const { return step_; }
+
+ private:
+  const ModelParam& param(const std::string& path) const;
+  void feed(backends::cpu::Executor<float>& ex, const StepProgram& s, const Tensor& x, const Tensor& y);
+  void check_data(const data::Dataset& ds, const std::string& split) const;
+  backends::cpu::Executor<float>& eval_executor(int64_t batch);
+
+  project::Project project_;
+  TrainOptions options_;
+  graph::GraphReport report_;
+  StepProgram train_;
+  std::unique_ptr<backends::cpu::Executor<float>> exec_;
+  std::map<int64_t, std::pair<std::unique_ptr<StepProgram>, std::unique_ptr<backends::cpu::Executor<float>>>> eval_;
+  std::vector<TrainerListener*> listeners_;
+  std::atomic<bool> cancelled_{false};
+  int64_t step_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace shardlab::runtime

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Write Flax/Optax reference data that Shardlab's C++ tests compare against.
+
+For each model this writes, under tests/reference/data/<model>/:
+  x.npy              the fixed input batch (float32)
+  y.npy              the targets (int32 labels for fashion-mlp, float32 for dot-relu-dot)
+  init/<name>.npy    Flax's own model.init parameters (PRNGKey(0)), float32
+  step3/<name>.npy   the parameters after 3 optax.adam(1e-3) steps on that batch, float32
+  losses.json        {"losses": [loss before update 1, 2, 3], "loss_after": loss with step3 params,
+                      "jax", "flax", "optax", "numpy" versions, "description", "params": {...}}
+
+<name> is Shardlab's parameter path with '/' replaced by '.', e.g. dense1.kernel.npy.
+The model names, shapes and parameter paths are the contract with the C++ side.
+
+Run from the repository root:
+    python3 tests/reference/make_reference.py            # writes tests/reference/data/
+    python3 tests/reference/make_reference.py --out DIR  # somewhere else
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+# Must be set before jax is imported.
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+import numpy as np  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+jax.config.update("jax_enable_x64", False)
+jax.config.update("jax_default_matmul_precision", "highest")
+
+import flax  # noqa: E402
+import flax.linen as nn  # noqa: E402
+import optax  # noqa: E402
+
+SEED = 0  # model.init seed
+LR = 1e-3  # optax.adam(LR), default b1=0.9, b2=0.999, eps=1e-8
+STEPS = 3
+
+
+# ----------------------------------------------------------------------------------------------
+# (a) fashion-mlp: seed 001's SimpleModel.
+# ----------------------------------------------------------------------------------------------
+class SimpleModel(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = x.reshape((x.shape[0], -1))  # (32, 28, 28) -> (32, 784)
+        x = nn.Dense(256, name="dense1")(x)
+        x = nn.relu(x)
+        x = nn.Dense(10, name="dense2")(x)
+        return x
+
+
+def fashion_mlp():
+    rng = np.random.default_rng(1)
+    x = rng.random((32, 28, 28), dtype=np.float32)  # uniform [0, 1)
+    y = rng.integers(0, 10, size=(32,), dtype=np.int32)  # labels 0..9, same rng, drawn after x
+    model = SimpleModel()
+
+    def loss_fn(params, x, y):
+        logits = model.apply({"params": params}, x)
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+
+    # Flax path (inside "params") -> Shardlab path.
+    paths = {
+        ("dense1", "kernel"): "dense1/kernel",
+        ("dense1", "bias"): "dense1/bias",
+        ("dense2", "kernel"): "dense2/kernel",
+        ("dense2", "bias"): "dense2/bias",
+    }
+    shapes = {
+        "dense1/kernel": (784, 256),
+        "dense1/bias": (256,),
+        "dense2/kernel": (256, 10),
+        "dense2/bias": (10,),
+    }
+    description = (
+        "fashion-mlp (seed 001 SimpleModel): x float32 (32,28,28) = default_rng(1).random(dtype=float32), "
+        "y int32 (32,) = same rng .integers(0,10); flatten -> nn.Dense(256) 'dense1' -> relu -> "
+        "nn.Dense(10) 'dense2' (Flax default inits: lecun_normal kernel, zeros bias); "
+        "loss = mean(optax.softmax_cross_entropy_with_integer_labels(logits, y)); "
+        "model.init(PRNGKey(0)); 3 x optax.adam(1e-3) steps on the same batch; float32, "
+        "jax_default_matmul_precision=highest, CPU."
+    )
+    return model, x, y, loss_fn, paths, shapes, description
+
+
+# ----------------------------------------------------------------------------------------------
+# (b) dot-relu-dot: seed 002, reduced size.
+# ----------------------------------------------------------------------------------------------
+EMBED, HIDDEN, LAYERS = 32, 48, 4
+
+
+class DotReluDot(nn.Module):
+    hidden: int
+
+    @nn.compact
+    def __call__(self, x, _):
+        embed = x.shape[-1]
+        w1 = self.param("W1", nn.initializers.xavier_normal(), (embed, self.hidden))
+        y = nn.relu(x @ w1)
+        w2 = self.param("W2", nn.initializers.xavier_normal(), (self.hidden, embed))
+        z = y @ w2
+        return z, None
+
+
+class ScannedDotReluDot(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        blocks = nn.scan(
+            DotReluDot,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=LAYERS,
+        )(hidden=HIDDEN, name="blocks")
+        x, _ = blocks(x, None)
+        return x
+
+
+def dot_relu_dot():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, EMBED), dtype=np.float32)
+    y = np.ones((8, EMBED), dtype=np.float32)
+    model = ScannedDotReluDot()
+
+    def loss_fn(params, x, y):
+        out = model.apply({"params": params}, x)
+        return jnp.mean((out - y) ** 2)
+
+    paths = {
+        ("blocks", "W1"): "blocks/W1/kernel",
+        ("blocks", "W2"): "blocks/W2/kernel",
+    }
+    shapes = {
+        "blocks/W1/kernel": (LAYERS, EMBED, HIDDEN),
+        "blocks/W2/kernel": (LAYERS, HIDDEN, EMBED),
+    }
+    description = (
+        "dot-relu-dot (seed 002, reduced): nn.scan over 4 layers (variable_axes={'params':0}, "
+        "split_rngs={'params':True}) of DotReluDot: W1 = param('W1', xavier_normal, (32,48)), "
+        "y = relu(x @ W1), W2 = param('W2', xavier_normal, (48,32)), z = y @ W2, carry z; no biases. "
+        "x float32 (8,32) = default_rng(2).standard_normal(dtype=float32), target ones (8,32); "
+        "loss = mean((out - y)^2); model.init(PRNGKey(0)); 3 x optax.adam(1e-3) steps on the same "
+        "batch; float32, jax_default_matmul_precision=highest, CPU. Flax param blocks/W1 (stacked, "
+        "leading layer axis) is Shardlab's blocks/W1/kernel."
+    )
+    return model, x, y, loss_fn, paths, shapes, description
+
+
+MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot}
+
+
+# ----------------------------------------------------------------------------------------------
+def flatten_params(params, paths, shapes):
+    """Flax params dict -> {shardlab_path: float32 ndarray}; checks that the mapping is exact."""
+    flat = flax.traverse_util.flatten_dict(flax.core.unfreeze(params))
+    if set(flat) != set(paths):
+        raise SystemExit(f"Flax params {sorted(flat)} don't match the expected {sorted(paths)}")
+    out = {}
+    for key, ours in paths.items():
+        a = np.ascontiguousarray(np.asarray(flat[key]))
+        if a.dtype != np.float32:
+            raise SystemExit(f"{ours}: dtype {a.dtype}, expected float32")
+        if a.shape != shapes[ours]:
+            raise SystemExit(f"{ours}: shape {a.shape}, expected {shapes[ours]}")
+        out[ours] = a
+    return out
+
+
+def save_params(d: Path, flat):
+    d.mkdir(parents=True, exist_ok=True)
+    for path, a in flat.items():
+        np.save(d / (path.replace("/", ".") + ".npy"), a)
+
+
+def build(name: str, out_root: Path):
+    model, x, y, loss_fn, paths, shapes, description = MODELS[name]()
+    params = model.init(jax.random.PRNGKey(SEED), jnp.asarray(x))["params"]
+    init_flat = flatten_params(params, paths, shapes)
+
+    tx = optax.adam(LR)
+    opt_state = tx.init(params)
+    vg = jax.value_and_grad(loss_fn)
+    xj, yj = jnp.asarray(x), jnp.asarray(y)
+    losses = []
+    for _ in range(STEPS):
+        loss, grads = vg(params, xj, yj)
+        losses.append(float(loss))
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+    loss_after = float(loss_fn(params, xj, yj))
+    step_flat = flatten_params(params, paths, shapes)
+
+    d = out_root / name
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    np.save(d / "x.npy", np.ascontiguousarray(x))
+    np.save(d / "y.npy", np.ascontiguousarray(y))
+    save_params(d / "init", init_flat)
+    save_params(d / "step3", step_flat)
+    meta = {
+        "losses": losses,
+        "loss_after": loss_after,
+        "jax": jax.__version__,
+        "flax": flax.__version__,
+        "optax": optax.__version__,
+        "numpy": np.__version__,
+        "description": description,
+        "optimizer": {"name": "adam", "learning_rate": LR, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
+        "steps": STEPS,
+        "init_seed": SEED,
+        "params": {p: list(s) for p, s in shapes.items()},
+        "x": {"shape": list(x.shape), "dtype": str(x.dtype)},
+        "y": {"shape": list(y.shape), "dtype": str(y.dtype)},
+    }
+    (d / "losses.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"{name}: losses {losses}, loss_after {loss_after} -> {d}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "data",
+                    help="output root (default: tests/reference/data next to this script)")
+    ap.add_argument("--model", choices=sorted(MODELS), action="append",
+                    help="only this model (repeatable); default: all")
+    args = ap.parse_args(argv)
+    assert jax.default_backend() == "cpu", jax.default_backend()
+    for name in args.model or list(MODELS):
+        build(name, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
