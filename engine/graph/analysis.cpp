@@ -1,5 +1,6 @@
 #include "engine/graph/analysis.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -38,9 +39,25 @@ std::vector<size_t> topological_order(const Graph& g, std::vector<std::string>* 
       if (--indegree[m] == 0) released.push_back(m);
     for (auto it = released.rbegin(); it != released.rend(); ++it) ready.push_back(*it);
   }
+  // The nodes left over are on a cycle or downstream of one; report only those on it (those that
+  // reach themselves through other left-over nodes).
   if (cyclic)
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (indegree[i] > 0) cyclic->push_back(g.nodes[i].name);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (indegree[i] == 0) continue;
+      std::vector<char> seen(g.nodes.size(), 0);
+      std::vector<size_t> stack(next[i].begin(), next[i].end());
+      bool on_cycle = false;
+      while (!stack.empty() && !on_cycle) {
+        size_t n = stack.back();
+        stack.pop_back();
+        if (n == i) on_cycle = true;
+        else if (indegree[n] > 0 && !seen[n]) {
+          seen[n] = 1;
+          stack.insert(stack.end(), next[n].begin(), next[n].end());
+        }
+      }
+      if (on_cycle) cyclic->push_back(g.nodes[i].name);
+    }
   return order;
 }
 
@@ -172,6 +189,15 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
                       std::to_string(r.output.shape.size()) + " " + shape_str(r.output.shape));
         r.output.axes = axes;
       }
+      // An override for a parameter the layer does not have (a misspelt name) would be ignored.
+      if (n.param_axes.is_object())
+        for (auto it = n.param_axes.begin(); it != n.param_axes.end(); ++it)
+          if (std::none_of(r.params.begin(), r.params.end(), [&](const ParamInfo& p) { return p.name == it.key(); })) {
+            std::string list;
+            for (const ParamInfo& p : r.params) list += (list.empty() ? "" : ", ") + p.name;
+            throw Error("param_axes." + it.key() + ": the layer has no parameter '" + it.key() + "' (its parameters: " +
+                        (list.empty() ? "none" : list) + ")");
+          }
       for (const ParamInfo& p : r.params) r.param_count += numel(p.shape);
       if (n.body) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
       r.flops = node_flops(r);

@@ -27,7 +27,7 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
   Attrs one;
   one.alpha = 1.0;
   one.shape = p.shape(loss);
-  ct[size_t(loss)] = p.emit1(Op::Fill, {}, one, "", "d_loss");
+  ct[size_t(loss)] = p.apply1(Op::Fill, {}, one, "", "d_loss");
 
   for (size_t i = forward_end; i-- > 0;) {
     const Instr ins = p.instrs[i];  // copy: emitting may reallocate the vector
@@ -52,7 +52,7 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
     for (size_t k = 0; k < ins.in.size(); ++k) {
       if (!needs[k] || !in_ct.at(k)) continue;
       auto& slot = ct[size_t(ins.in[k])];
-      slot = slot ? p.emit1(Op::Add, {*slot, *in_ct[k]}, {}, ins.node) : *in_ct[k];
+      slot = slot ? p.apply1(Op::Add, {*slot, *in_ct[k]}, {}, ins.node) : *in_ct[k];
     }
     if (ct.size() < p.values.size()) ct.resize(p.values.size());
   }
@@ -65,7 +65,7 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
       Attrs zero;
       zero.alpha = 0.0;
       zero.shape = p.shape(v);
-      grads.push_back(p.emit1(Op::Fill, {}, zero, "", "d_" + p.values[size_t(v)].name));
+      grads.push_back(p.apply1(Op::Fill, {}, zero, "", "d_" + p.values[size_t(v)].name));
     }
   }
   return grads;

@@ -20,6 +20,7 @@ struct Primitive {
   std::function<std::vector<Shape>(const std::vector<Shape>&, const Attrs&)> shapes;
   // Cotangents of the inputs from those of the outputs (nullopt = zero). `needs[i]` says whether
   // input i's cotangent is wanted. Empty for primitives that only appear in backward programs.
+  // `Instr` must not refer into p.instrs: the VJP appends to it.
   std::function<Cotangents(Program&, const Instr&, const Cotangents&, const std::vector<bool>& needs)> vjp;
   // Floating-point operations of one evaluation.
   std::function<double(const std::vector<Shape>& in, const std::vector<Shape>& out, const Attrs&)> flops;

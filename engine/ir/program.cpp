@@ -12,7 +12,7 @@ int Program::add_value(std::string name, Shape shape, ValueKind kind, std::vecto
   return int(values.size()) - 1;
 }
 
-std::vector<int> Program::emit(Op op, std::vector<int> in, Attrs attrs, const std::string& node,
+std::vector<int> Program::apply(Op op, std::vector<int> in, Attrs attrs, const std::string& node,
                                const std::string& out_name) {
   const Primitive& prim = primitive(op);
   if (prim.num_inputs >= 0 && int(in.size()) != prim.num_inputs)

@@ -66,11 +66,11 @@ struct Program {
   int add_value(std::string name, Shape shape, ValueKind kind = ValueKind::Temp,
                 std::vector<std::string> axes = {});
   // Appends an instruction; output shapes come from the primitive's shape rule.
-  std::vector<int> emit(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
+  std::vector<int> apply(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
                         const std::string& out_name = {});
-  int emit1(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
+  int apply1(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
             const std::string& out_name = {}) {
-    return emit(op, std::move(in), std::move(attrs), node, out_name).at(0);
+    return apply(op, std::move(in), std::move(attrs), node, out_name).at(0);
   }
   const Shape& shape(int v) const { return values.at(size_t(v)).shape; }
 };

@@ -151,21 +151,25 @@ Project parse_project(const std::string& text, const std::string& filename) {
   try {
     j = Json::parse(text);
   } catch (const Json::parse_error& e) {
+    // what(): "[json.exception.parse_error.101] parse error at line 4, column 11: syntax error while
+    // parsing value - invalid literal; last read: '...'"; keep the reason after the position.
     std::string why = e.what();
-    size_t pos = why.find("; last read");
+    size_t pos = why.find(", column ");
+    if (pos != std::string::npos) pos = why.find(": ", pos);
     if (pos != std::string::npos) why = why.substr(pos + 2);
     throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + why);
   }
   const std::string where = filename + ":";
-  only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "mesh",
-                  "logical_axis_rules"});
-  if (!j.contains("format") || j["format"] != kFormatName)
+  // The format first: another program's JSON is "not a project", not a list of unknown fields.
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormatName)
     throw Error(filename + ": format: not a Shardlab project (expected \"format\": \"" + kFormatName + "\")");
   if (!j.contains("version") || !j["version"].is_number_integer())
     throw Error(filename + ": version: missing (expected " + std::to_string(kFormatVersion) + ")");
-  if (j["version"].get<int>() != kFormatVersion)
+  if (j["version"] != kFormatVersion)
     throw Error(filename + ": version: format version " + j["version"].dump() + " is not readable by this build (reads " +
                 std::to_string(kFormatVersion) + ")");
+  only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "mesh",
+                  "logical_axis_rules"});
   Project p;
   p.name = j.contains("name") ? str(j["name"], filename + ": name") : "";
   p.description = j.contains("description") ? str(j["description"], filename + ": description") : "";
@@ -228,14 +232,16 @@ void save_project(const Project& p, const std::filesystem::path& file) {
     out << text;
     out.flush();
     if (!out) {
-      std::filesystem::remove(tmp);
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
       throw Error(file.string() + ": writing failed (disk full?); the previous file is untouched");
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
   if (ec) {
-    std::filesystem::remove(tmp);
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // the non-throwing form: the error to report is ec
     throw Error(file.string() + ": could not replace the file: " + ec.message());
   }
 }

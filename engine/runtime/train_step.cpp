@@ -95,11 +95,11 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
   const Shape& out = p.shape(s.output);
   if (proj.loss.type == "softmax_cross_entropy") {
     s.target = p.add_value("labels", Shape(out.begin(), out.end() - 1), ValueKind::Target);
-    s.loss = p.emit1(Op::SoftmaxXent, {s.output, s.target}, {}, "", "loss");
-    s.accuracy = p.emit1(Op::Accuracy, {s.output, s.target}, {}, "", "accuracy");
+    s.loss = p.apply1(Op::SoftmaxXent, {s.output, s.target}, {}, "", "loss");
+    s.accuracy = p.apply1(Op::Accuracy, {s.output, s.target}, {}, "", "accuracy");
   } else {
     s.target = p.add_value("targets", out, ValueKind::Target);
-    s.loss = p.emit1(Op::Mse, {s.output, s.target}, {}, "", "loss");
+    s.loss = p.apply1(Op::Mse, {s.output, s.target}, {}, "", "loss");
   }
   auto flops_of = [&](size_t from, size_t to) {
     double f = 0;

@@ -541,7 +541,12 @@ def report(results, gemm, args, flops):
     print(f"  shardlab peak RSS below every peer's"
           + (f" ({rss:.0f} MiB vs " + ", ".join(f"{p['peer']} {p['peak_rss_mib']:.0f}" for p in peer_rss) + ")"
              if ok_rss is not None else "") + f": {verdict(ok_rss)}")
-    return {"speed": ok_speed, "rss_vs_predicted": ok_pred, "rss_vs_peers": ok_rss}
+    disturbed = [n for n in ("torch", "jax") if isinstance(results.get(n, {}).get("busy_cores"), (int, float))
+                 and results[n]["busy_cores"] < 0.75 * args.threads]
+    if disturbed:
+        print(f"  caution: {', '.join(disturbed)} used too few cores (see the warnings above); "
+              f"the comparison is not reliable - rerun on an idle machine")
+    return {"speed": ok_speed, "rss_vs_predicted": ok_pred, "rss_vs_peers": ok_rss, "disturbed": disturbed}
 
 
 def main(argv=None):

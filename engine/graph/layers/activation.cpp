@@ -11,7 +11,7 @@ class ActivationLayer : public Layer {
   void configure(const Node& node) override { fields::only(node.params, {}); }
   ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>&) const override { return in.at(0); }
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
-    return ctx.program.emit1(op_, {in.at(0)}, {}, ctx.node);
+    return ctx.program.apply1(op_, {in.at(0)}, {}, ctx.node);
   }
 
  private:

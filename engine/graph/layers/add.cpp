@@ -16,7 +16,7 @@ class AddLayer : public Layer {
     return in[0];
   }
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
-    return ctx.program.emit1(ir::Op::Add, {in.at(0), in.at(1)}, {}, ctx.node);
+    return ctx.program.apply1(ir::Op::Add, {in.at(0), in.at(1)}, {}, ctx.node);
   }
 };
 

@@ -18,7 +18,7 @@ class DropoutLayer : public Layer {
     ir::Attrs a;
     a.alpha = rate_;
     a.seed = util::mix64(ctx.seed ^ util::hash_name(ctx.node));
-    return ctx.program.emit1(ir::Op::Dropout, {in.at(0)}, a, ctx.node);
+    return ctx.program.apply1(ir::Op::Dropout, {in.at(0)}, a, ctx.node);
   }
 
  private:

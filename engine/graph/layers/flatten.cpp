@@ -21,7 +21,7 @@ class FlattenLayer : public Layer {
     ir::Attrs a;
     a.shape = {s.at(0), numel(s) / s.at(0)};
     if (a.shape == s) return in[0];
-    return ctx.program.emit1(ir::Op::Reshape, {in[0]}, a, ctx.node);
+    return ctx.program.apply1(ir::Op::Reshape, {in[0]}, a, ctx.node);
   }
 
  private:

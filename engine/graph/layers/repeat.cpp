@@ -50,7 +50,7 @@ class RepeatLayer : public Layer {
     for (const NodeReport& n : r.nodes)
       for (const ParamInfo& p : n.params) {
         std::string path = n.name.substr(ctx.node.size() + 1) + "/" + p.name;
-        slices[path] = ctx.program.emit(ir::Op::Unstack, {ctx.param(path)}, {}, ctx.node, ctx.node + "/" + path);
+        slices[path] = ctx.program.apply(ir::Op::Unstack, {ctx.param(path)}, {}, ctx.node, ctx.node + "/" + path);
       }
     int carry = in[0];
     for (int64_t i = 0; i < count_; ++i) {

@@ -14,7 +14,7 @@ inline int reshape_to(Program& p, int v, const Shape& shape, const std::string& 
   if (p.shape(v) == shape) return v;
   Attrs a;
   a.shape = shape;
-  return p.emit1(Op::Reshape, {v}, a, node);
+  return p.apply1(Op::Reshape, {v}, a, node);
 }
 
 inline std::vector<Shape> same_shape_as_first(const std::vector<Shape>& in, const Attrs&) {

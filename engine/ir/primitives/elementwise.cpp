@@ -19,7 +19,7 @@ Primitive ew(Op op, const char* name, int n) {
 int scale(Program& p, int v, double alpha, const std::string& node) {
   Attrs a;
   a.alpha = alpha;
-  return p.emit1(Op::Scale, {v}, a, node);
+  return p.apply1(Op::Scale, {v}, a, node);
 }
 
 }  // namespace
@@ -40,8 +40,8 @@ void register_elementwise(std::vector<Primitive>& t) {
   Primitive mul = ew(Op::Mul, "mul", 2);
   mul.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
-    if (needs[0]) r[0] = p.emit1(Op::Mul, {*ct[0], ins.in[1]}, {}, ins.node);
-    if (needs[1]) r[1] = p.emit1(Op::Mul, {*ct[0], ins.in[0]}, {}, ins.node);
+    if (needs[0]) r[0] = p.apply1(Op::Mul, {*ct[0], ins.in[1]}, {}, ins.node);
+    if (needs[1]) r[1] = p.apply1(Op::Mul, {*ct[0], ins.in[0]}, {}, ins.node);
     return r;
   };
   t.push_back(mul);
@@ -54,7 +54,7 @@ void register_elementwise(std::vector<Primitive>& t) {
 
   Primitive relu = ew(Op::Relu, "relu", 1);
   relu.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
-    return Cotangents{p.emit1(Op::ReluGrad, {ins.out[0], *ct[0]}, {}, ins.node)};
+    return Cotangents{p.apply1(Op::ReluGrad, {ins.out[0], *ct[0]}, {}, ins.node)};
   };
   t.push_back(relu);
 
@@ -62,21 +62,21 @@ void register_elementwise(std::vector<Primitive>& t) {
   Primitive relu_grad = ew(Op::ReluGrad, "relu_grad", 2);
   relu_grad.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
-    if (needs[1]) r[1] = p.emit1(Op::ReluGrad, {ins.in[0], *ct[0]}, {}, ins.node);
+    if (needs[1]) r[1] = p.apply1(Op::ReluGrad, {ins.in[0], *ct[0]}, {}, ins.node);
     return r;
   };
   t.push_back(relu_grad);
 
   Primitive gelu = ew(Op::Gelu, "gelu", 1);  // tanh approximation, Flax's nn.gelu default
   gelu.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
-    return Cotangents{p.emit1(Op::GeluGrad, {ins.in[0], *ct[0]}, {}, ins.node)};
+    return Cotangents{p.apply1(Op::GeluGrad, {ins.in[0], *ct[0]}, {}, ins.node)};
   };
   t.push_back(gelu);
   t.push_back(ew(Op::GeluGrad, "gelu_grad", 2));  // backward only
 
   Primitive tanh_ = ew(Op::Tanh, "tanh", 1);
   tanh_.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
-    return Cotangents{p.emit1(Op::TanhGrad, {ins.out[0], *ct[0]}, {}, ins.node)};
+    return Cotangents{p.apply1(Op::TanhGrad, {ins.out[0], *ct[0]}, {}, ins.node)};
   };
   t.push_back(tanh_);
 
@@ -85,8 +85,8 @@ void register_elementwise(std::vector<Primitive>& t) {
   tanh_grad.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
     const int y = ins.in[0], g = ins.in[1], gg = *ct[0];
-    if (needs[0]) r[0] = p.emit1(Op::Mul, {p.emit1(Op::Mul, {gg, g}, {}, ins.node), scale(p, y, -2.0, ins.node)}, {}, ins.node);
-    if (needs[1]) r[1] = p.emit1(Op::TanhGrad, {y, gg}, {}, ins.node);
+    if (needs[0]) r[0] = p.apply1(Op::Mul, {p.apply1(Op::Mul, {gg, g}, {}, ins.node), scale(p, y, -2.0, ins.node)}, {}, ins.node);
+    if (needs[1]) r[1] = p.apply1(Op::TanhGrad, {y, gg}, {}, ins.node);
     return r;
   };
   t.push_back(tanh_grad);
@@ -94,7 +94,7 @@ void register_elementwise(std::vector<Primitive>& t) {
   // Inverted dropout; the mask is a pure function of (seed, step, element), so the VJP regenerates it.
   Primitive dropout = ew(Op::Dropout, "dropout", 1);
   dropout.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
-    return Cotangents{p.emit1(Op::Dropout, {*ct[0]}, ins.attrs, ins.node)};
+    return Cotangents{p.apply1(Op::Dropout, {*ct[0]}, ins.attrs, ins.node)};
   };
   t.push_back(dropout);
 }

@@ -23,7 +23,7 @@ void register_losses(std::vector<Primitive>& t) {
   xent.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 4.0 * double(numel(in[0])); };
   xent.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     Cotangents r(2);
-    r[0] = p.emit1(Op::SoftmaxXentGrad, {ins.in[0], ins.in[1], *ct[0]}, {}, ins.node);
+    r[0] = p.apply1(Op::SoftmaxXentGrad, {ins.in[0], ins.in[1], *ct[0]}, {}, ins.node);
     return r;  // labels are not differentiable
   };
   t.push_back(xent);
@@ -50,12 +50,12 @@ void register_losses(std::vector<Primitive>& t) {
   mse.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 3.0 * double(numel(in[0])); };
   mse.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
-    int d = p.emit1(Op::MseGrad, {ins.in[0], ins.in[1], *ct[0]}, {}, ins.node);
+    int d = p.apply1(Op::MseGrad, {ins.in[0], ins.in[1], *ct[0]}, {}, ins.node);
     if (needs[0]) r[0] = d;
     if (needs[1]) {
       Attrs neg;
       neg.alpha = -1.0;
-      r[1] = p.emit1(Op::Scale, {d}, neg, ins.node);
+      r[1] = p.apply1(Op::Scale, {d}, neg, ins.node);
     }
     return r;
   };

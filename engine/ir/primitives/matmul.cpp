@@ -43,7 +43,7 @@ void register_matmul(std::vector<Primitive>& t) {
       Attrs at;
       at.trans_a = tx;
       at.trans_b = ty;
-      return p.emit1(Op::MatMul, {x, y}, at, ins.node);
+      return p.apply1(Op::MatMul, {x, y}, at, ins.node);
     };
     if (needs[0]) {
       int da = ta ? mm_(b, g, tb, true) : mm_(g, b, false, !tb);

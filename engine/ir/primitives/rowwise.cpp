@@ -24,7 +24,7 @@ void register_rowwise(std::vector<Primitive>& t) {
   bias.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
     if (needs[0]) r[0] = ct[0];
-    if (needs[1]) r[1] = p.emit1(Op::ReduceRows, {*ct[0]}, {}, ins.node);
+    if (needs[1]) r[1] = p.apply1(Op::ReduceRows, {*ct[0]}, {}, ins.node);
     return r;
   };
   t.push_back(bias);
@@ -37,8 +37,8 @@ void register_rowwise(std::vector<Primitive>& t) {
   mulrow.flops = elementwise_flops;
   mulrow.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
-    if (needs[0]) r[0] = p.emit1(Op::MulRow, {*ct[0], ins.in[1]}, {}, ins.node);
-    if (needs[1]) r[1] = p.emit1(Op::ReduceRows, {p.emit1(Op::Mul, {*ct[0], ins.in[0]}, {}, ins.node)}, {}, ins.node);
+    if (needs[0]) r[0] = p.apply1(Op::MulRow, {*ct[0], ins.in[1]}, {}, ins.node);
+    if (needs[1]) r[1] = p.apply1(Op::ReduceRows, {p.apply1(Op::Mul, {*ct[0], ins.in[0]}, {}, ins.node)}, {}, ins.node);
     return r;
   };
   t.push_back(mulrow);
@@ -56,8 +56,8 @@ void register_rowwise(std::vector<Primitive>& t) {
     Attrs zero;
     zero.alpha = 0.0;
     zero.shape = p.shape(ins.in[0]);
-    int z = p.emit1(Op::Fill, {}, zero, ins.node);
-    return Cotangents{p.emit1(Op::BiasAdd, {z, *ct[0]}, {}, ins.node)};
+    int z = p.apply1(Op::Fill, {}, zero, ins.node);
+    return Cotangents{p.apply1(Op::BiasAdd, {z, *ct[0]}, {}, ins.node)};
   };
   t.push_back(reduce);
 
@@ -71,7 +71,7 @@ void register_rowwise(std::vector<Primitive>& t) {
   };
   ln.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 5.0 * double(numel(in[0])); };
   ln.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
-    return Cotangents{p.emit1(Op::LayerNormGrad, {ins.in[0], *ct[0]}, ins.attrs, ins.node)};
+    return Cotangents{p.apply1(Op::LayerNormGrad, {ins.in[0], *ct[0]}, ins.attrs, ins.node)};
   };
   t.push_back(ln);
 

@@ -38,7 +38,7 @@ void register_structural(std::vector<Primitive>& t) {
   };
   stack.flops = no_flops;
   stack.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
-    std::vector<int> parts = p.emit(Op::Unstack, {*ct[0]}, {}, ins.node);
+    std::vector<int> parts = p.apply(Op::Unstack, {*ct[0]}, {}, ins.node);
     Cotangents r(ins.in.size());
     for (size_t i = 0; i < r.size(); ++i)
       if (needs[i]) r[i] = parts[i];
@@ -65,10 +65,10 @@ void register_structural(std::vector<Primitive>& t) {
         Attrs zero;
         zero.alpha = 0.0;
         zero.shape = p.shape(ins.out[i]);
-        parts.push_back(p.emit1(Op::Fill, {}, zero, ins.node));
+        parts.push_back(p.apply1(Op::Fill, {}, zero, ins.node));
       }
     }
-    return Cotangents{p.emit1(Op::Stack, parts, {}, ins.node)};
+    return Cotangents{p.apply1(Op::Stack, parts, {}, ins.node)};
   };
   t.push_back(unstack);
 
