@@ -7,13 +7,15 @@
 #include "engine/backends/cpu/step_context.h"
 #include "engine/ir/program.h"
 #include "engine/plan/memory_plan.h"
+#include "engine/util/aligned_allocator.h"
 
 namespace shardlab::backends::cpu {
 
 template <class T>
 class Executor {
  public:
-  Executor(const ir::Program& program, plan::MemoryPlan plan);
+  // `fuse`: fold elementwise instructions into the GEMMs that feed them (off only to test it).
+  Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse = true);
 
   // Storage of any planned value (parameter, state, input, or a temporary after the step ran).
   T* data(int value);
@@ -22,6 +24,8 @@ class Executor {
   const plan::MemoryPlan& memory_plan() const { return plan_; }
 
   void run(const StepContext& ctx);
+  // How many instructions were folded into a GEMM's epilogue.
+  size_t fused_instructions() const;
 
   // Gives parameters and optimizer state to another executor built from the same model (the eval
   // program shares them with the training program instead of copying).
@@ -30,9 +34,25 @@ class Executor {
  private:
   const ir::Program& program_;
   plan::MemoryPlan plan_;
-  std::vector<T> arena_;
-  std::vector<T>* persistent_;
-  std::vector<T> own_persistent_;
+  // 64-byte aligned, so vector loads never straddle cache lines at a buffer's start.
+  using Buffer = std::vector<T, util::AlignedAllocator<T>>;
+  Buffer arena_;
+  Buffer* persistent_;
+  Buffer own_persistent_;
+
+  // The program as executed: one instruction each, or a MatMul with the instructions after it
+  // that were folded into its epilogue.
+  struct Step {
+    size_t instr = 0;
+    size_t folded = 0;  // later instructions this step also performs (skipped where they stand)
+    int bias = -1;      // value added per row
+    bool relu = false;
+    int mask = -1;      // relu_grad's activation
+    int out = -1;       // where the fused result goes
+  };
+  std::vector<Step> steps_;
+  std::vector<bool> folded_away_;  // per instruction: performed by an earlier step
+  void plan_fusion();
 };
 
 // Sets the number of threads the kernels (and Eigen's GEMM) use.

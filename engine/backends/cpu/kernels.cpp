@@ -1,4 +1,5 @@
 #include "engine/backends/cpu/kernels.h"
+#include "engine/backends/cpu/gemm.h"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -29,6 +30,8 @@ using Map = Eigen::Map<RowMat<T>>;
 // Elementwise loops are memory-bound: split them over threads only when big enough to pay off.
 constexpr int64_t kParallelMin = 1 << 15;
 
+// Callers pass lambdas that capture by value: pointers captured by reference are re-read from the
+// closure on every iteration, which keeps the loop from vectorising.
 template <class F>
 void for_each(int64_t n, F f) {
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
@@ -54,19 +57,16 @@ T gelu_derivative(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * k * x * x);
 }
 
+// (rows, k) @ (k, cols) with both operands viewed as row-major matrices; see gemm.h.
 template <class T>
-void matmul(const ir::Instr& ins, const KernelArgs<T>& a) {
+void matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue = {}) {
   const Shape& sa = *a.in_shapes[0];
   const Shape& sb = *a.in_shapes[1];
   const int64_t ra = numel(sa) / sa.back(), ca = sa.back();
   const int64_t rb = numel(sb) / sb.back(), cb = sb.back();
-  MapC<T> A(a.in[0], ra, ca), B(a.in[1], rb, cb);
-  const int64_t rc = ins.attrs.trans_a ? ca : ra, cc = ins.attrs.trans_b ? rb : cb;
-  Map<T> C(a.out[0], rc, cc);
-  if (!ins.attrs.trans_a && !ins.attrs.trans_b) C.noalias() = A * B;
-  else if (ins.attrs.trans_a && !ins.attrs.trans_b) C.noalias() = A.transpose() * B;
-  else if (!ins.attrs.trans_a) C.noalias() = A * B.transpose();
-  else C.noalias() = A.transpose() * B.transpose();
+  const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
+  const int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
+  gemm(ta, tb, m, n, k, a.in[0], ca, a.in[1], cb, a.out[0], n, epilogue);
 }
 
 template <class T>
@@ -147,21 +147,24 @@ template <class T>
 void adam(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
   const ir::Attrs& at = ins.attrs;
   const int64_t n = numel(*a.in_shapes[0]);
-  T* p = a.in_mut[0];
-  const T* g = a.in[1];
-  T* mu = a.in_mut[2];
-  T* nu = a.in_mut[3];
+  T* __restrict p = a.in_mut[0];
+  const T* __restrict g = a.in[1];
+  T* __restrict mu = a.in_mut[2];
+  T* __restrict nu = a.in_mut[3];
   // Optax scale_by_adam: bias correction with the incremented count, eps outside the square root.
   const double t = double(ctx.step + 1);
-  const T c1 = T(1.0 - std::pow(at.b1, t)), c2 = T(1.0 - std::pow(at.b2, t));
+  const T inv_c1 = T(1.0 / (1.0 - std::pow(at.b1, t))), inv_c2 = T(1.0 / (1.0 - std::pow(at.b2, t)));
   const T b1 = T(at.b1), b2 = T(at.b2), eps = T(at.opt_eps), wd = T(at.weight_decay), lr = T(ctx.learning_rate);
-  for_each(n, [&](int64_t i) {
-    mu[i] = b1 * mu[i] + (T(1) - b1) * g[i];
-    nu[i] = b2 * nu[i] + (T(1) - b2) * g[i] * g[i];
-    T u = (mu[i] / c1) / (std::sqrt(nu[i] / c2) + eps);
-    u += wd * p[i];  // adamw's decoupled decay (wd = 0 for adam)
-    p[i] += -lr * u;
-  });
+  // One pass over parameter, gradient and both moments: the update is memory-bound.
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const T m = b1 * mu[i] + (T(1) - b1) * g[i];
+    const T v = b2 * nu[i] + (T(1) - b2) * g[i] * g[i];
+    mu[i] = m;
+    nu[i] = v;
+    // adamw's decoupled decay is wd * p (wd = 0 for adam)
+    p[i] += -lr * ((m * inv_c1) / (std::sqrt(v * inv_c2) + eps) + wd * p[i]);
+  }
 }
 
 template <class T>
@@ -172,11 +175,11 @@ void sgd(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
   T* tr = a.in_mut.size() > 2 ? a.in_mut[2] : nullptr;
   const T m = T(ins.attrs.momentum), lr = T(ctx.learning_rate);
   if (ins.attrs.momentum == 0.0) {
-    for_each(n, [&](int64_t i) { p[i] += -lr * g[i]; });
+    for_each(n, [=](int64_t i) { p[i] += -lr * g[i]; });
   } else if (ins.attrs.nesterov) {  // optax.trace: t = g + m t; update g + m t
-    for_each(n, [&](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * (g[i] + m * tr[i]); });
+    for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * (g[i] + m * tr[i]); });
   } else {
-    for_each(n, [&](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * tr[i]; });
+    for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * tr[i]; });
   }
 }
 
@@ -190,25 +193,25 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
   const T* x1 = a.in.size() > 1 ? a.in[1] : nullptr;
   switch (ins.op) {
     case Op::MatMul: matmul(ins, a); return;
-    case Op::Add: for_each(n, [&](int64_t i) { y[i] = x[i] + x1[i]; }); return;
-    case Op::Sub: for_each(n, [&](int64_t i) { y[i] = x[i] - x1[i]; }); return;
-    case Op::Mul: for_each(n, [&](int64_t i) { y[i] = x[i] * x1[i]; }); return;
+    case Op::Add: for_each(n, [=](int64_t i) { y[i] = x[i] + x1[i]; }); return;
+    case Op::Sub: for_each(n, [=](int64_t i) { y[i] = x[i] - x1[i]; }); return;
+    case Op::Mul: for_each(n, [=](int64_t i) { y[i] = x[i] * x1[i]; }); return;
     case Op::Scale: {
       const T s = T(ins.attrs.alpha);
-      for_each(n, [&](int64_t i) { y[i] = x[i] * s; });
+      for_each(n, [=](int64_t i) { y[i] = x[i] * s; });
       return;
     }
-    case Op::Relu: for_each(n, [&](int64_t i) { y[i] = x[i] > T(0) ? x[i] : T(0); }); return;
-    case Op::ReluGrad: for_each(n, [&](int64_t i) { y[i] = x[i] > T(0) ? x1[i] : T(0); }); return;
-    case Op::Gelu: for_each(n, [&](int64_t i) { y[i] = gelu(x[i]); }); return;
-    case Op::GeluGrad: for_each(n, [&](int64_t i) { y[i] = x1[i] * gelu_derivative(x[i]); }); return;
-    case Op::Tanh: for_each(n, [&](int64_t i) { y[i] = std::tanh(x[i]); }); return;
-    case Op::TanhGrad: for_each(n, [&](int64_t i) { y[i] = x1[i] * (T(1) - x[i] * x[i]); }); return;
+    case Op::Relu: for_each(n, [=](int64_t i) { y[i] = x[i] > T(0) ? x[i] : T(0); }); return;
+    case Op::ReluGrad: for_each(n, [=](int64_t i) { y[i] = x[i] > T(0) ? x1[i] : T(0); }); return;
+    case Op::Gelu: for_each(n, [=](int64_t i) { y[i] = gelu(x[i]); }); return;
+    case Op::GeluGrad: for_each(n, [=](int64_t i) { y[i] = x1[i] * gelu_derivative(x[i]); }); return;
+    case Op::Tanh: for_each(n, [=](int64_t i) { y[i] = std::tanh(x[i]); }); return;
+    case Op::TanhGrad: for_each(n, [=](int64_t i) { y[i] = x1[i] * (T(1) - x[i] * x[i]); }); return;
     case Op::Dropout: {
       const double rate = ins.attrs.alpha;
       const T keep_scale = T(1.0 / (1.0 - rate));
       const uint64_t key = util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step)));
-      for_each(n, [&](int64_t i) { y[i] = counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
+      for_each(n, [=](int64_t i) { y[i] = counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
       return;
     }
     case Op::BiasAdd:
@@ -224,8 +227,14 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
       return;
     }
     case Op::ReduceRows: {
+      // Rows are added in order, whatever the buffers' alignment, so results are reproducible.
       const int64_t c = a.in_shapes[0]->back(), rows = numel(*a.in_shapes[0]) / c;
-      Map<T>(y, 1, c).noalias() = MapC<T>(x, rows, c).colwise().sum();
+      std::fill(y, y + c, T(0));
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * c;
+#pragma omp simd
+        for (int64_t j = 0; j < c; ++j) y[j] += xr[j];
+      }
       return;
     }
     case Op::LayerNorm: layer_norm(a, ins.attrs.eps, false); return;
@@ -255,7 +264,7 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     }
     case Op::MseGrad: {
       const T k = T(2) * a.in[2][0] / T(n);
-      for_each(n, [&](int64_t i) { y[i] = k * (x[i] - x1[i]); });
+      for_each(n, [=](int64_t i) { y[i] = k * (x[i] - x1[i]); });
       return;
     }
     case Op::Accuracy: {
@@ -275,6 +284,13 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
   throw Error(std::string("internal: no CPU kernel for ") + ir::op_name(ins.op));
 }
 
+template <class T>
+void run_matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue) {
+  matmul(ins, a, epilogue);
+}
+
+template void run_matmul<float>(const ir::Instr&, const KernelArgs<float>&, const Epilogue<float>&);
+template void run_matmul<double>(const ir::Instr&, const KernelArgs<double>&, const Epilogue<double>&);
 template void run_kernel<float>(const ir::Instr&, const KernelArgs<float>&, const StepContext&);
 template void run_kernel<double>(const ir::Instr&, const KernelArgs<double>&, const StepContext&);
 

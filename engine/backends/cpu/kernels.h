@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backends/cpu/gemm.h"
 #include "engine/backends/cpu/step_context.h"
 #include "engine/ir/program.h"
 
@@ -22,6 +23,11 @@ struct KernelArgs {
 
 template <class T>
 void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx);
+
+// A MatMul with the elementwise instructions that consume it folded into its store (see
+// Executor's fusion): bias add, then relu, or relu's gradient masked by the activation.
+template <class T>
+void run_matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue);
 
 // Uniform in [0, 1) from a counter: the same (key, index) always gives the same number.
 double counter_uniform(uint64_t key, uint64_t index);

@@ -45,13 +45,15 @@ void register_matmul(std::vector<Primitive>& t) {
       at.trans_b = ty;
       return p.apply1(Op::MatMul, {x, y}, at, ins.node);
     };
-    if (needs[0]) {
-      int da = ta ? mm_(b, g, tb, true) : mm_(g, b, false, !tb);
-      r[0] = reshape_to(p, da, p.shape(a), ins.node);
-    }
+    // The weight gradient first: the input gradient then sits right before the VJP that
+    // consumes it (relu's), which the CPU backend folds into the GEMM.
     if (needs[1]) {
       int db = tb ? mm_(g, a, true, ta) : mm_(a, g, !ta, false);
       r[1] = reshape_to(p, db, p.shape(b), ins.node);
+    }
+    if (needs[0]) {
+      int da = ta ? mm_(b, g, tb, true) : mm_(g, b, false, !tb);
+      r[0] = reshape_to(p, da, p.shape(a), ins.node);
     }
     return r;
   };

@@ -1,0 +1,261 @@
+// shardlab-cli as a user runs it: the real binary, its exit codes, stdout, stderr and log file.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+const QString kCli = QStringLiteral(SHARDLAB_BINARY_DIR "/app/shardlab-cli");
+const QString kProjects = QStringLiteral(SHARDLAB_SOURCE_DIR "/projects");
+
+struct Result {
+  int exit_code = -1;
+  QString out, err;
+};
+
+Result run_cli(const QStringList& args, int timeout_ms = 120000) {
+  QProcess p;
+  p.setProgram(kCli);
+  p.setArguments(args);
+  p.start();
+  Result r;
+  if (!p.waitForStarted(10000)) {
+    r.err = "could not start " + kCli + ": " + p.errorString();
+    return r;
+  }
+  p.closeWriteChannel();
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "timed out";
+    return r;
+  }
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  return r;
+}
+
+QString describe(const Result& r) {
+  return QString("exit %1\n--- stdout ---\n%2\n--- stderr ---\n%3").arg(r.exit_code).arg(r.out, r.err);
+}
+
+#define VERIFY_CONTAINS(text, fragment)                                                               \
+  QVERIFY2(QString(text).contains(fragment), qPrintable(QString("\"%1\" not found in:\n%2").arg(fragment, text)))
+
+// Input 16 -> Dense 10, mean squared error on synthetic ones, batch 8, 5 steps.
+Json small_project() {
+  return Json::parse(R"({
+    "format": "shardlab.project",
+    "version": 1,
+    "name": "small",
+    "graph": {
+      "nodes": [
+        {"name": "x", "type": "Input", "params": {"shape": [16]}},
+        {"name": "dense", "type": "Dense", "params": {"features": 10}}
+      ],
+      "edges": [{"from": "x.out", "to": "dense.in"}]
+    },
+    "loss": {"type": "mean_squared_error", "output": "dense"},
+    "optimizer": {"type": "sgd", "learning_rate": 0.1},
+    "data": {"type": "synthetic", "kind": "ones", "feature_shape": [16], "target_shape": [10], "examples": 32},
+    "training": {"batch_size": 8, "steps": 5, "eval": false}
+  })");
+}
+
+QString write_project(const QTemporaryDir& dir, const QString& name, const Json& j) {
+  const QString path = dir.filePath(name);
+  std::ofstream(path.toStdString()) << j.dump(2) << "\n";
+  return path;
+}
+
+QStringList nonempty_lines(const QString& s) { return s.split('\n', Qt::SkipEmptyParts); }
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { QVERIFY2(QFileInfo(kCli).isExecutable(), qPrintable(kCli + " is not built")); }
+
+  void checkPrintsTheLayerTable() {
+    Result r = run_cli({"check", kProjects + "/fashion-mlp.shardlab.json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "dense1");
+    VERIFY_CONTAINS(r.out, "(batch 128, mlp 256)");
+    VERIFY_CONTAINS(r.out, "kernel (embed 784, mlp 256)");
+    VERIFY_CONTAINS(r.out, "203530 parameters");
+    QVERIFY2(r.err.isEmpty(), qPrintable(describe(r)));
+  }
+
+  void checkBatchSizeOverridesTheProject() {
+    Result r = run_cli({"check", "--batch-size", "4", kProjects + "/fashion-mlp.shardlab.json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "(batch 4, mlp 256)");
+  }
+
+  void checkJsonIsMachineReadable() {
+    Result r = run_cli({"check", "--json", kProjects + "/fashion-mlp.shardlab.json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    Json j;
+    try {
+      j = Json::parse(r.out.toStdString());
+    } catch (const std::exception& e) {
+      QFAIL(qPrintable(QString("stdout is not JSON (%1):\n%2").arg(e.what(), r.out)));
+    }
+    QVERIFY(j.contains("layers") && j["layers"].is_array());
+    QCOMPARE(j["layers"].size(), size_t(5));
+    QCOMPARE(j["totals"]["param_count"].get<int64_t>(), int64_t(203530));
+    QVERIFY(j["memory"]["total_bytes"].get<double>() > 0);
+    QCOMPARE(j["batch_size"].get<int64_t>(), int64_t(128));
+
+    const Json* dense1 = nullptr;
+    for (const Json& l : j["layers"])
+      if (l["name"] == "dense1") dense1 = &l;
+    QVERIFY(dense1);
+    QCOMPARE((*dense1)["output_shape"], Json({128, 256}));
+    QCOMPARE((*dense1)["output_axes"], Json({"batch", "mlp"}));
+    QCOMPARE((*dense1)["params"][0]["shape"], Json({784, 256}));
+    QCOMPARE((*dense1)["forward_flops"].get<double>(), 2.0 * 128 * 784 * 256 + 128.0 * 256);
+  }
+
+  void checkOfABrokenProjectIsOneErrorLine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    Json j = small_project();
+    j["graph"]["nodes"][1]["params"]["features"] = 0;
+    const QString path = write_project(dir, "broken.shardlab.json", j);
+    Result r = run_cli({"check", path});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+    QStringList lines = nonempty_lines(r.err);
+    QVERIFY2(lines.size() == 1, qPrintable(describe(r)));
+    QVERIFY2(lines[0].startsWith("shardlab-cli: error:"), qPrintable(describe(r)));
+    VERIFY_CONTAINS(lines[0], path);
+    VERIFY_CONTAINS(lines[0], "node 'dense'");
+    VERIFY_CONTAINS(lines[0], "features");
+    QVERIFY2(r.out.isEmpty(), qPrintable(describe(r)));
+  }
+
+  void checkWithSeveralErrorsStillPrintsOneLine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    Json j = small_project();
+    j["graph"]["nodes"][1]["type"] = "Dnese";
+    j["graph"]["edges"].push_back({{"from", "x.out"}, {"to", "ghost.in"}});
+    const QString path = write_project(dir, "two-errors.shardlab.json", j);
+    Result r = run_cli({"check", path});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+    QStringList lines = nonempty_lines(r.err);
+    QVERIFY2(lines.size() == 1, qPrintable(describe(r)));
+    QVERIFY2(lines[0].startsWith("shardlab-cli: error:"), qPrintable(describe(r)));
+    VERIFY_CONTAINS(lines[0], "node 'dense'");
+    VERIFY_CONTAINS(lines[0], "Dnese");
+    VERIFY_CONTAINS(lines[0], "ghost");
+  }
+
+  void checkOfMalformedJsonGivesLineAndColumn() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("bad.shardlab.json");
+    std::ofstream(path.toStdString()) << "{\n  \"format\": \"shardlab.project\",\n  \"version\": 1,,\n}\n";
+    Result r = run_cli({"check", path});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+    QStringList lines = nonempty_lines(r.err);
+    QVERIFY2(lines.size() == 1, qPrintable(describe(r)));
+    VERIFY_CONTAINS(lines[0], path);
+    VERIFY_CONTAINS(lines[0], "line 3, column 16");
+  }
+
+  void checkOfAMissingFileNamesThePath() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("nothing-here.shardlab.json");
+    Result r = run_cli({"check", path});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+    QVERIFY2(r.err.startsWith("shardlab-cli: error:"), qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.err, path);
+    VERIFY_CONTAINS(r.err, "no such file");
+  }
+
+  void trainWritesAStepLogAndPlainProgress() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = write_project(dir, "small.shardlab.json", small_project());
+    const QString log = dir.filePath("run.jsonl");
+    Result r = run_cli({"train", path, "--log", log, "--threads", "2"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+
+    // The log: one JSON object a line, five of them steps 1..5 with the step metrics.
+    std::ifstream in(log.toStdString());
+    QVERIFY2(in.good(), qPrintable("no log at " + log));
+    std::string line;
+    int steps = 0;
+    while (std::getline(in, line)) {
+      Json e;
+      try {
+        e = Json::parse(line);
+      } catch (const std::exception& ex) {
+        QFAIL(qPrintable(QString("log line is not JSON (%1): %2").arg(ex.what(), QString::fromStdString(line))));
+      }
+      if (e.value("event", "") != "step") continue;
+      ++steps;
+      QCOMPARE(e["step"].get<int64_t>(), int64_t(steps));
+      for (const char* k : {"step", "loss", "step_time_s", "examples_per_s"})
+        QVERIFY2(e.contains(k), qPrintable(QString("step line lacks %1: %2").arg(k, QString::fromStdString(line))));
+      QVERIFY(e["loss"].is_number());
+      QVERIFY(e["step_time_s"].get<double>() >= 0);
+      QVERIFY(e["examples_per_s"].get<double>() > 0);
+    }
+    QCOMPARE(steps, 5);
+
+    // stdout is a pipe here, not a terminal: plain lines, no progress bar redraws.
+    for (int s = 1; s <= 5; ++s) VERIFY_CONTAINS(r.out, QString("step %1/5").arg(s));
+    QStringList step_lines;
+    for (const QString& l : r.out.split('\n'))
+      if (l.startsWith("step ")) step_lines << l;
+    QCOMPARE(step_lines.size(), 5);
+    QVERIFY2(step_lines.last().startsWith("step 5/5"), qPrintable(r.out));
+    QVERIFY2(!r.out.contains('\r') && !r.out.contains("\x1b"), qPrintable(r.out));
+  }
+
+  void trainQuietPrintsNoStepLines() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = write_project(dir, "small.shardlab.json", small_project());
+    Result r = run_cli({"train", path, "--quiet", "--threads", "1"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QVERIFY2(!r.out.contains("step 1/5"), qPrintable(describe(r)));
+  }
+
+  void trainStepsOptionOverridesTheProject() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = write_project(dir, "small.shardlab.json", small_project());
+    Result r = run_cli({"train", path, "--steps", "3", "--threads", "1"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "step 3/3");
+    QVERIFY2(!r.out.contains("step 4/"), qPrintable(describe(r)));
+  }
+
+  void unknownOptionFails() {
+    Result r = run_cli({"check", "--no-such-option", kProjects + "/fashion-mlp.shardlab.json"});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out + r.err, "--no-such-option");
+  }
+
+  void missingSubcommandFails() {
+    Result r = run_cli({});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
