@@ -24,8 +24,16 @@ std::string si(double v) {
   return buf;
 }
 
-void flatten(const std::vector<graph::NodeReport>& nodes, std::vector<const graph::NodeReport*>& out) {
-  for (const auto& n : nodes) out.push_back(&n);
+struct Row {
+  const graph::NodeReport* node;
+  int depth;  // > 0: inside a Repeat block (shown, not counted again in the totals)
+};
+
+void flatten(const std::vector<graph::NodeReport>& nodes, int depth, std::vector<Row>& out) {
+  for (const auto& n : nodes) {
+    out.push_back({&n, depth});
+    flatten(n.body, depth + 1, out);
+  }
 }
 
 }  // namespace
@@ -35,12 +43,13 @@ int run_check(const CheckArgs& a) {
   if (a.batch_size > 0) p.training.batch_size = a.batch_size;
   graph::GraphReport report = project::analyze_project(p);
   runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
-  std::vector<const graph::NodeReport*> rows;
-  flatten(report.nodes, rows);
+  std::vector<Row> rows;
+  flatten(report.nodes, 0, rows);
 
   int64_t total_params = 0;
   double total_flops = 0;
-  for (const auto* n : rows) total_params += n->param_count, total_flops += n->flops;
+  for (const Row& r : rows)
+    if (r.depth == 0) total_params += r.node->param_count, total_flops += r.node->flops;
   const auto& m = step.memory;
   const double bytes = sizeof(float);
 
@@ -49,7 +58,8 @@ int run_check(const CheckArgs& a) {
     j["project"] = p.display_name();
     j["batch_size"] = p.training.batch_size;
     j["layers"] = nlohmann::ordered_json::array();
-    for (const auto* n : rows) {
+    for (const Row& row : rows) {
+      const graph::NodeReport* n = row.node;
       nlohmann::ordered_json l;
       l["name"] = n->name;
       l["type"] = n->type;
@@ -60,6 +70,7 @@ int run_check(const CheckArgs& a) {
         l["params"].push_back({{"name", prm.name}, {"shape", prm.shape}, {"axes", prm.axes}, {"init", prm.init.type}});
       l["param_count"] = n->param_count;
       l["forward_flops"] = n->flops;
+      l["depth"] = row.depth;  // inside a Repeat block when > 0 (its figures are per layer)
       j["layers"].push_back(l);
     }
     j["totals"] = {{"param_count", total_params},
@@ -76,22 +87,24 @@ int run_check(const CheckArgs& a) {
   }
 
   std::printf("%s — batch %lld\n\n", p.display_name().c_str(), (long long)p.training.batch_size);
-  std::printf("%-18s %-10s %-30s %-44s %12s %10s\n", "layer", "type", "output", "parameters", "params", "FLOPs");
-  std::printf("%s\n", std::string(129, '-').c_str());
-  for (const auto* n : rows) {
+  std::printf("%-18s %-10s %-34s %-44s %12s %10s\n", "layer", "type", "output", "parameters", "params", "FLOPs");
+  std::printf("%s\n", std::string(133, '-').c_str());
+  for (const Row& row : rows) {
+    const graph::NodeReport* n = row.node;
+    const std::string name = std::string(size_t(2 * row.depth), ' ') + n->name;
     std::vector<std::string> plines;
     for (const auto& prm : n->params) plines.push_back(prm.name + " " + axes_shape(prm.shape, prm.axes));
     if (plines.empty()) plines.push_back("");
     for (size_t i = 0; i < plines.size(); ++i) {
       if (i == 0)
-        std::printf("%-18s %-10s %-30s %-44s %12s %10s\n", n->name.c_str(), n->type.c_str(),
+        std::printf("%-18s %-10s %-34s %-44s %12s %10s\n", name.c_str(), n->type.c_str(),
                     graph::describe(n->output).c_str(), plines[0].c_str(),
                     n->param_count ? si(double(n->param_count)).c_str() : "", n->flops ? si(n->flops).c_str() : "");
       else
-        std::printf("%-18s %-10s %-30s %-44s\n", "", "", "", plines[i].c_str());
+        std::printf("%-18s %-10s %-34s %-44s\n", "", "", "", plines[i].c_str());
     }
   }
-  std::printf("%s\n", std::string(129, '-').c_str());
+  std::printf("%s\n", std::string(133, '-').c_str());
   std::printf("total: %lld parameters (%s), forward %sFLOPs, training step %sFLOPs\n", (long long)total_params,
               runtime::format_bytes(double(total_params) * bytes).c_str(), si(total_flops).c_str(),
               si(step.step_flops).c_str());

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 
 namespace shardlab::project {
@@ -223,27 +224,7 @@ std::string to_json_string(const Project& p) {
 }
 
 void save_project(const Project& p, const std::filesystem::path& file) {
-  const std::string text = to_json_string(p);
-  std::filesystem::path tmp = file;
-  tmp += ".saving";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(file.string() + ": cannot write (" + tmp.string() + " could not be created)");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw Error(file.string() + ": writing failed (disk full?); the previous file is untouched");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);  // the non-throwing form: the error to report is ec
-    throw Error(file.string() + ": could not replace the file: " + ec.message());
-  }
+  util::write_file_atomically(file, to_json_string(p));
 }
 
 graph::GraphReport analyze_project(const Project& p) { return graph::analyze(p.graph, p.training.batch_size); }

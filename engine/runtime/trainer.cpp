@@ -153,6 +153,15 @@ EvalEvent Trainer::evaluate(const data::Dataset& ds) {
 }
 
 void Trainer::run() {
+  try {
+    run_loop();
+  } catch (const std::exception& e) {
+    for (auto* l : listeners_) l->on_error(e.what());
+    throw;
+  }
+}
+
+void Trainer::run_loop() {
   cancelled_ = false;
   backends::cpu::set_threads(threads_);
   const project::TrainingSpec& t = project_.training;

@@ -44,6 +44,8 @@ class TrainerListener {
   virtual void on_step(const StepEvent&) {}
   virtual void on_eval(const EvalEvent&) {}
   virtual void on_finish(bool cancelled) { (void)cancelled; }
+  // The run stopped on an error (bad data, a label out of range); run() rethrows it afterwards.
+  virtual void on_error(const std::string& message) { (void)message; }
 };
 
 struct TrainOptions {
@@ -59,7 +61,8 @@ class Trainer {
   ~Trainer();
 
   void add_listener(TrainerListener* l) { listeners_.push_back(l); }
-  // Loads the data and trains to the end or until cancel(); throws Error on bad data.
+  // Loads the data and trains to the end or until cancel(); on an error it tells the listeners
+  // (on_error) and throws Error.
   void run();
   void cancel() { cancelled_ = true; }  // thread-safe; takes effect between steps
 
@@ -80,6 +83,7 @@ class Trainer {
  private:
   const ModelParam& param(const std::string& path) const;
   void feed(backends::cpu::Executor<float>& ex, const StepProgram& s, const Tensor& x, const Tensor& y);
+  void run_loop();
   void check_data(const data::Dataset& ds, const std::string& split) const;
   backends::cpu::Executor<float>& eval_executor(int64_t batch);
 

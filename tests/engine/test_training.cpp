@@ -26,6 +26,8 @@ struct Recorder : runtime::TrainerListener {
   }
   void on_eval(const runtime::EvalEvent& e) override { evals.push_back(e); }
   void on_finish(bool c) override { finished = true, cancelled = c; }
+  std::string error;
+  void on_error(const std::string& e) override { error = e; }
 };
 
 // A block with every first-set layer in it, trained on separable blobs.
@@ -169,11 +171,14 @@ class TestTraining : public QObject {
     auto j = nlohmann::ordered_json::parse(kAllLayers);
     j["data"] = {{"type", "idx"}, {"train_images", "nowhere/train-images.gz"}, {"train_labels", "nowhere/train-labels.gz"}};
     runtime::Trainer t(project::parse_project(j.dump(), "missing.shardlab.json"));
+    Recorder r;
+    t.add_listener(&r);
     try {
       t.run();
       QFAIL("no error");
     } catch (const Error& e) {
       QVERIFY2(QString(e.what()).contains("nowhere/train-images.gz"), e.what());
+      QCOMPARE(r.error, std::string(e.what()));  // listeners hear of it too
     }
   }
 

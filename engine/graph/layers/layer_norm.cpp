@@ -12,13 +12,14 @@ class LayerNormLayer : public Layer {
     eps_ = fields::number(node.params, "epsilon", 1e-6, 0.0, 1.0);
     use_scale_ = fields::boolean(node.params, "use_scale", true);
     use_bias_ = fields::boolean(node.params, "use_bias", true);
-    node_ = &node;
+    overrides_ = node;  // infer() needs the param_axes overrides; keep a copy, not a pointer
+    overrides_.body = nullptr;
   }
   ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const override {
     const ArrayInfo& x = in.at(0);
     std::vector<std::string> feature{x.axes.empty() ? "embed" : x.axes.back()};
-    if (use_scale_) params.push_back({"scale", {x.shape.back()}, fields::param_axes(*node_, "scale", feature, 1), {"ones"}});
-    if (use_bias_) params.push_back({"bias", {x.shape.back()}, fields::param_axes(*node_, "bias", feature, 1), {"zeros"}});
+    if (use_scale_) params.push_back({"scale", {x.shape.back()}, fields::param_axes(overrides_, "scale", feature, 1), {"ones"}});
+    if (use_bias_) params.push_back({"bias", {x.shape.back()}, fields::param_axes(overrides_, "bias", feature, 1), {"zeros"}});
     return x;
   }
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
@@ -33,7 +34,7 @@ class LayerNormLayer : public Layer {
  private:
   double eps_ = 1e-6;
   bool use_scale_ = true, use_bias_ = true;
-  const Node* node_ = nullptr;
+  Node overrides_;
 };
 
 }  // namespace

@@ -1,0 +1,13 @@
+// Writes a file so that a crash or a full disk never leaves it half-written: the bytes go to a
+// temporary file beside it, are flushed to disk, and only then renamed over the target.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+namespace shardlab::util {
+
+// Throws Error naming `file` and the reason; the previous file, if any, is then untouched.
+void write_file_atomically(const std::filesystem::path& file, std::string_view bytes);
+
+}  // namespace shardlab::util
