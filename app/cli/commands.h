@@ -21,4 +21,15 @@ struct TrainArgs {
 };
 int run_train(const TrainArgs& a);
 
+struct ShardArgs {
+  std::string project;
+  std::string mesh;   // "data=2,model=4": overrides the project's
+  std::string rules;  // "batch=data,hidden=model": overrides the project's
+  bool json = false;
+  std::string show;   // draw this array's sharding
+  std::string dims = "0,1";
+  int64_t batch_size = -1;
+};
+int run_shard(const ShardArgs& a);
+
 }  // namespace shardlab::cli

@@ -15,6 +15,16 @@ int main(int argc, char** argv) {
   c->add_flag("--json", check.json, "print the table as JSON");
   c->add_option("--batch-size", check.batch_size, "override the project's batch size");
 
+  shardlab::cli::ShardArgs shard;
+  auto* sh = app.add_subcommand("shard", "Show how every array is split over a device mesh, and what each device holds");
+  sh->add_option("project", shard.project, "the *.shardlab.json file")->required();
+  sh->add_option("--mesh", shard.mesh, "mesh axes and sizes, e.g. data=2,model=4 (overrides the project's)");
+  sh->add_option("--rules", shard.rules, "logical axis rules in order, e.g. batch=data,hidden=model,embed=none,batch=data+model");
+  sh->add_flag("--json", shard.json, "print the report as JSON");
+  sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
+  sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
+  sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
+
   shardlab::cli::TrainArgs train;
   auto* t = app.add_subcommand("train", "Train a project on the CPU");
   t->add_option("project", train.project, "the *.shardlab.json file")->required();
@@ -34,6 +44,7 @@ int main(int argc, char** argv) {
   try {
     if (*c) return shardlab::cli::run_check(check);
     if (*t) return shardlab::cli::run_train(train);
+    if (*sh) return shardlab::cli::run_shard(shard);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     for (char& ch : msg)

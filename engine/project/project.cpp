@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/sharding/logical_rules.h"
+#include "engine/sharding/mesh.h"
 #include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 
@@ -185,6 +187,8 @@ Project parse_project(const std::string& text, const std::string& filename) {
   p.training = parse_training(p.training_json, filename + ": training");
   if (j.contains("mesh")) p.mesh = j["mesh"];
   if (j.contains("logical_axis_rules")) p.logical_axis_rules = j["logical_axis_rules"];
+  sharding::mesh_from_json(p.mesh, filename + ": mesh");
+  sharding::rules_from_json(p.logical_axis_rules, filename + ": logical_axis_rules");
 
   graph::GraphReport report = analyze_project(p);
   if (!report.ok()) {

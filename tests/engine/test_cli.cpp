@@ -255,6 +255,45 @@ class TestCli : public QObject {
     Result r = run_cli({});
     QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
   }
+
+  // shard: the project's own mesh and rules (seed 002's), every array's spec, per-device totals.
+  void shardPrintsSpecsUnderTheProjectsMeshAndRules() {
+    Result r = run_cli({"shard", kProjects + "/dot-relu-dot.shardlab.json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "mesh data=2,model=4 (8 devices)");
+    VERIFY_CONTAINS(r.out, "PartitionSpec(None, None, 'model')");
+    VERIFY_CONTAINS(r.out, "PartitionSpec('data', None)");
+    VERIFY_CONTAINS(r.out, "on each of 8 devices");
+  }
+
+  void shardShowDrawsTheBlocksOfOneArray() {
+    Result r = run_cli({"shard", kProjects + "/dot-relu-dot.shardlab.json", "--show", "x"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "CPU 0,1,2,3");
+    VERIFY_CONTAINS(r.out, "CPU 4,5,6,7");
+    r = run_cli({"shard", kProjects + "/dot-relu-dot.shardlab.json", "--show", "nothing"});
+    QVERIFY(r.exit_code != 0);
+    VERIFY_CONTAINS(r.err, "no array 'nothing'");
+  }
+
+  void shardMeshAndRulesOnTheCommandLineOverrideTheProjects() {
+    Result r = run_cli({"shard", kProjects + "/deep-mlp-small.shardlab.json", "--mesh", "data=8", "--rules", "batch=data", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    Json j = Json::parse(r.out.toStdString());
+    QCOMPARE(j["devices"].size(), size_t(8));
+    std::string x_spec;
+    for (const auto& a : j["arrays"])
+      if (a["name"] == "x") x_spec = a["spec"].dump();
+    QCOMPARE(x_spec, std::string(R"(["data",null])"));
+    VERIFY_CONTAINS(QString::fromStdString(j["warnings"].dump()), "is replicated on all 8 devices");
+  }
+
+  void shardIndivisibleBatchIsAnErrorWithTheNearestSizes() {
+    Result r = run_cli({"shard", kProjects + "/fashion-mlp.shardlab.json", "--mesh", "data=3", "--rules", "batch=data"});
+    QVERIFY(r.exit_code != 0);
+    VERIFY_CONTAINS(r.err, "dimension 0 of size 128 is not divisible by 3");
+    VERIFY_CONTAINS(r.err, "126 or 129");
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -1,0 +1,106 @@
+// `shardlab-cli shard`: every array's PartitionSpec, shard shape and bytes per device under a mesh
+// and logical axis rules, per-device memory, warnings; `--show` draws one array's blocks.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "engine/runtime/train_step.h"
+#include "engine/sharding/layout.h"
+#include "engine/sharding/visualize.h"
+#include "engine/util/error.h"
+
+namespace shardlab::cli {
+
+namespace {
+
+std::string names_str(const std::vector<std::string>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + (v[i].empty() ? std::string("-") : v[i]);
+  return s + ")";
+}
+
+nlohmann::ordered_json spec_json(const sharding::PartitionSpec& s, size_t rank) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < std::max(rank, s.dims.size()); ++i) {
+    const auto& d = s.axes_of(i);
+    if (d.empty()) j.push_back(nullptr);
+    else if (d.size() == 1) j.push_back(d[0]);
+    else j.push_back(d);
+  }
+  return j;
+}
+
+}  // namespace
+
+int run_shard(const ShardArgs& a) {
+  project::Project p = project::load_project(a.project);
+  if (a.batch_size > 0) p.training.batch_size = a.batch_size;
+  const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
+  const sharding::LogicalRules rules = a.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(a.rules);
+  graph::GraphReport report = project::analyze_project(p);
+  sharding::ShardingReport r = sharding::analyze_sharding(p, report, mesh, rules);
+
+  if (!a.show.empty()) {
+    const sharding::ArraySharding* arr = r.find(a.show);
+    if (!arr) throw Error("there is no array '" + a.show + "' (see `shardlab-cli shard " + a.project + "` for the names)");
+    if (!arr->error.empty()) throw Error(arr->error);
+    int rows = 0, cols = 1;
+    if (std::sscanf(a.dims.c_str(), "%d,%d", &rows, &cols) != 2) throw Error("--dims '" + a.dims + "': expected two numbers, e.g. 0,1");
+    std::printf("%s %s %s on mesh %s: %s, shard %s\n", arr->name.c_str(), shape_str(arr->shape).c_str(),
+                names_str(arr->logical).c_str(), mesh.str().c_str(), arr->spec.str().c_str(), shape_str(arr->shard).c_str());
+    std::printf("%s", sharding::render_sharding(arr->spec, arr->shape, mesh, rows, cols).c_str());
+    return 0;
+  }
+
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["project"] = p.display_name();
+    j["mesh"] = sharding::mesh_to_json(mesh)["axes"];
+    j["rules"] = sharding::rules_to_json(rules);
+    j["arrays"] = nlohmann::ordered_json::array();
+    for (const auto& x : r.arrays) {
+      nlohmann::ordered_json o{{"name", x.name},
+                               {"kind", sharding::kind_name(x.kind)},
+                               {"logical_axes", x.logical},
+                               {"spec", spec_json(x.spec, x.shape.size())},
+                               {"shape", x.shape},
+                               {"shard_shape", x.shard},
+                               {"bytes_per_device", x.bytes_per_device}};
+      if (!x.error.empty()) o["error"] = x.error;
+      j["arrays"].push_back(o);
+    }
+    j["devices"] = nlohmann::ordered_json::array();
+    for (size_t d = 0; d < r.devices.size(); ++d) {
+      const auto& m = r.devices[d];
+      j["devices"].push_back({{"device", d}, {"params", m.params}, {"opt_state", m.opt_state}, {"grads", m.grads},
+                              {"activations", m.activations}, {"total", m.total()}});
+    }
+    j["warnings"] = r.warnings;
+    j["errors"] = r.errors;
+    std::cout << j.dump(2) << "\n";
+    return r.errors.empty() ? 0 : 1;
+  }
+
+  std::printf("%s on mesh %s (%lld devices), rules %s\n\n", p.display_name().c_str(), mesh.str().c_str(),
+              (long long)mesh.device_count(), rules.empty() ? "(none)" : sharding::rules_str(rules).c_str());
+  std::printf("%-28s %-16s %-30s %-36s %-22s %-20s %12s\n", "array", "kind", "logical axes", "PartitionSpec", "shape",
+              "shard", "per device");
+  std::printf("%s\n", std::string(170, '-').c_str());
+  for (const auto& x : r.arrays) {
+    std::printf("%-28s %-16s %-30s %-36s %-22s %-20s %12s\n", x.name.c_str(), sharding::kind_name(x.kind),
+                names_str(x.logical).c_str(), x.error.empty() ? x.spec.str().c_str() : "ERROR", shape_str(x.shape).c_str(),
+                shape_str(x.shard).c_str(), runtime::format_bytes(x.bytes_per_device).c_str());
+  }
+  std::printf("\nper device (every device holds one block of every array):\n");
+  const auto& d0 = r.devices.front();
+  std::printf("  parameters %s, optimizer state %s, gradients %s, activations %s: %s on each of %zu devices\n",
+              runtime::format_bytes(d0.params).c_str(), runtime::format_bytes(d0.opt_state).c_str(),
+              runtime::format_bytes(d0.grads).c_str(), runtime::format_bytes(d0.activations).c_str(),
+              runtime::format_bytes(d0.total()).c_str(), r.devices.size());
+  for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
+  for (const std::string& e : r.errors) std::fprintf(stderr, "error: %s\n", e.c_str());
+  return r.errors.empty() ? 0 : 1;
+}
+
+}  // namespace shardlab::cli

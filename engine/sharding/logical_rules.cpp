@@ -1,0 +1,124 @@
+#include "engine/sharding/logical_rules.h"
+
+#include <algorithm>
+#include <set>
+
+#include "engine/util/error.h"
+
+namespace shardlab::sharding {
+
+LogicalRules parse_rules(const std::string& text) {
+  LogicalRules rules;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw Error("rules '" + text + "': '" + item + "' is not logical=mesh (e.g. batch=data, embed=none, batch=data+model)");
+    LogicalRule r{item.substr(0, eq), {}};
+    std::string axes = item.substr(eq + 1);
+    if (axes != "none" && axes != "None") {
+      size_t s = 0;
+      while (s <= axes.size()) {
+        size_t plus = axes.find('+', s);
+        std::string a = axes.substr(s, plus == std::string::npos ? std::string::npos : plus - s);
+        if (a.empty()) throw Error("rules '" + text + "': empty mesh axis in '" + item + "'");
+        r.mesh.push_back(a);
+        if (plus == std::string::npos) break;
+        s = plus + 1;
+      }
+    }
+    rules.push_back(r);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return rules;
+}
+
+LogicalRules rules_from_json(const nlohmann::ordered_json& j, const std::string& where) {
+  if (j.is_null()) return {};
+  if (!j.is_array()) throw Error(where + ": expected a list of [logical name, mesh axes] pairs");
+  LogicalRules rules;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& e = j[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string())
+      throw Error(at + ": expected [\"logical name\", \"mesh axis\" | [\"axis\", ...] | null], got " + e.dump());
+    LogicalRule r{e[0].get<std::string>(), {}};
+    if (e[1].is_string()) {
+      r.mesh.push_back(e[1].get<std::string>());
+    } else if (e[1].is_array()) {
+      for (const auto& a : e[1]) {
+        if (!a.is_string()) throw Error(at + ": mesh axes must be names, got " + a.dump());
+        r.mesh.push_back(a.get<std::string>());
+      }
+    } else if (!e[1].is_null()) {
+      throw Error(at + ": mesh axes must be a name, a list of names or null, got " + e[1].dump());
+    }
+    rules.push_back(r);
+  }
+  return rules;
+}
+
+nlohmann::ordered_json rules_to_json(const LogicalRules& rules) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const LogicalRule& r : rules) {
+    nlohmann::ordered_json m = nullptr;
+    if (r.mesh.size() == 1) m = r.mesh[0];
+    else if (r.mesh.size() > 1) m = r.mesh;
+    j.push_back({r.logical, m});
+  }
+  return j;
+}
+
+std::string rules_str(const LogicalRules& rules) {
+  std::string s;
+  for (const LogicalRule& r : rules) {
+    std::string m;
+    for (const std::string& a : r.mesh) m += (m.empty() ? "" : "+") + a;
+    s += (s.empty() ? "" : ",") + r.logical + "=" + (m.empty() ? "none" : m);
+  }
+  return s;
+}
+
+LogicalMapping logical_to_mesh(const std::vector<std::string>& names, const LogicalRules& rules,
+                               const std::string& array, Fallback fallback) {
+  std::set<std::string> seen;
+  for (const std::string& n : names)
+    if (!n.empty() && !seen.insert(n).second)
+      throw Error("array '" + array + "': logical axis '" + n + "' names two dimensions");
+  // As flax.linen.partitioning._logical_to_mesh_axes: the outer loop runs over rules, so rule
+  // order decides between dimensions competing for one mesh axis.
+  std::vector<bool> assigned(names.size(), false);
+  std::vector<std::vector<std::string>> result(names.size());
+  std::set<std::string> taken;
+  for (const LogicalRule& r : rules) {
+    auto pos = std::find(names.begin(), names.end(), r.logical);
+    if (r.logical.empty() || pos == names.end()) continue;
+    const size_t i = size_t(pos - names.begin());
+    const bool free = std::none_of(r.mesh.begin(), r.mesh.end(), [&](const std::string& a) { return taken.count(a); });
+    if (!free || assigned[i]) continue;
+    assigned[i] = true;
+    result[i] = r.mesh;
+    taken.insert(r.mesh.begin(), r.mesh.end());
+  }
+  LogicalMapping m;
+  m.unconstrained.assign(names.size(), false);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (assigned[i] || names[i].empty()) continue;
+    // No rule for this name at all, or every rule for it found its axes taken.
+    const bool has_rule = std::any_of(rules.begin(), rules.end(), [&](const LogicalRule& r) { return r.logical == names[i]; });
+    if (!has_rule) {
+      if (fallback == Fallback::Error)
+        throw Error("array '" + array + "': logical axis '" + names[i] + "' (dimension " + std::to_string(i) +
+                    ") has no rule, and its constraint asks for one");
+      if (fallback == Fallback::NoConstraint) m.unconstrained[i] = true;
+      m.unmatched.push_back(names[i]);
+    }
+  }
+  m.spec.dims = result;  // full length, trailing Nones kept, as Flax prints it
+  return m;
+}
+
+}  // namespace shardlab::sharding

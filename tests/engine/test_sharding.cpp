@@ -1,0 +1,255 @@
+// Meshes, PartitionSpecs and their device-to-block maps, the text grid, logical axis rules with
+// Flax's semantics (pinned against real Flax in tests/reference/sharding/expected.json), and the
+// errors a bad layout gives.
+#include <QtTest>
+#include <fstream>
+
+#include "engine/sharding/layout.h"
+#include "engine/sharding/visualize.h"
+#include "engine/util/error.h"
+
+using namespace shardlab;
+using namespace shardlab::sharding;
+
+namespace {
+
+const std::string kSource = SHARDLAB_SOURCE_DIR;
+
+template <class F>
+QString error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return QString::fromStdString(e.what());
+  }
+  return "(no error)";
+}
+
+#define VERIFY_CONTAINS(msg, part) QVERIFY2((msg).contains(part), qPrintable(QString("'%1' lacks '%2'").arg(msg, part)))
+
+PartitionSpec spec(std::vector<std::vector<std::string>> d) { return PartitionSpec(std::move(d)); }
+
+}  // namespace
+
+class TestSharding : public QObject {
+  Q_OBJECT
+ private slots:
+  void meshNumbersDevicesRowMajor() {
+    Mesh m = parse_mesh("data=2,model=4");
+    QCOMPARE(m.device_count(), int64_t(8));
+    QCOMPARE(m.coords(5), (std::vector<int64_t>{1, 1}));
+    QCOMPARE(m.device_at({1, 3}), int64_t(7));
+    QCOMPARE(m.group(5, {"model"}), (std::vector<int>{4, 5, 6, 7}));
+    QCOMPARE(m.group(5, {"data"}), (std::vector<int>{1, 5}));
+    QCOMPARE(m.group(5, {"model", "data"}), (std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7}));
+    QCOMPARE(m.str(), std::string("data=2,model=4"));
+  }
+  void meshAllowsSizeOneAxes() { QCOMPARE(parse_mesh("data=1,model=8").device_count(), int64_t(8)); }
+  void meshErrorsNameTheProblem() {
+    VERIFY_CONTAINS(error_of([] { parse_mesh("data=2,data=4"); }), "'data' appears twice");
+    VERIFY_CONTAINS(error_of([] { parse_mesh("data=0"); }), "size 0");
+    VERIFY_CONTAINS(error_of([] { parse_mesh("data"); }), "not name=size");
+    VERIFY_CONTAINS(error_of([] { parse_mesh("data=two"); }), "not a whole number");
+    QString m = error_of([] { check_device_count(parse_mesh("data=2,model=4"), 6); });
+    VERIFY_CONTAINS(m, "8 devices");
+    VERIFY_CONTAINS(m, "6 are available");
+  }
+
+  void blockIndexIsMixedRadixOverTheSpecsAxes() {
+    Mesh m = parse_mesh("x=2,y=4");
+    // dimension 0 over ('y', 'x'): y major.
+    PartitionSpec s = spec({{"y", "x"}});
+    for (int64_t d = 0; d < 8; ++d) {
+      auto c = m.coords(d);
+      QCOMPARE(device_block(s, {16, 3}, m, d).index[0], c[1] * 2 + c[0]);
+    }
+    Block b = device_block(spec({{"x"}, {"y"}}), {8, 8}, m, 6);  // coords (1, 2)
+    QCOMPARE(b.index, (std::vector<int64_t>{1, 2}));
+    QCOMPARE(b.start, (std::vector<int64_t>{4, 4}));
+    QCOMPARE(b.shape, (Shape{4, 2}));
+  }
+  void replicatedDevicesShareABlock() {
+    Mesh m = parse_mesh("data=4,model=2");
+    auto owners = block_owners(spec({{}, {"model"}}), {8, 8}, m);
+    QCOMPARE(owners.size(), size_t(2));
+    QCOMPARE(owners[0].devices, (std::vector<int64_t>{0, 2, 4, 6}));
+    QCOMPARE(owners[1].devices, (std::vector<int64_t>{1, 3, 5, 7}));
+  }
+  void shortSpecLeavesTrailingDimsReplicated() {
+    Mesh m = parse_mesh("data=2");
+    QCOMPARE(shard_shape(spec({{"data"}}), {8, 6, 4}, m), (Shape{4, 6, 4}));
+    QVERIFY(spec({{"data"}}) == spec({{"data"}, {}, {}}));
+  }
+
+  void gridOfAnEightByEightArrayOnAnEightByFourMeshHas32Cells() {
+    std::string g = render_sharding(spec({{"x"}, {"y"}}), {8, 8}, parse_mesh("x=8,y=4"));
+    for (int d = 0; d < 32; ++d) QVERIFY2(g.find("CPU " + std::to_string(d) + " ") != std::string::npos, g.c_str());
+    QVERIFY(g.find(',') == std::string::npos || g.find("CPU 0,") == std::string::npos);  // single-device cells
+    int rows = 0;
+    for (size_t p = g.find("│"); p != std::string::npos; p = g.find("\n│", p + 1)) ++rows;
+    QCOMPARE(rows, 8);
+  }
+  void gridOfAColumnShardedArrayShowsTwoReplicatedColumns() {
+    std::string g = render_sharding(spec({{}, {"y"}}), {8, 8}, parse_mesh("x=4,y=2"));
+    QVERIFY2(g.find("CPU 0,2,4,6") != std::string::npos, g.c_str());
+    QVERIFY2(g.find("CPU 1,3,5,7") != std::string::npos, g.c_str());
+    QVERIFY2(g.find("dim 1 (8): y") != std::string::npos, g.c_str());
+    QCOMPARE(std::count(g.begin(), g.end(), '\n'), 5L);  // two header lines, top, one row, bottom
+  }
+  void gridOfAHigherRankArrayDrawsTheChosenDimensions() {
+    std::string g = render_sharding(spec({{}, {}, {"model"}}), {4, 16, 16}, parse_mesh("data=2,model=4"), 1, 2);
+    QVERIFY2(g.find("CPU 0,4") != std::string::npos && g.find("CPU 3,7") != std::string::npos, g.c_str());
+    VERIFY_CONTAINS(error_of([] { render_sharding(spec({}), {4, 4}, parse_mesh("a=2"), 1, 1); }), "two different dimensions");
+  }
+
+  void specErrorsNameArrayDimensionAndAxes() {
+    Mesh m = parse_mesh("data=2,model=4");
+    QString e = error_of([&] { validate(spec({{"data"}, {"data"}}), {8, 8}, m, "w"); });
+    VERIFY_CONTAINS(e, "array 'w'");
+    VERIFY_CONTAINS(e, "'data' is used twice");
+    e = error_of([&] { validate(spec({{"rows"}}), {8, 8}, m, "w"); });
+    VERIFY_CONTAINS(e, "mesh axis 'rows'");
+    e = error_of([&] { validate(spec({{}, {}, {}}), {8, 8}, m, "w"); });
+    VERIFY_CONTAINS(e, "3 entries for an array of rank 2");
+    e = error_of([&] { validate(spec({{}, {"model", "data"}}), {8, 100}, m, "w"); });
+    VERIFY_CONTAINS(e, "dimension 1 of size 100");
+    VERIFY_CONTAINS(e, "not divisible by 8 = model (4) x data (2)");
+    VERIFY_CONTAINS(e, "96 or 104");
+  }
+
+  void rulesFollowFlaxOnEveryReferenceCase() {
+    std::ifstream in(kSource + "/tests/reference/sharding/expected.json");
+    if (!in) QSKIP("tests/reference/sharding/expected.json is missing (run make_sharding_reference.py)");
+    nlohmann::json ref = nlohmann::json::parse(in);
+    QVERIFY(ref.contains("cases") && !ref["cases"].empty());
+    for (const auto& c : ref["cases"]) {
+      std::vector<std::string> names;
+      for (const auto& n : c["names"]) names.push_back(n.is_null() ? "" : n.get<std::string>());
+      LogicalRules rules = rules_from_json(nlohmann::ordered_json::parse(c["rules"].dump()), "rules");
+      const QString id = QString::fromStdString(c.value("id", std::string()));
+      if (!c["error"].is_null()) {  // Flax refuses it; so must we
+        QVERIFY2(error_of([&] { logical_to_mesh(names, rules, "case"); }) != "(no error)", qPrintable(id));
+        continue;
+      }
+      PartitionSpec got = logical_to_mesh(names, rules, "case").spec;
+      std::vector<std::vector<std::string>> want;
+      for (const auto& d : c["spec"]) {
+        if (d.is_null()) want.push_back({});
+        else if (d.is_string()) want.push_back({d.get<std::string>()});
+        else want.push_back(d.get<std::vector<std::string>>());
+      }
+      QVERIFY2(got == PartitionSpec(want),
+               qPrintable(QString("%1: got %2, Flax %3").arg(QString::fromStdString(c.value("description", c.dump())),
+                                                               QString::fromStdString(got.str()),
+                                                               QString::fromStdString(PartitionSpec(want).str()))));
+    }
+  }
+  // Seed 002's model under two rule sets: every parameter's and the input's spec, shard shape
+  // and per-device slice, as JAX's NamedSharding gives them on a 2x4 mesh of 8 host devices.
+  void layoutMatchesJaxForSeed002Model() {
+    std::ifstream in(kSource + "/tests/reference/sharding/expected.json");
+    if (!in) QSKIP("tests/reference/sharding/expected.json is missing (run make_sharding_reference.py)");
+    nlohmann::json ref = nlohmann::json::parse(in);
+    project::Project p = project::load_project(kSource + "/projects/dot-relu-dot.shardlab.json");
+    const graph::GraphReport g = project::analyze_project(p);
+    const Mesh mesh = parse_mesh("data=2,model=4");
+    for (const auto& [set, want] : ref["rule_sets"].items()) {
+      ShardingReport r = analyze_sharding(p, g, mesh, rules_from_json(nlohmann::ordered_json::parse(want["rules"].dump()), "r"));
+      QVERIFY2(r.errors.empty(), set.c_str());
+      auto check = [&](const std::string& ours, const nlohmann::json& w) {
+        const ArraySharding* a = r.find(ours);
+        QVERIFY2(a, ours.c_str());
+        const std::string what = set + " " + ours;
+        QCOMPARE(a->shape, w["global_shape"].get<Shape>());
+        QVERIFY2(a->logical == w["logical_axes"].get<std::vector<std::string>>(), what.c_str());
+        std::vector<std::vector<std::string>> spec_dims;
+        for (const auto& d : w["spec"]) spec_dims.push_back(d.is_null() ? std::vector<std::string>{} : d.is_string() ? std::vector<std::string>{d.get<std::string>()} : d.get<std::vector<std::string>>());
+        QVERIFY2(a->spec == PartitionSpec(spec_dims), qPrintable(QString::fromStdString(what + ": " + a->spec.str())));
+        QCOMPARE(a->shard, w["shard_shape"].get<Shape>());
+        for (const auto& sl : w["shard_slices"]) {
+          Block b = device_block(a->spec, a->shape, mesh, sl["device_id"].get<int64_t>());
+          for (size_t dim = 0; dim < a->shape.size(); ++dim) {
+            QCOMPARE(b.start[dim], sl["slice"][dim][0].get<int64_t>());
+            QCOMPARE(b.start[dim] + b.shape[dim], sl["slice"][dim][1].get<int64_t>());
+          }
+        }
+      };
+      check("blocks/W1/kernel", want["params"]["params/ScanDotReluDot_0/W1"]);
+      check("blocks/W2/kernel", want["params"]["params/ScanDotReluDot_0/W2"]);
+      check("x", want["input"]["x"]);
+      check("blocks/relu", want["activations"]["y"]);  // with_logical_constraint(relu(x @ W1), ('batch', 'hidden'))
+      check("blocks/W2", want["activations"]["z"]);    // with_logical_constraint(y @ W2, ('batch', 'embed'))
+    }
+  }
+
+  void ruleToNonePinsTheDimension() {
+    LogicalRules r = parse_rules("embed=none,embed=model");
+    QVERIFY(logical_to_mesh({"batch", "embed"}, r, "a").spec == spec({{}, {}}));
+  }
+  void ruleWhoseAxisIsTakenFallsBackToTheNextRule() {
+    LogicalRules r = parse_rules("batch=data,embed=data,embed=model");
+    QVERIFY(logical_to_mesh({"batch", "embed"}, r, "a").spec == spec({{"data"}, {"model"}}));
+  }
+  void unmatchedNamesAreReportedAndReplicated() {
+    LogicalMapping m = logical_to_mesh({"batch", "mlp"}, parse_rules("batch=data"), "a");
+    QVERIFY(m.spec == spec({{"data"}}));
+    QCOMPARE(m.unmatched, (std::vector<std::string>{"mlp"}));
+  }
+  void multiAxisRuleShardsOverBothAxes() {
+    LogicalMapping m = logical_to_mesh({"batch", "embed"}, parse_rules("batch=data+model"), "a");
+    QVERIFY(m.spec == spec({{"data", "model"}}));
+  }
+  void constraintFallbacks() {
+    const LogicalRules r = parse_rules("batch=data");
+    QVERIFY(!logical_to_mesh({"batch", "x"}, r, "a", Fallback::Unsharded).unconstrained[1]);
+    QVERIFY(logical_to_mesh({"batch", "x"}, r, "a", Fallback::NoConstraint).unconstrained[1]);
+    VERIFY_CONTAINS(error_of([&] { logical_to_mesh({"batch", "x"}, r, "act", Fallback::Error); }), "logical axis 'x'");
+  }
+  void repeatedLogicalNameInOneArrayIsAnError() {
+    VERIFY_CONTAINS(error_of([] { logical_to_mesh({"embed", "embed"}, {}, "w"); }), "names two dimensions");
+  }
+  void rulesParseFromTextAndJson() {
+    LogicalRules a = parse_rules("batch=data,hidden=model,embed=none,batch=data+model");
+    LogicalRules b = rules_from_json(nlohmann::ordered_json::parse(R"([["batch","data"],["hidden","model"],["embed",null],["batch",["data","model"]]])"), "r");
+    QCOMPARE(rules_str(a), rules_str(b));
+    QCOMPARE(rules_to_json(a).dump(), std::string(R"([["batch","data"],["hidden","model"],["embed",null],["batch",["data","model"]]])"));
+    VERIFY_CONTAINS(error_of([] { rules_from_json(nlohmann::ordered_json::parse(R"([["batch", 3]])"), "f.json: logical_axis_rules"); }),
+                    "logical_axis_rules[0]");
+  }
+
+  void seed002RulesGiveTheGuidesSpecs() {
+    project::Project p = project::load_project(kSource + "/projects/dot-relu-dot.shardlab.json");
+    ShardingReport r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=2,model=4"),
+                                        parse_rules("batch=data,hidden=model,embed=none,layer=none"));
+    QVERIFY(r.errors.empty());
+    QVERIFY(r.find("blocks/W1/kernel")->spec == spec({{}, {}, {"model"}}));  // per layer (None, 'model')
+    QVERIFY(r.find("blocks/W2/kernel")->spec == spec({{}, {"model"}, {}}));  // per layer ('model', None)
+    QVERIFY(r.find("x")->spec == spec({{"data"}, {}}));
+    QVERIFY(r.find("blocks/W1/kernel/mu")->spec == r.find("blocks/W1/kernel")->spec);
+    QVERIFY(r.find("d_blocks/W2/kernel")->spec == r.find("blocks/W2/kernel")->spec);
+    QCOMPARE(r.find("blocks/W1/kernel")->shard, (Shape{4, 1024, 256}));
+    QCOMPARE(r.devices.size(), size_t(8));
+    QCOMPARE(r.devices[3].params, 2.0 * 4 * 1024 * 256 * 4);
+  }
+  void layoutWarnsAboutUnmatchedNamesAndReplicatedGiants() {
+    project::Project p = project::load_project(kSource + "/projects/deep-mlp-small.shardlab.json");
+    ShardingReport r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=8"), parse_rules("batch=data"));
+    QVERIFY(r.errors.empty());
+    bool unmatched = false, giant = false;
+    for (const std::string& w : r.warnings) {
+      unmatched = unmatched || w.find("'mlp' has no rule") != std::string::npos;
+      giant = giant || w.find("layers_1/kernel (16.00 MiB) is replicated on all 8 devices") != std::string::npos;
+    }
+    QVERIFY(unmatched);
+    QVERIFY(giant);
+  }
+  void layoutCollectsIndivisibleDimensions() {
+    project::Project p = project::load_project(kSource + "/projects/fashion-mlp.shardlab.json");
+    ShardingReport r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=3"), parse_rules("batch=data"));
+    QVERIFY(!r.errors.empty());
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "126 or 129");
+  }
+};
+
+QTEST_APPLESS_MAIN(TestSharding)
+#include "test_sharding.moc"
