@@ -13,6 +13,7 @@ std::vector<Primitive> build_table() {
   register_structural(all);
   register_losses(all);
   register_optimizers(all);
+  register_communication(all);
   std::vector<Primitive> table(size_t(Op::kCount));
   std::vector<bool> seen(size_t(Op::kCount), false);
   for (auto& p : all) {

@@ -36,5 +36,6 @@ void register_rowwise(std::vector<Primitive>&);
 void register_structural(std::vector<Primitive>&);
 void register_losses(std::vector<Primitive>&);
 void register_optimizers(std::vector<Primitive>&);
+void register_communication(std::vector<Primitive>&);
 
 }  // namespace shardlab::ir

@@ -26,6 +26,8 @@ enum class Op {
   SoftmaxXent, SoftmaxXentGrad, Mse, MseGrad, Accuracy,
   // optimizer updates: read the gradient, update parameter and state in place
   SgdUpdate, AdamUpdate,
+  // communication between the devices of a mesh (inserted by the partitioner)
+  AllReduce, AllGather, ReduceScatter, ShardSlice,
   kCount
 };
 
@@ -49,6 +51,10 @@ struct Attrs {
   // optimizer hyper-parameters (learning rate comes from the step context: schedules vary it)
   double b1 = 0.9, b2 = 0.999, opt_eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
   bool nesterov = false;
+  // communication: over which mesh axes (a group of group_size devices), along which dimension
+  std::vector<std::string> mesh_axes;
+  int64_t group_size = 1;
+  int64_t dim = 0;
 };
 
 struct Instr {

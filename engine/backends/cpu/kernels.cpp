@@ -1,4 +1,5 @@
 #include "engine/backends/cpu/kernels.h"
+#include "engine/backends/cpu/comm_kernels.h"
 #include "engine/backends/cpu/gemm.h"
 
 #include <Eigen/Core>
@@ -279,6 +280,10 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     }
     case Op::SgdUpdate: sgd(ins, a, ctx); return;
     case Op::AdamUpdate: adam(ins, a, ctx); return;
+    case Op::AllReduce:
+    case Op::AllGather:
+    case Op::ReduceScatter:
+    case Op::ShardSlice: run_comm_kernel(ins, a, ctx); return;
     case Op::kCount: break;
   }
   throw Error(std::string("internal: no CPU kernel for ") + ir::op_name(ins.op));

@@ -1,13 +1,25 @@
-// What varies from one step to the next without changing the program.
+// What varies from one step to the next, or one device to the next, without changing the program.
 #pragma once
 
 #include <cstdint>
 
+namespace shardlab::sharding {
+class Mesh;
+}
+
 namespace shardlab::backends {
+
+namespace cpu {
+class ThreadCollectives;
+}
 
 struct StepContext {
   int64_t step = 0;            // updates applied so far (Optax's count before this update)
   double learning_rate = 0.0;  // from the schedule at `step`
+  // Set when the program runs on one device of several (an SPMD program with collectives).
+  int device = 0;
+  const sharding::Mesh* mesh = nullptr;
+  cpu::ThreadCollectives* comm = nullptr;
 };
 
 }  // namespace shardlab::backends

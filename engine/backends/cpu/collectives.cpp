@@ -1,0 +1,432 @@
+// Shared-memory collectives among the CPU backend's virtual devices.
+//
+// Every collective runs the same three steps on each device of the group:
+//   1. post: the device writes its buffer pointers, count and kind into its rank's slot; arrive.
+//   2. check and work: every device reads all slots (so every device agrees on whether the call is
+//      consistent), then does its share of the data movement straight between the posted buffers:
+//        all_reduce     rank r owns a contiguous, cache-line aligned slice of the elements; it sums
+//                       that slice over all ranks in rank order (block by block, into a small
+//                       accumulator) and writes the block into every rank's out;
+//        reduce_scatter rank r sums chunk r of every rank's in, in rank order, into its out;
+//        all_gather     rank r copies every rank's in into its own out;
+//        all_to_all     rank r copies chunk r of every rank's in into its own out.
+//      Reductions are split so that each output element is summed exactly once in the whole group
+//      and written once into each rank's out, and every rank gets an equal share of the work
+//      whichever threads happen to run. Outputs that will not fit the last-level cache anyway (over
+//      32 MiB written by the group) go through non-temporal stores, which skip reading each
+//      destination line before writing it.
+//   3. arrive again: nobody returns (and reuses its buffers) while a peer still reads or writes them.
+// In-place calls are safe without copies where only the owner of a slice reads it before writing it
+// (all_reduce in == out, reduce_scatter out == in + rank * count, all_gather in == out + rank * count);
+// any other overlap of a device's in and out is first copied to that device's staging buffer.
+#include "engine/backends/cpu/collectives.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "engine/util/aligned_allocator.h"
+#include "engine/util/error.h"
+
+namespace shardlab::backends::cpu {
+
+namespace {
+
+const char* kind_name(int kind) {
+  static const char* const names[] = {"barrier", "all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+  return kind >= 0 && kind < 5 ? names[kind] : "?";
+}
+
+template <class T>
+struct TypeTag;
+template <>
+struct TypeTag<float> {
+  static constexpr int id = 1;
+};
+template <>
+struct TypeTag<double> {
+  static constexpr int id = 2;
+};
+const char* type_name(int id) { return id == 1 ? "float" : id == 2 ? "double" : "none"; }
+
+std::string group_str(const std::vector<int>& group) {
+  std::string s = "[";
+  for (size_t i = 0; i < group.size(); ++i) s += (i ? ", " : "") + std::to_string(group[i]);
+  return s + "]";
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+bool overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && pa < pb + uintptr_t(b_bytes) && pb < pa + uintptr_t(a_bytes);
+}
+
+// Elements per accumulator block: 16 KiB stays in L1 while the group's inputs stream through.
+template <class T>
+constexpr int64_t kBlock = 16384 / sizeof(T);
+
+// acc[0, len) = ((src[0] + src[1]) + src[2]) + ... at offset off; n >= 2. Always the same order of
+// additions per element, so the result does not depend on which thread computes it.
+template <class T>
+void sum_block(T* __restrict acc, const T* const* src, int n, int64_t off, int64_t len) {
+  const T* __restrict a = src[0] + off;
+  const T* __restrict b = src[1] + off;
+  for (int64_t i = 0; i < len; ++i) acc[i] = a[i] + b[i];
+  int k = 2;
+  for (; k + 1 < n; k += 2) {
+    const T* __restrict x = src[k] + off;
+    const T* __restrict y = src[k + 1] + off;
+    for (int64_t i = 0; i < len; ++i) acc[i] = (acc[i] + x[i]) + y[i];
+  }
+  if (k < n) {
+    const T* __restrict x = src[k] + off;
+    for (int64_t i = 0; i < len; ++i) acc[i] += x[i];
+  }
+}
+
+// Above this many bytes written by the whole group, the output cannot stay in the last-level cache
+// for its consumer anyway, so it is written with non-temporal stores.
+constexpr int64_t kStreamBytes = int64_t(32) << 20;
+
+// dst[0, bytes) = src; with `stream`, through non-temporal stores that bypass the cache (for outputs
+// far larger than it: saves reading each destination line before writing it). Callers fence.
+void store(void* dst, const void* src, size_t bytes, bool stream) {
+#if defined(__SSE2__)
+  if (stream) {
+    auto* d = static_cast<char*>(dst);
+    const auto* s = static_cast<const char*>(src);
+    const size_t head = std::min(bytes, size_t(-reinterpret_cast<uintptr_t>(d) & 15));
+    std::memcpy(d, s, head);
+    size_t i = head;
+    for (; i + 64 <= bytes; i += 64) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+      __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+    }
+    for (; i + 16 <= bytes; i += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    std::memcpy(d + i, s + i, bytes - i);
+    return;
+  }
+#endif
+  (void)stream;
+  std::memcpy(dst, src, bytes);
+}
+
+inline void store_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+}  // namespace
+
+// What one rank posted for the current call. Written by its owner before the first arrival, read
+// by peers between the two arrivals.
+struct Slot {
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t count = 0;
+  int kind = 0;
+  int type = 0;
+};
+
+struct ThreadCollectives::Group {
+  std::vector<int> devices;
+  std::vector<Slot> slots;
+  // Per rank, used only by that rank's thread.
+  std::vector<std::vector<std::byte, util::AlignedAllocator<std::byte>>> staging;
+
+  // Reusable barrier: the last of `size` arrivals bumps the generation and wakes the sleepers.
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  std::atomic<uint64_t> generation{0};
+};
+
+ThreadCollectives::ThreadCollectives(int num_devices) : num_devices_(num_devices) {
+  if (num_devices <= 0)
+    throw Error("collectives: the number of devices must be positive, got " + std::to_string(num_devices));
+  busy_ = std::make_unique<std::atomic<bool>[]>(size_t(num_devices));
+  for (int i = 0; i < num_devices; ++i) busy_[i].store(false);
+}
+
+ThreadCollectives::~ThreadCollectives() = default;
+
+int ThreadCollectives::num_devices() const { return num_devices_; }
+
+bool ThreadCollectives::aborted() const { return aborted_.load(std::memory_order_acquire); }
+
+void ThreadCollectives::abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lk(abort_mu_);
+    if (aborted_.load()) return;  // the first reason is the one reported
+    abort_reason_ = why;
+    aborted_.store(true, std::memory_order_release);
+  }
+  // A waiter checks the flag under its group's mutex before sleeping, so taking each mutex here
+  // before notifying cannot miss one.
+  std::lock_guard<std::mutex> lk(groups_mu_);
+  for (auto& [key, g] : groups_) {
+    { std::lock_guard<std::mutex> glk(g->mu); }
+    g->cv.notify_all();
+  }
+}
+
+void ThreadCollectives::throw_aborted(const Group& g, int rank, Kind kind) const {
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lk(abort_mu_);
+    why = abort_reason_;
+  }
+  throw Error(std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(g.devices) +
+              " aborted on device " + std::to_string(g.devices[rank]) + ": " + why);
+}
+
+ThreadCollectives::Group& ThreadCollectives::group_for(int device, const std::vector<int>& group, Kind kind) {
+  const std::string what = std::string("collectives: ") + kind_name(int(kind)) + " on device " + std::to_string(device);
+  if (device < 0 || device >= num_devices_)
+    throw Error(what + ": device " + std::to_string(device) + " is out of range (this process has " +
+                std::to_string(num_devices_) + " devices)");
+  std::lock_guard<std::mutex> lk(groups_mu_);
+  auto it = groups_.find(group);
+  if (it == groups_.end()) {
+    if (group.empty()) throw Error(what + ": the group is empty");
+    std::vector<char> seen(size_t(num_devices_), 0);
+    for (int d : group) {
+      if (d < 0 || d >= num_devices_)
+        throw Error(what + ": group " + group_str(group) + " names device " + std::to_string(d) +
+                    ", out of range (this process has " + std::to_string(num_devices_) + " devices)");
+      if (seen[size_t(d)]++)
+        throw Error(what + ": group " + group_str(group) + " lists device " + std::to_string(d) + " twice");
+    }
+    auto g = std::make_unique<Group>();
+    g->devices = group;
+    g->slots.resize(group.size());
+    g->staging.resize(group.size());
+    it = groups_.emplace(group, std::move(g)).first;
+  }
+  if (std::find(group.begin(), group.end(), device) == group.end())
+    throw Error(what + ": device " + std::to_string(device) + " is not in group " + group_str(group));
+  return *it->second;
+}
+
+void ThreadCollectives::arrive(Group& g, int rank, Kind kind) {
+  std::unique_lock<std::mutex> lk(g.mu);
+  if (aborted_.load(std::memory_order_acquire)) {
+    lk.unlock();
+    throw_aborted(g, rank, kind);
+  }
+  const uint64_t gen = g.generation.load(std::memory_order_relaxed);
+  if (++g.arrived == int(g.devices.size())) {
+    g.arrived = 0;
+    g.generation.store(gen + 1, std::memory_order_release);
+    lk.unlock();
+    g.cv.notify_all();
+    return;
+  }
+  lk.unlock();
+  // Peers are usually close behind: poll briefly, yielding so that with more devices than cores the
+  // peers we wait for get the core, then sleep.
+  for (int i = 0; i < 64; ++i) {
+    if (g.generation.load(std::memory_order_acquire) != gen) return;
+    if (i < 16) {
+      for (int j = 0; j < 16; ++j) cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  lk.lock();
+  g.cv.wait(lk, [&] { return g.generation.load(std::memory_order_acquire) != gen || aborted_.load(); });
+  if (g.generation.load(std::memory_order_acquire) != gen) return;
+  lk.unlock();
+  throw_aborted(g, rank, kind);
+}
+
+// Marks a device busy for the length of one collective.
+class ThreadCollectives::Call {
+ public:
+  Call(std::atomic<bool>& busy, int device, Kind kind, const std::vector<int>& group) : busy_(busy) {
+    if (busy_.exchange(true, std::memory_order_acq_rel))
+      throw Error(std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(group) +
+                  ": device " + std::to_string(device) + " is already taking part in another collective");
+  }
+  ~Call() { busy_.store(false, std::memory_order_release); }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+ private:
+  std::atomic<bool>& busy_;
+};
+
+template <class T>
+void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+  Group& g = group_for(device, group, kind);
+  const int n = int(g.devices.size());
+  const int rank = int(std::find(g.devices.begin(), g.devices.end(), device) - g.devices.begin());
+  if (count < 0)
+    throw Error(std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(group) + ": device " +
+                std::to_string(device) + " passed a negative count " + std::to_string(count));
+  if (aborted()) throw_aborted(g, rank, kind);
+  Call call(busy_[device], device, kind, group);
+
+  const int64_t in_elems = kind == Kind::ReduceScatter || kind == Kind::AllToAll ? n * count : count;
+  const int64_t out_elems = kind == Kind::AllGather || kind == Kind::AllToAll ? n * count : count;
+  const int64_t in_bytes = in_elems * int64_t(sizeof(T)), out_bytes = out_elems * int64_t(sizeof(T));
+  if (kind != Kind::Barrier && count > 0 && (in == nullptr || out == nullptr))
+    throw Error(std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(group) + ": device " +
+                std::to_string(device) + " passed a null buffer for " + std::to_string(count) + " elements");
+
+  if (n == 1) {
+    // Every collective of one device is a copy.
+    if (kind != Kind::Barrier && count > 0 && in != out) std::memmove(out, in, size_t(out_bytes));
+    return;
+  }
+
+  // A device's in and out may overlap only where its peers never read what it writes first.
+  if (kind != Kind::Barrier && overlaps(in, in_bytes, out, out_bytes)) {
+    const bool safe = (kind == Kind::AllReduce && in == out) ||
+                      (kind == Kind::AllGather && in == out + rank * count) ||
+                      (kind == Kind::ReduceScatter && out == in + rank * count);
+    if (!safe) {
+      auto& buf = g.staging[size_t(rank)];
+      if (buf.size() < size_t(in_bytes)) {
+        buf.clear();
+        buf.shrink_to_fit();
+        buf.resize(size_t(in_bytes));
+      }
+      std::memcpy(buf.data(), in, size_t(in_bytes));
+      in = reinterpret_cast<const T*>(buf.data());
+    }
+  }
+
+  Slot& mine = g.slots[size_t(rank)];
+  mine.in = in;
+  mine.out = out;
+  mine.count = count;
+  mine.kind = int(kind);
+  mine.type = TypeTag<T>::id;
+  arrive(g, rank, kind);
+
+  // Every device reads the same slots, so either all of them go on or all of them throw this.
+  for (int r = 0; r < n; ++r) {
+    const Slot& s = g.slots[size_t(r)];
+    if (s.kind != int(kind) || s.type != TypeTag<T>::id || s.count != count) {
+      std::ostringstream msg;
+      msg << "collectives: group " << group_str(g.devices) << " disagrees on the call: ";
+      for (int q = 0; q < n; ++q) {
+        const Slot& p = g.slots[size_t(q)];
+        msg << (q ? "; " : "") << "device " << g.devices[size_t(q)] << " called " << kind_name(p.kind);
+        if (p.kind != int(Kind::Barrier)) msg << " with " << p.count << " " << type_name(p.type) << " elements";
+      }
+      arrive(g, rank, kind);  // peers finish reading the slots before anyone posts again
+      throw Error(msg.str());
+    }
+  }
+
+  if (count > 0) {
+    // Peers' buffers, in rank order.
+    std::vector<const T*> ins(static_cast<size_t>(n));
+    std::vector<T*> outs(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      ins[size_t(r)] = static_cast<const T*>(g.slots[size_t(r)].in);
+      outs[size_t(r)] = static_cast<T*>(g.slots[size_t(r)].out);
+    }
+    // Outputs far beyond the cache are written with non-temporal stores.
+    const int64_t group_out_bytes = (kind == Kind::AllGather || kind == Kind::AllToAll ? n : 1) * n * count * int64_t(sizeof(T));
+    const bool stream = group_out_bytes > kStreamBytes;
+    alignas(64) T acc[kBlock<T>];
+    switch (kind) {
+      case Kind::AllReduce: {
+        // Slice boundaries on whole cache lines, so ranks never write the same line of an out.
+        constexpr int64_t line = 64 / int64_t(sizeof(T));
+        const int64_t lines = (count + line - 1) / line;
+        const int64_t begin = std::min(count, lines * rank / n * line);
+        const int64_t end = std::min(count, lines * (rank + 1) / n * line);
+        for (int64_t off = begin; off < end; off += kBlock<T>) {
+          const int64_t len = std::min(kBlock<T>, end - off);
+          sum_block(acc, ins.data(), n, off, len);
+          // Only this rank reads this slice of any in, and it has just read it, so writing it now is
+          // safe even where a device's out is its in.
+          for (int r = 0; r < n; ++r) store(outs[size_t(r)] + off, acc, size_t(len) * sizeof(T), stream);
+        }
+        break;
+      }
+      case Kind::ReduceScatter: {
+        for (int r = 0; r < n; ++r) ins[size_t(r)] += rank * count;
+        for (int64_t off = 0; off < count; off += kBlock<T>) {
+          const int64_t len = std::min(kBlock<T>, count - off);
+          sum_block(acc, ins.data(), n, off, len);
+          store(out + off, acc, size_t(len) * sizeof(T), stream);
+        }
+        break;
+      }
+      case Kind::AllGather: {
+        for (int r = 0; r < n; ++r) {
+          T* dst = out + r * count;
+          if (dst != ins[size_t(r)]) store(dst, ins[size_t(r)], size_t(count) * sizeof(T), stream);
+        }
+        break;
+      }
+      case Kind::AllToAll: {
+        for (int r = 0; r < n; ++r)
+          store(out + r * count, ins[size_t(r)] + rank * count, size_t(count) * sizeof(T), stream);
+        break;
+      }
+      case Kind::Barrier:
+        break;
+    }
+    if (stream) store_fence();  // non-temporal stores are visible to peers before we arrive
+  }
+  arrive(g, rank, kind);
+}
+
+void ThreadCollectives::barrier(int device, const std::vector<int>& group) {
+  run<float>(Kind::Barrier, device, group, nullptr, nullptr, 0);
+}
+
+template <class T>
+void ThreadCollectives::all_reduce(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+  run<T>(Kind::AllReduce, device, group, in, out, count);
+}
+template <class T>
+void ThreadCollectives::all_gather(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+  run<T>(Kind::AllGather, device, group, in, out, count);
+}
+template <class T>
+void ThreadCollectives::reduce_scatter(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+  run<T>(Kind::ReduceScatter, device, group, in, out, count);
+}
+template <class T>
+void ThreadCollectives::all_to_all(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+  run<T>(Kind::AllToAll, device, group, in, out, count);
+}
+
+#define SHARDLAB_COLLECTIVES_INSTANTIATE(T)                                                                   \
+  template void ThreadCollectives::all_reduce<T>(int, const std::vector<int>&, const T*, T*, int64_t);     \
+  template void ThreadCollectives::all_gather<T>(int, const std::vector<int>&, const T*, T*, int64_t);     \
+  template void ThreadCollectives::reduce_scatter<T>(int, const std::vector<int>&, const T*, T*, int64_t); \
+  template void ThreadCollectives::all_to_all<T>(int, const std::vector<int>&, const T*, T*, int64_t);
+SHARDLAB_COLLECTIVES_INSTANTIATE(float)
+SHARDLAB_COLLECTIVES_INSTANTIATE(double)
+#undef SHARDLAB_COLLECTIVES_INSTANTIATE
+
+}  // namespace shardlab::backends::cpu

@@ -1,0 +1,100 @@
+// Kernels of the communication primitives on virtual devices: the collective itself runs in
+// ThreadCollectives; these lay blocks of a non-leading dimension out for it and back.
+#include "engine/backends/cpu/comm_kernels.h"
+
+#include <cstring>
+#include <vector>
+
+#include "engine/backends/cpu/collectives.h"
+#include "engine/ir/primitive.h"
+#include "engine/sharding/mesh.h"
+#include "engine/util/error.h"
+
+namespace shardlab::backends::cpu {
+
+namespace {
+
+// Elements before `dim` (outer) and from `dim` on (inner) of a row-major shape.
+void split(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
+  outer = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[size_t(i)];
+  inner = 1;
+  for (size_t i = size_t(dim); i < s.size(); ++i) inner *= s[i];
+}
+
+// The block index of `device` over `axes` (mixed radix, first axis major), as device_block does.
+int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<std::string>& axes) {
+  const std::vector<int64_t> c = mesh.coords(device);
+  int64_t idx = 0;
+  for (const std::string& a : axes) {
+    const int k = mesh.axis_index(a);
+    idx = idx * mesh.axes()[size_t(k)].size + c[size_t(k)];
+  }
+  return idx;
+}
+
+}  // namespace
+
+template <class T>
+void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+  if (!ctx.mesh) throw Error(std::string("internal: ") + ir::op_name(ins.op) + " outside an SPMD run");
+  const ir::Attrs& at = ins.attrs;
+  const Shape& is = *a.in_shapes[0];
+  const Shape& os = *a.out_shapes[0];
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  const int64_t n = at.group_size;
+  if (ins.op == ir::Op::ShardSlice) {
+    int64_t outer, in_inner, out_inner;
+    split(is, at.dim, outer, in_inner);
+    split(os, at.dim, outer, out_inner);
+    const int64_t b = block_index(*ctx.mesh, ctx.device, at.mesh_axes);
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(y + o * out_inner, x + o * in_inner + b * out_inner, size_t(out_inner) * sizeof(T));
+    return;
+  }
+  if (!ctx.comm) throw Error("internal: no collectives for an SPMD run");
+  const std::vector<int> group = ctx.mesh->group(ctx.device, at.mesh_axes);
+  if (int64_t(group.size()) != n) throw Error("internal: collective group size does not match the program");
+  switch (ins.op) {
+    case ir::Op::AllReduce:
+      ctx.comm->all_reduce(ctx.device, group, x, y, numel(is));
+      return;
+    case ir::Op::AllGather: {
+      int64_t outer, inner;
+      split(is, at.dim, outer, inner);
+      if (outer == 1) {
+        ctx.comm->all_gather(ctx.device, group, x, y, numel(is));
+        return;
+      }
+      // Gather whole blocks, then interleave them along `dim`.
+      std::vector<T> staged(size_t(n * numel(is)));
+      ctx.comm->all_gather(ctx.device, group, x, staged.data(), numel(is));
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(y + (o * n + r) * inner, staged.data() + r * numel(is) + o * inner, size_t(inner) * sizeof(T));
+      return;
+    }
+    case ir::Op::ReduceScatter: {
+      int64_t outer, inner;
+      split(os, at.dim, outer, inner);
+      if (outer == 1) {
+        ctx.comm->reduce_scatter(ctx.device, group, x, y, numel(os));
+        return;
+      }
+      // Make each destination's block contiguous first.
+      std::vector<T> staged(size_t(numel(is)));
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(staged.data() + r * numel(os) + o * inner, x + (o * n + r) * inner, size_t(inner) * sizeof(T));
+      ctx.comm->reduce_scatter(ctx.device, group, staged.data(), y, numel(os));
+      return;
+    }
+    default:
+      throw Error(std::string("internal: ") + ir::op_name(ins.op) + " is not a collective");
+  }
+}
+
+template void run_comm_kernel<float>(const ir::Instr&, const KernelArgs<float>&, const StepContext&);
+template void run_comm_kernel<double>(const ir::Instr&, const KernelArgs<double>&, const StepContext&);
+
+}  // namespace shardlab::backends::cpu

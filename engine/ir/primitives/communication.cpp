@@ -1,0 +1,57 @@
+// Collectives between the devices of a mesh, over the devices that differ only along
+// `mesh_axes` (a group of `group_size`). The partitioner inserts them into per-device programs;
+// they are never differentiated (the partitioner runs after autodiff).
+#include "engine/ir/primitives/common.h"
+
+namespace shardlab::ir {
+
+namespace {
+
+double bytes_moved(const std::vector<Shape>&, const std::vector<Shape>& out, const Attrs&) {
+  return out.empty() ? 0.0 : double(numel(out[0]));
+}
+
+Primitive comm(Op op, const char* name) {
+  Primitive p;
+  p.op = op;
+  p.name = name;
+  p.num_inputs = 1;
+  p.flops = bytes_moved;
+  return p;
+}
+
+Shape along(const Shape& s, const Attrs& a, bool grow) {
+  if (a.dim < 0 || size_t(a.dim) >= s.size()) throw Error("dimension " + std::to_string(a.dim) + " is out of range for " + shape_str(s));
+  Shape out = s;
+  if (grow) {
+    out[size_t(a.dim)] *= a.group_size;
+  } else {
+    if (s[size_t(a.dim)] % a.group_size != 0)
+      throw Error("dimension " + std::to_string(a.dim) + " of " + shape_str(s) + " does not split into " + std::to_string(a.group_size));
+    out[size_t(a.dim)] /= a.group_size;
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_communication(std::vector<Primitive>& t) {
+  Primitive all_reduce = comm(Op::AllReduce, "all_reduce");  // sum over the group
+  all_reduce.shapes = [](const std::vector<Shape>& in, const Attrs&) { return std::vector<Shape>{in[0]}; };
+  t.push_back(all_reduce);
+
+  Primitive all_gather = comm(Op::AllGather, "all_gather");  // concatenate the group's blocks along dim
+  all_gather.shapes = [](const std::vector<Shape>& in, const Attrs& a) { return std::vector<Shape>{along(in[0], a, true)}; };
+  t.push_back(all_gather);
+
+  Primitive reduce_scatter = comm(Op::ReduceScatter, "reduce_scatter");  // sum, keep this device's block of dim
+  reduce_scatter.shapes = [](const std::vector<Shape>& in, const Attrs& a) { return std::vector<Shape>{along(in[0], a, false)}; };
+  t.push_back(reduce_scatter);
+
+  Primitive slice = comm(Op::ShardSlice, "shard_slice");  // this device's block of dim; no communication
+  slice.shapes = reduce_scatter.shapes;
+  slice.flops = [](const std::vector<Shape>&, const std::vector<Shape>&, const Attrs&) { return 0.0; };
+  t.push_back(slice);
+}
+
+}  // namespace shardlab::ir

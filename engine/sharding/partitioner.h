@@ -1,0 +1,51 @@
+// The SPMD partitioner: turns the global training step into the program every device of a mesh
+// runs on its own blocks, with the collectives that keep it equal to the one-device step.
+// Parameters, optimizer state and inputs take their sharding from the logical axis rules; every
+// other value gets one by propagation through its primitive's rule; where an operand's sharding
+// does not fit, a reshard is inserted (P->S reduce-scatter, P->R all-reduce, S->R all-gather,
+// R->S a local slice). For a matmul whose operands disagree, the smaller operand moves (GSPMD).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/ir/program.h"
+#include "engine/runtime/train_step.h"
+#include "engine/sharding/logical_rules.h"
+
+namespace shardlab::sharding {
+
+// A value's layout: per dimension the mesh axes splitting it, and the axes over which it is a
+// pending partial sum (a contracting dimension was sharded).
+struct Sharding {
+  std::vector<std::vector<std::string>> dims;
+  std::set<std::string> partial;
+  bool operator==(const Sharding& o) const { return dims == o.dims && partial == o.partial; }
+  std::string str() const;
+};
+
+struct CollectiveInfo {
+  ir::Op op;
+  std::vector<std::string> axes;
+  double bytes = 0;   // bytes each device sends or receives, roughly the operand's local size
+  std::string value;  // the global value it moves
+  std::string node;
+};
+
+struct PartitionedStep {
+  ir::Program program;            // what every device runs, on local shapes
+  std::vector<int> local;         // global value -> local value (-1 where not materialised)
+  std::vector<Sharding> sharding; // global value -> layout of its local value
+  int input = -1, target = -1, loss = -1, accuracy = -1;  // local values
+  std::vector<CollectiveInfo> collectives;
+  plan::MemoryPlan memory;         // of the local program
+};
+
+PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules);
+
+// The device's block of a global tensor under `s` (whose partial set must be empty), and back.
+Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device);
+void place_block(Tensor& global, const Tensor& block, const Sharding& s, const Mesh& mesh, int64_t device);
+
+}  // namespace shardlab::sharding
