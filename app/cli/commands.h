@@ -16,6 +16,9 @@ struct TrainArgs {
   std::string project;
   int64_t steps = -1, epochs = -1, batch_size = -1, seed = -1;
   int threads = 0;
+  int devices = 0;    // virtual CPU devices (0: as many as the mesh has)
+  std::string mesh;   // overrides the project's
+  std::string rules;  // overrides the project's
   std::string log;  // JSONL file
   bool quiet = false;
 };

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
+  t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
+  t->add_option("--mesh", train.mesh, "mesh axes and sizes, e.g. data=8 (overrides the project's)");
+  t->add_option("--rules", train.rules, "logical axis rules, e.g. batch=data,hidden=model (override the project's)");
   t->add_option("--log", train.log, "write one JSON object per step and per evaluation to this file");
   t->add_flag("--quiet", train.quiet, "print only the final metrics");
 

@@ -32,7 +32,11 @@ void ProgressPrinter::on_start(const runtime::StartInfo& s) {
   if (quiet_) return;
   std::printf("training %lld steps (%lld per epoch), batch %lld, %lld parameters, %d threads\n", (long long)s.total_steps,
               (long long)s.steps_per_epoch, (long long)s.batch, (long long)s.param_count, s.threads);
-  std::printf("memory plan: parameters %s, optimizer state %s, step arena %s; total %s\n",
+  if (s.devices > 1)
+    std::printf("SPMD on %d virtual devices, mesh %s: %lld collectives per step, %s moved per device\n", s.devices,
+                s.mesh.c_str(), (long long)s.collectives, runtime::format_bytes(s.comm_bytes).c_str());
+  std::printf("memory plan%s: parameters %s, optimizer state %s, step arena %s; total %s\n",
+              s.devices > 1 ? " per device" : "",
               runtime::format_bytes(s.param_bytes).c_str(), runtime::format_bytes(s.opt_state_bytes).c_str(),
               runtime::format_bytes(s.arena_bytes).c_str(), runtime::format_bytes(s.total_bytes).c_str());
   std::fflush(stdout);
@@ -87,7 +91,8 @@ JsonlLog::JsonlLog(const std::string& path) : out_(path, std::ios::trunc) {
 void JsonlLog::on_start(const runtime::StartInfo& s) {
   nlohmann::ordered_json j{{"event", "start"},          {"total_steps", s.total_steps},   {"steps_per_epoch", s.steps_per_epoch},
                            {"batch_size", s.batch},      {"threads", s.threads},           {"param_count", s.param_count},
-                           {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes}};
+                           {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
+                           {"devices", s.devices},       {"mesh", s.mesh}};
   out_ << j.dump() << "\n";
 }
 

@@ -5,7 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include <algorithm>
+#include <memory>
+
+#include "engine/ir/primitive.h"
 #include "engine/runtime/train_step.h"
+#include "engine/sharding/partitioner.h"
 #include "engine/sharding/layout.h"
 #include "engine/sharding/visualize.h"
 #include "engine/util/error.h"
@@ -40,6 +45,27 @@ int run_shard(const ShardArgs& a) {
   const sharding::LogicalRules rules = a.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(a.rules);
   graph::GraphReport report = project::analyze_project(p);
   sharding::ShardingReport r = sharding::analyze_sharding(p, report, mesh, rules);
+  // The partitioned training step: its collectives and each device's buffer plan.
+  std::unique_ptr<sharding::PartitionedStep> step;
+  if (r.errors.empty()) {
+    runtime::StepProgram global = runtime::build_step(p, report, p.training.batch_size, true);
+    step = std::make_unique<sharding::PartitionedStep>(sharding::partition(global, mesh, rules));
+  }
+  struct CommSummary {
+    std::string kind, axes;
+    int count = 0;
+    double bytes = 0;
+  };
+  std::vector<CommSummary> comms;
+  if (step)
+    for (const auto& c : step->collectives) {
+      std::string axes;
+      for (const std::string& a : c.axes) axes += (axes.empty() ? "" : "+") + a;
+      auto it = std::find_if(comms.begin(), comms.end(), [&](const CommSummary& x) { return x.kind == ir::op_name(c.op) && x.axes == axes; });
+      if (it == comms.end()) comms.push_back({ir::op_name(c.op), axes, 0, 0}), it = comms.end() - 1;
+      ++it->count;
+      it->bytes += c.bytes;
+    }
 
   if (!a.show.empty()) {
     const sharding::ArraySharding* arr = r.find(a.show);
@@ -76,6 +102,13 @@ int run_shard(const ShardArgs& a) {
       j["devices"].push_back({{"device", d}, {"params", m.params}, {"opt_state", m.opt_state}, {"grads", m.grads},
                               {"activations", m.activations}, {"total", m.total()}});
     }
+    j["collectives"] = nlohmann::ordered_json::array();
+    for (const auto& c : comms) j["collectives"].push_back({{"kind", c.kind}, {"mesh_axes", c.axes}, {"count", c.count}, {"bytes_per_device", c.bytes}});
+    if (step) {
+      const auto& m = step->memory;
+      j["plan_per_device"] = {{"param_bytes", double(m.param_elems) * 4}, {"opt_state_bytes", double(m.opt_state_elems) * 4},
+                              {"arena_bytes", double(m.arena_elems) * 4}, {"total_bytes", double(m.total_elems()) * 4}};
+    }
     j["warnings"] = r.warnings;
     j["errors"] = r.errors;
     std::cout << j.dump(2) << "\n";
@@ -98,6 +131,15 @@ int run_shard(const ShardArgs& a) {
               runtime::format_bytes(d0.params).c_str(), runtime::format_bytes(d0.opt_state).c_str(),
               runtime::format_bytes(d0.grads).c_str(), runtime::format_bytes(d0.activations).c_str(),
               runtime::format_bytes(d0.total()).c_str(), r.devices.size());
+  if (step) {
+    const auto& m = step->memory;
+    std::printf("  the partitioned training step's buffer plan: parameters %s + optimizer state %s + step arena %s = %s per device\n",
+                runtime::format_bytes(double(m.param_elems) * 4).c_str(), runtime::format_bytes(double(m.opt_state_elems) * 4).c_str(),
+                runtime::format_bytes(double(m.arena_elems) * 4).c_str(), runtime::format_bytes(double(m.total_elems()) * 4).c_str());
+    std::printf("\ncollectives per training step:%s\n", comms.empty() ? " none" : "");
+    for (const auto& c : comms)
+      std::printf("  %-16s over %-12s x%-4d %s per device\n", c.kind.c_str(), c.axes.c_str(), c.count, runtime::format_bytes(c.bytes).c_str());
+  }
   for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
   for (const std::string& e : r.errors) std::fprintf(stderr, "error: %s\n", e.c_str());
   return r.errors.empty() ? 0 : 1;

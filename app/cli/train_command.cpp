@@ -23,6 +23,9 @@ int run_train(const TrainArgs& a) {
   opt.batch_size = a.batch_size;
   opt.seed = a.seed;
   opt.threads = a.threads;
+  opt.devices = a.devices;
+  opt.mesh = a.mesh;
+  opt.rules = a.rules;
   runtime::Trainer trainer(project::load_project(a.project), opt);
   ProgressPrinter printer(isatty(STDOUT_FILENO) != 0, a.quiet);
   trainer.add_listener(&printer);

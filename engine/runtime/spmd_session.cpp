@@ -79,7 +79,6 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
   Tensor y = targets;
   y.shape = global_.program.shape(global_.target);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-  std::vector<double> comm_time(static_cast<size_t>(n), 0.0);
   std::vector<std::thread> threads;
   for (int d = 0; d < n; ++d)
     threads.emplace_back([&, d] {
@@ -106,6 +105,8 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   ++step_count_;
+  comm_seconds_ = 0;
+  for (const auto& ex : devices_) comm_seconds_ += ex->last_comm_seconds() / double(n);
   if (step_.accuracy >= 0) accuracy_ = double(devices_[0]->data(step_.accuracy)[0]);
   return double(devices_[0]->data(step_.loss)[0]);
 }

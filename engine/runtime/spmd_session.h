@@ -33,7 +33,7 @@ class SpmdSession {
   double train_step(const Tensor& features, const Tensor& targets, double learning_rate);
   double last_accuracy() const { return accuracy_; }
   int64_t steps_done() const { return step_count_; }
-  // Seconds the last step's devices spent inside collectives, summed over devices.
+  // Seconds the last step's devices spent inside collectives, averaged over devices.
   double last_comm_seconds() const { return comm_seconds_; }
 
  private:

@@ -6,6 +6,7 @@
 
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
+#include "engine/sharding/layout.h"
 #include "engine/util/error.h"
 
 namespace shardlab::runtime {
@@ -34,6 +35,14 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
     graph::initialize(exec_->data(mp.value), one, std::max<int64_t>(info.layers, 1), info.init, mp.path,
                       project_.training.seed);
   }
+  const sharding::Mesh mesh = options_.mesh.empty() ? sharding::project_mesh(project_) : sharding::parse_mesh(options_.mesh);
+  if (options_.devices > 0) sharding::check_device_count(mesh, options_.devices);
+  if (mesh.device_count() > 1) {
+    const sharding::LogicalRules rules =
+        options_.rules.empty() ? sharding::project_rules(project_) : sharding::parse_rules(options_.rules);
+    spmd_ = std::make_unique<SpmdSession>(project_, mesh, rules, project_.training.batch_size,
+                                          std::max(1, threads_ / int(mesh.device_count())));
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -44,7 +53,13 @@ StartInfo Trainer::plan_info() const {
   s.threads = threads_;
   s.step_flops = train_.step_flops;
   for (const ModelParam& mp : train_.params) s.param_count += numel(mp.info.shape);
-  const plan::MemoryPlan& m = train_.memory;
+  const plan::MemoryPlan& m = spmd_ ? spmd_->partitioned().memory : train_.memory;
+  if (spmd_) {
+    s.devices = int(spmd_->mesh().device_count());
+    s.mesh = spmd_->mesh().str();
+    s.collectives = int64_t(spmd_->partitioned().collectives.size());
+    for (const auto& c : spmd_->partitioned().collectives) s.comm_bytes += c.bytes;
+  }
   s.param_bytes = double(m.param_elems) * sizeof(float);
   s.opt_state_bytes = double(m.opt_state_elems) * sizeof(float);
   s.arena_bytes = double(m.arena_elems) * sizeof(float);
@@ -65,6 +80,7 @@ std::vector<std::string> Trainer::parameter_paths() const {
 }
 
 Tensor Trainer::parameter(const std::string& path) const {
+  if (spmd_) return spmd_->parameter(path);
   const ModelParam& mp = param(path);
   Tensor t(mp.info.shape);
   std::memcpy(t.ptr(), exec_->data(mp.value), size_t(t.size()) * sizeof(float));
@@ -72,6 +88,7 @@ Tensor Trainer::parameter(const std::string& path) const {
 }
 
 void Trainer::set_parameter(const std::string& path, const Tensor& value) {
+  if (spmd_) spmd_->set_parameter(path, value);
   const ModelParam& mp = param(path);
   if (value.shape != mp.info.shape)
     throw Error("parameter '" + path + "' has shape " + shape_str(mp.info.shape) + ", the value has " + shape_str(value.shape));
@@ -111,7 +128,20 @@ void Trainer::feed(backends::cpu::Executor<float>& ex, const StepProgram& s, con
   std::memcpy(ex.data(s.target), y.ptr(), size_t(y.size()) * sizeof(float));
 }
 
+void Trainer::sync_from_devices() {
+  for (const ModelParam& mp : train_.params) {
+    Tensor t = spmd_->parameter(mp.path);
+    std::memcpy(exec_->data(mp.value), t.ptr(), size_t(t.size()) * sizeof(float));
+  }
+}
+
 double Trainer::train_step(const Tensor& features, const Tensor& targets) {
+  if (spmd_) {
+    Tensor x = features;
+    const double loss = spmd_->train_step(x, targets, project_.optimizer.learning_rate.at(step_));
+    ++step_;
+    return loss;
+  }
   feed(*exec_, train_, features, targets);
   backends::StepContext ctx{step_, project_.optimizer.learning_rate.at(step_)};
   exec_->run(ctx);
@@ -134,6 +164,7 @@ EvalEvent Trainer::evaluate(const data::Dataset& ds) {
   EvalEvent ev;
   ev.step = step_;
   if (ds.size() == 0) return ev;
+  if (spmd_) sync_from_devices();  // evaluation runs on one device
   data::BatchLoader loader(ds, std::min(train_.batch, ds.size()), 0, false, false, 1);
   double loss = 0, acc = 0;
   data::Batch b;
@@ -191,7 +222,7 @@ void Trainer::run_loop() {
     ev.learning_rate = project_.optimizer.learning_rate.at(step_);
     ev.loss = train_step(b.features, b.targets);
     ev.step_time_s = seconds_since(t1);
-    if (train_.accuracy >= 0) ev.accuracy = double(exec_->data(train_.accuracy)[0]);
+    if (train_.accuracy >= 0) ev.accuracy = spmd_ ? spmd_->last_accuracy() : double(exec_->data(train_.accuracy)[0]);
     ev.step = step_;
     ev.total_steps = info.total_steps;
     ev.epoch = b.epoch;

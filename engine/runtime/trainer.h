@@ -12,15 +12,20 @@
 #include "engine/backends/cpu/executor.h"
 #include "engine/data/dataset.h"
 #include "engine/project/project.h"
+#include "engine/runtime/spmd_session.h"
 #include "engine/runtime/train_step.h"
 
 namespace shardlab::runtime {
 
 struct StartInfo {
+  int devices = 1;
+  std::string mesh;  // "data=2,model=4" when sharded
+  int64_t collectives = 0;     // per step
+  double comm_bytes = 0;       // per device per step
   int64_t total_steps = 0, steps_per_epoch = 0, batch = 0, param_count = 0, train_examples = 0, test_examples = 0;
   int threads = 1;
   double step_flops = 0;
-  // The plan's memory, in bytes: parameters, optimizer state, the step's arena (inputs included).
+  // The plan's memory per device, in bytes: parameters, optimizer state, the step's arena (inputs included).
   double param_bytes = 0, opt_state_bytes = 0, arena_bytes = 0, total_bytes = 0;
 };
 
@@ -51,7 +56,10 @@ class TrainerListener {
 struct TrainOptions {
   int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
   int64_t seed = -1;
-  int threads = 0;  // 0: every core
+  int threads = 0;    // 0: every core
+  int devices = 0;    // virtual CPU devices; 0: as many as the mesh has
+  std::string mesh;   // "data=8": overrides the project's mesh
+  std::string rules;  // "batch=data": overrides the project's logical axis rules
 };
 
 class Trainer {
@@ -92,6 +100,10 @@ class Trainer {
   graph::GraphReport report_;
   StepProgram train_;
   std::unique_ptr<backends::cpu::Executor<float>> exec_;
+  // Set when training on several virtual devices: it owns the parameters then, and the
+  // one-device executor above only evaluates, with parameters copied from it.
+  std::unique_ptr<SpmdSession> spmd_;
+  void sync_from_devices();
   std::map<int64_t, std::pair<std::unique_ptr<StepProgram>, std::unique_ptr<backends::cpu::Executor<float>>>> eval_;
   std::vector<TrainerListener*> listeners_;
   std::atomic<bool> cancelled_{false};

@@ -219,7 +219,9 @@ class Partitioner {
       }
       case Op::Reshape: return lower_reshape(ins);
       case Op::Stack: {
-        Sharding s = without_partial(S(in[0]));
+        // Stacking is linear: equal pending sums stay pending and are reduced once, stacked.
+        const bool same = std::all_of(in.begin(), in.end(), [&](int v) { return S(v) == S(in[0]); });
+        Sharding s = same ? S(in[0]) : without_partial(S(in[0]));
         std::vector<int> ops;
         for (int v : in) ops.push_back(reshard(v, s, ins.node));
         Sharding o = s;

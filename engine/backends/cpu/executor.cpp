@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <omp.h>
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <thread>
 
@@ -125,6 +126,7 @@ void Executor<T>::share_persistent_with(Executor& other) const {
 template <class T>
 void Executor<T>::run(const StepContext& ctx) {
   KernelArgs<T> args;
+  comm_seconds_ = 0;
   for (const Step& step : steps_) {
     const ir::Instr& ins = program_.instrs[step.instr];
     args.in.clear();
@@ -149,6 +151,10 @@ void Executor<T>::run(const StepContext& ctx) {
       e.mask = step.mask >= 0 ? data(step.mask) : nullptr;
       args.out[0] = data(step.out);
       run_matmul(ins, args, e);
+    } else if (ins.op == ir::Op::AllReduce || ins.op == ir::Op::AllGather || ins.op == ir::Op::ReduceScatter) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_kernel(ins, args, ctx);
+      comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       run_kernel(ins, args, ctx);
     }

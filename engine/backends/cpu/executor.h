@@ -26,6 +26,8 @@ class Executor {
   void run(const StepContext& ctx);
   // How many instructions were folded into a GEMM's epilogue.
   size_t fused_instructions() const;
+  // Seconds the last run() spent in collectives (waiting for peers included).
+  double last_comm_seconds() const { return comm_seconds_; }
 
   // Gives parameters and optimizer state to another executor built from the same model (the eval
   // program shares them with the training program instead of copying).
@@ -52,6 +54,7 @@ class Executor {
   };
   std::vector<Step> steps_;
   std::vector<bool> folded_away_;  // per instruction: performed by an earlier step
+  double comm_seconds_ = 0;
   void plan_fusion();
 };
 
