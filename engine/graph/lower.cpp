@@ -22,6 +22,13 @@ int lower_graph(ir::Program& p, const Graph& g, const GraphReport& report, int i
     LowerContext ctx{p, r.name, opt.training, opt.seed,
                      [&](const std::string& name) { return param(local + "/" + name); }};
     out[local] = r.layer->lower(ctx, in);
+    // An explicit output_axes is a sharding constraint on the node's output.
+    const Node* node = g.find(local);
+    if (node && !node->output_axes.is_null()) {
+      ir::Value& v = p.values[size_t(out[local])];
+      v.axes = r.output.axes;
+      v.constrained = true;
+    }
   }
   auto it = out.find(output_node);
   if (it == out.end()) throw Error("there is no node '" + output_node + "' to take the output from");

@@ -27,7 +27,7 @@ enum class Op {
   // optimizer updates: read the gradient, update parameter and state in place
   SgdUpdate, AdamUpdate,
   // communication between the devices of a mesh (inserted by the partitioner)
-  AllReduce, AllGather, ReduceScatter, ShardSlice,
+  AllReduce, AllGather, ReduceScatter, AllToAll, ShardSlice,
   kCount
 };
 
@@ -40,6 +40,8 @@ struct Value {
   Shape shape;
   ValueKind kind = ValueKind::Temp;
   std::vector<std::string> axes;  // logical axis names per dimension, where known
+  // The user pinned this value's layout (a node's output_axes, like with_logical_constraint).
+  bool constrained = false;
 };
 
 struct Attrs {
@@ -55,6 +57,7 @@ struct Attrs {
   std::vector<std::string> mesh_axes;
   int64_t group_size = 1;
   int64_t dim = 0;
+  int64_t split_dim = 0;  // AllToAll: `dim` is gathered, `split_dim` scattered
 };
 
 struct Instr {

@@ -24,15 +24,18 @@ namespace {
 
 class Partitioner {
  public:
-  Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules)
-      : g_(g), mesh_(mesh), rules_(rules) {
+  Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback)
+      : g_(g), mesh_(mesh), rules_(rules), fallback_(fallback) {
     out_.local.assign(g.program.values.size(), -1);
     out_.sharding.assign(g.program.values.size(), {});
   }
 
   PartitionedStep run() {
     define_leaves();
-    for (const ir::Instr& ins : g_.program.instrs) lower(ins);
+    for (const ir::Instr& ins : g_.program.instrs) {
+      lower(ins);
+      for (int v : ins.out) constrain(v, ins.node);
+    }
     out_.input = out_.local[size_t(g_.input)];
     out_.target = out_.local[size_t(g_.target)];
     out_.loss = out_.local[size_t(g_.loss)];
@@ -47,6 +50,7 @@ class Partitioner {
   const runtime::StepProgram& g_;
   const Mesh& mesh_;
   const LogicalRules& rules_;
+  const Fallback fallback_;
   PartitionedStep out_;
 
   ir::Program& p() { return out_.program; }
@@ -96,6 +100,28 @@ class Partitioner {
     set(g_.target, p().add_value(gp.values[size_t(g_.target)].name, local_shape(ts, t), ValueKind::Target), t);
   }
 
+  // with_logical_constraint: a value whose layout the user pinned moves there after it is made.
+  void constrain(int v, const std::string& node) {
+    const ir::Value& val = g_.program.values[size_t(v)];
+    if (!val.constrained || out_.local[size_t(v)] < 0) return;
+    std::vector<std::string> names = val.axes;
+    names.resize(val.shape.size());
+    LogicalMapping m = logical_to_mesh(names, rules_, val.name, fallback_);
+    validate(m.spec, val.shape, mesh_, val.name);
+    Sharding to = replicated(val.shape.size());
+    for (size_t d = 0; d < to.dims.size(); ++d) to.dims[d] = m.unconstrained[d] ? S(v).dims[d] : m.spec.axes_of(d);
+    // Axes kept from propagation may clash with the constraint's; the constraint wins.
+    std::set<std::string> used;
+    for (size_t d = 0; d < to.dims.size(); ++d)
+      if (!m.unconstrained[d]) used.insert(to.dims[d].begin(), to.dims[d].end());
+    for (size_t d = 0; d < to.dims.size(); ++d)
+      if (m.unconstrained[d] && std::any_of(to.dims[d].begin(), to.dims[d].end(), [&](const std::string& a) { return used.count(a); }))
+        to.dims[d].clear();
+    if (S(v) == to) return;
+    const int moved = reshard(v, to, node);
+    set(v, moved, to);
+  }
+
   void set(int global, int local, Sharding s) {
     out_.local[size_t(global)] = local;
     out_.sharding[size_t(global)] = std::move(s);
@@ -109,6 +135,18 @@ class Partitioner {
     int out = p().apply1(op, {local}, a, node);
     if (op != Op::ShardSlice)
       out_.collectives.push_back({op, axes, double(numel(p().shape(op == Op::AllGather ? out : local))) * sizeof(float), what, node});
+    return out;
+  }
+
+  int all_to_all(int local, const std::vector<std::string>& axes, int64_t from_dim, int64_t to_dim, const std::string& node,
+                 const std::string& what) {
+    ir::Attrs a;
+    a.mesh_axes = axes;
+    a.group_size = group(axes);
+    a.dim = from_dim;  // gathered
+    a.split_dim = to_dim;
+    int out = p().apply1(Op::AllToAll, {local}, a, node);
+    out_.collectives.push_back({Op::AllToAll, axes, double(numel(p().shape(local))) * sizeof(float), what, node});
     return out;
   }
 
@@ -142,6 +180,17 @@ class Partitioner {
         local = comm(Op::AllReduce, local, std::vector<std::string>(cur.partial.begin(), cur.partial.end()), 0, node, what);
         cur.partial.clear();
       }
+    }
+    // Axes that only move from one dimension to another: one all-to-all instead of gather + slice.
+    for (size_t d = 0; d < cur.dims.size(); ++d) {
+      if (cur.dims[d].empty() || cur.dims[d] == to.dims[d]) continue;
+      for (size_t e = 0; e < cur.dims.size(); ++e)
+        if (e != d && cur.dims[e].empty() && to.dims[e] == cur.dims[d]) {
+          local = all_to_all(local, cur.dims[d], int64_t(d), int64_t(e), node, what);
+          cur.dims[e] = cur.dims[d];
+          cur.dims[d].clear();
+          break;
+        }
     }
     for (size_t d = 0; d < cur.dims.size(); ++d)
       if (!cur.dims[d].empty() && cur.dims[d] != to.dims[d]) {
@@ -405,8 +454,9 @@ void for_each_block_row(const Shape& global, const Shape& start, const Shape& si
 
 }  // namespace
 
-PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules) {
-  return Partitioner(step, mesh, rules).run();
+PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
+                          Fallback constraint_fallback) {
+  return Partitioner(step, mesh, rules, constraint_fallback).run();
 }
 
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device) {

@@ -3,7 +3,7 @@
 // Parameters, optimizer state and inputs take their sharding from the logical axis rules; every
 // other value gets one by propagation through its primitive's rule; where an operand's sharding
 // does not fit, a reshard is inserted (P->S reduce-scatter, P->R all-reduce, S->R all-gather,
-// R->S a local slice). For a matmul whose operands disagree, the smaller operand moves (GSPMD).
+// S(a)->S(b) all-to-all, R->S a local slice). For a matmul whose operands disagree, the smaller operand moves (GSPMD).
 #pragma once
 
 #include <set>
@@ -42,7 +42,10 @@ struct PartitionedStep {
   plan::MemoryPlan memory;         // of the local program
 };
 
-PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules);
+// `constraint_fallback`: what a constrained value's logical name without a rule means (Flax's
+// RulesFallback for with_logical_constraint): replicated, an error, or left to propagation.
+PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
+                          Fallback constraint_fallback = Fallback::Unsharded);
 
 // The device's block of a global tensor under `s` (whose partial set must be empty), and back.
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device);

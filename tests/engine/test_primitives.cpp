@@ -87,7 +87,7 @@ std::vector<Case> cases() {
 // Collectives are inserted by the partitioner after autodiff, so they need no VJP either.
 const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxXentGrad, Op::MseGrad,
                                          Op::Accuracy,  Op::SgdUpdate,     Op::AdamUpdate,      Op::AllReduce,
-                                         Op::AllGather, Op::ReduceScatter, Op::ShardSlice};
+                                         Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice};
 
 double draw(Gen g, uint64_t key, uint64_t i, int64_t classes) {
   const double u = double(util::mix64(key ^ util::mix64(i)) >> 11) * 0x1.0p-53;

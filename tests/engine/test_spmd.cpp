@@ -6,6 +6,7 @@
 #include "engine/data/dataset.h"
 #include "engine/runtime/spmd_session.h"
 #include "engine/runtime/trainer.h"
+#include "engine/util/error.h"
 
 using namespace shardlab;
 
@@ -158,6 +159,52 @@ class TestSpmd : public QObject {
   void dotReluDotDataParallelMatchesOneDevice() {
     auto p = project::load_project(kSource + "/tests/reference/dot-relu-dot-small.shardlab.json");
     check(p, "data=8", "batch=data");
+  }
+
+  // output_axes act as with_logical_constraint: seed 002's y (batch, hidden) and z (batch, embed).
+  void constraintsPinActivationLayouts() {
+    auto p = project::load_project(kSource + "/tests/reference/dot-relu-dot-small.shardlab.json");
+    auto g = runtime::build_step(p, project::analyze_project(p), 8, true);
+    auto run = [&](const std::string& rules, sharding::Fallback f) {
+      return sharding::partition(g, sharding::parse_mesh("data=2,model=4"), sharding::parse_rules(rules), f);
+    };
+    auto constrained = [&](const sharding::PartitionedStep& s, const std::vector<std::string>& axes) {
+      std::vector<std::string> specs;
+      for (size_t v = 0; v < g.program.values.size(); ++v)
+        if (g.program.values[v].constrained && g.program.values[v].axes == axes) specs.push_back(s.sharding[v].str());
+      return specs;
+    };
+    auto s = run("batch=data,hidden=model,embed=none,layer=none", sharding::Fallback::Unsharded);
+    QCOMPARE(constrained(s, {"batch", "hidden"}), std::vector<std::string>(4, "PartitionSpec('data', 'model')"));
+    QCOMPARE(constrained(s, {"batch", "embed"}), std::vector<std::string>(4, "PartitionSpec('data', None)"));
+    // A rule that disagrees with propagation moves the value: z split over 'model' too.
+    s = run("batch=data,hidden=model,embed=model,layer=none", sharding::Fallback::Unsharded);
+    QCOMPARE(constrained(s, {"batch", "embed"}), std::vector<std::string>(4, "PartitionSpec('data', 'model')"));
+    // No rule for 'hidden': replicated, an error naming the value, or left to propagation.
+    s = run("batch=data,layer=none", sharding::Fallback::Unsharded);
+    QCOMPARE(constrained(s, {"batch", "hidden"}), std::vector<std::string>(4, "PartitionSpec('data', None)"));
+    QString err;
+    try {
+      run("batch=data,layer=none", sharding::Fallback::Error);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.contains("logical axis 'hidden'"), qPrintable(err));
+    s = run("batch=data,layer=none", sharding::Fallback::NoConstraint);
+    QCOMPARE(constrained(s, {"batch", "hidden"}).size(), size_t(4));
+  }
+  void constrainedLayoutStillMatchesOneDevice() {
+    auto p = project::load_project(kSource + "/tests/reference/dot-relu-dot-small.shardlab.json");
+    check(p, "data=2,model=4", "batch=data,hidden=model,embed=model,layer=none");
+  }
+
+  // A constraint that moves a split from one dimension to another takes one all-to-all.
+  void movingASplitBetweenDimensionsUsesAllToAll() {
+    auto j = nlohmann::ordered_json::parse(kMlp);
+    j["graph"]["nodes"][4]["output_axes"] = {"tokens", "embed"};  // r1: (batch, mlp) -> (tokens, embed)
+    auto p = project::parse_project(j.dump(), "mlp.shardlab.json");
+    check(p, "data=8", "batch=data,embed=data");
+    QVERIFY(count(last_, ir::Op::AllToAll) >= 1);
   }
 };
 

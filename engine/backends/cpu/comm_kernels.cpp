@@ -33,6 +33,18 @@ int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<st
   return idx;
 }
 
+// Copies `len` slices along `dim` from src (at src_off) to dst (at dst_off); the two shapes may
+// differ only in `dim`.
+template <class T>
+void copy_slab(const T* src, const Shape& ss, T* dst, const Shape& ds, int64_t dim, int64_t src_off, int64_t dst_off, int64_t len) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= ss[size_t(i)];
+  for (size_t i = size_t(dim) + 1; i < ss.size(); ++i) inner *= ss[i];
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + (o * ds[size_t(dim)] + dst_off) * inner, src + (o * ss[size_t(dim)] + src_off) * inner,
+                size_t(len * inner) * sizeof(T));
+}
+
 }  // namespace
 
 template <class T>
@@ -87,6 +99,19 @@ void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepCon
         for (int64_t o = 0; o < outer; ++o)
           std::memcpy(staged.data() + r * numel(os) + o * inner, x + (o * n + r) * inner, size_t(inner) * sizeof(T));
       ctx.comm->reduce_scatter(ctx.device, group, staged.data(), y, numel(os));
+      return;
+    }
+    case ir::Op::AllToAll: {
+      // Chunk r (block r of split_dim) goes to rank r; rank r's chunk lands at block r of dim.
+      Shape chunk = is;
+      chunk[size_t(at.split_dim)] /= n;
+      const int64_t cn = numel(chunk);
+      std::vector<T> send(size_t(n * cn)), recv(size_t(n * cn));
+      for (int64_t r = 0; r < n; ++r)
+        copy_slab(x, is, send.data() + r * cn, chunk, at.split_dim, r * chunk[size_t(at.split_dim)], 0, chunk[size_t(at.split_dim)]);
+      ctx.comm->all_to_all(ctx.device, group, send.data(), recv.data(), cn);
+      for (int64_t r = 0; r < n; ++r)
+        copy_slab(recv.data() + r * cn, chunk, y, os, at.dim, 0, r * chunk[size_t(at.dim)], chunk[size_t(at.dim)]);
       return;
     }
     default:

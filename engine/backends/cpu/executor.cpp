@@ -151,7 +151,8 @@ void Executor<T>::run(const StepContext& ctx) {
       e.mask = step.mask >= 0 ? data(step.mask) : nullptr;
       args.out[0] = data(step.out);
       run_matmul(ins, args, e);
-    } else if (ins.op == ir::Op::AllReduce || ins.op == ir::Op::AllGather || ins.op == ir::Op::ReduceScatter) {
+    } else if (ins.op == ir::Op::AllReduce || ins.op == ir::Op::AllGather || ins.op == ir::Op::ReduceScatter ||
+               ins.op == ir::Op::AllToAll) {
       const auto t0 = std::chrono::steady_clock::now();
       run_kernel(ins, args, ctx);
       comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

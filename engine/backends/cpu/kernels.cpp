@@ -283,6 +283,7 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     case Op::AllReduce:
     case Op::AllGather:
     case Op::ReduceScatter:
+    case Op::AllToAll:
     case Op::ShardSlice: run_comm_kernel(ins, a, ctx); return;
     case Op::kCount: break;
   }

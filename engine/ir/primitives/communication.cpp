@@ -48,6 +48,17 @@ void register_communication(std::vector<Primitive>& t) {
   reduce_scatter.shapes = [](const std::vector<Shape>& in, const Attrs& a) { return std::vector<Shape>{along(in[0], a, false)}; };
   t.push_back(reduce_scatter);
 
+  // Moves the split from split_dim to dim: each device sends block r of split_dim to device r and
+  // concatenates what it receives along dim.
+  Primitive all_to_all = comm(Op::AllToAll, "all_to_all");
+  all_to_all.shapes = [](const std::vector<Shape>& in, const Attrs& a) {
+    if (a.dim == a.split_dim) throw Error("all_to_all needs two different dimensions");
+    Attrs split = a;
+    split.dim = a.split_dim;
+    return std::vector<Shape>{along(along(in[0], split, false), a, true)};
+  };
+  t.push_back(all_to_all);
+
   Primitive slice = comm(Op::ShardSlice, "shard_slice");  // this device's block of dim; no communication
   slice.shapes = reduce_scatter.shapes;
   slice.flops = [](const std::vector<Shape>&, const std::vector<Shape>&, const Attrs&) { return 0.0; };
