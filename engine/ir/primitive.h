@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ir/partition_rule.h"
 #include "engine/ir/program.h"
 
 namespace shardlab::ir {
@@ -22,6 +23,8 @@ struct Primitive {
   // input i's cotangent is wanted. Empty for primitives that only appear in backward programs.
   // `Instr` must not refer into p.instrs: the VJP appends to it.
   std::function<Cotangents(Program&, const Instr&, const Cotangents&, const std::vector<bool>& needs)> vjp;
+  // How it runs on a mesh (see partition_rule.h); empty only for the collectives themselves.
+  PartitionRule partition;
   // Floating-point operations of one evaluation.
   std::function<double(const std::vector<Shape>& in, const std::vector<Shape>& out, const Attrs&)> flops;
 };

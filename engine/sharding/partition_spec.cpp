@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "engine/ir/partition_rule.h"
 #include "engine/util/error.h"
 
 namespace shardlab::sharding {
@@ -12,22 +13,7 @@ namespace {
 const std::vector<std::string> kNone;
 }
 
-std::string PartitionSpec::str() const {
-  std::string s = "PartitionSpec(";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) s += ", ";
-    const auto& d = dims[i];
-    if (d.empty()) s += "None";
-    else if (d.size() == 1) s += "'" + d[0] + "'";
-    else {
-      s += "(";
-      for (size_t k = 0; k < d.size(); ++k) s += (k ? ", '" : "'") + d[k] + "'";
-      s += ")";
-    }
-  }
-  if (dims.size() == 1 && dims[0].size() > 1) s += ",";
-  return s + ")";
-}
+std::string PartitionSpec::str() const { return ir::Layout{dims, {}}.str(); }
 
 bool PartitionSpec::operator==(const PartitionSpec& o) const {
   // Trailing replicated dimensions do not change the sharding.

@@ -1,7 +1,8 @@
 // The SPMD partitioner: turns the global training step into the program every device of a mesh
 // runs on its own blocks, with the collectives that keep it equal to the one-device step.
 // Parameters, optimizer state and inputs take their sharding from the logical axis rules; every
-// other value gets one by propagation through its primitive's rule; where an operand's sharding
+// other value gets one by propagation through its primitive's rule (beside its VJP, in
+// engine/ir/primitives/); where an operand's sharding
 // does not fit, a reshard is inserted (P->S reduce-scatter, P->R all-reduce, S->R all-gather,
 // S(a)->S(b) all-to-all, R->S a local slice). For a matmul whose operands disagree, the smaller operand moves (GSPMD).
 #pragma once
@@ -10,20 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/ir/partition_rule.h"
 #include "engine/ir/program.h"
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/logical_rules.h"
 
 namespace shardlab::sharding {
 
-// A value's layout: per dimension the mesh axes splitting it, and the axes over which it is a
-// pending partial sum (a contracting dimension was sharded).
-struct Sharding {
-  std::vector<std::vector<std::string>> dims;
-  std::set<std::string> partial;
-  bool operator==(const Sharding& o) const { return dims == o.dims && partial == o.partial; }
-  std::string str() const;
-};
+using Sharding = ir::Layout;
 
 struct CollectiveInfo {
   ir::Op op;

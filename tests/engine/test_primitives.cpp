@@ -107,6 +107,7 @@ class TestPrimitives : public QObject {
   Q_OBJECT
  private slots:
   void everyDifferentiablePrimitiveHasACase();
+  void everyPrimitiveHasAShardingRule();
   void vjpMatchesFiniteDifferences_data();
   void vjpMatchesFiniteDifferences();
 };
@@ -123,6 +124,16 @@ void TestPrimitives::everyDifferentiablePrimitiveHasACase() {
     }
     QVERIFY2(p.vjp, qPrintable(QString("%1 has no VJP and is not listed as backward-only").arg(p.name)));
     QVERIFY2(covered.count(op), qPrintable(QString("primitive %1 has no finite-difference case").arg(p.name)));
+  }
+}
+
+// Every primitive the partitioner can meet says how it runs on a mesh; only the collectives,
+// which the partitioner itself inserts, have none.
+void TestPrimitives::everyPrimitiveHasAShardingRule() {
+  const std::set<Op> collectives = {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::ShardSlice};
+  for (int i = 0; i < int(Op::kCount); ++i) {
+    const ir::Primitive& p = ir::primitive(Op(i));
+    QVERIFY2(bool(p.partition) != bool(collectives.count(Op(i))), p.name);
   }
 }
 

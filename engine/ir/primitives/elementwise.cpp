@@ -6,6 +6,9 @@ namespace shardlab::ir {
 
 namespace {
 
+void unary_rule(PartitionContext& c, const Instr& ins);
+void binary_rule(PartitionContext& c, const Instr& ins);
+
 Primitive ew(Op op, const char* name, int n) {
   Primitive p;
   p.op = op;
@@ -13,6 +16,7 @@ Primitive ew(Op op, const char* name, int n) {
   p.num_inputs = n;
   p.shapes = same_shape_as_first;
   p.flops = elementwise_flops;
+  p.partition = n == 1 ? PartitionRule(unary_rule) : PartitionRule(binary_rule);
   return p;
 }
 
@@ -20,6 +24,26 @@ int scale(Program& p, int v, double alpha, const std::string& node) {
   Attrs a;
   a.alpha = alpha;
   return p.apply1(Op::Scale, {v}, a, node);
+}
+
+// Sharding rules. Unary: the result is laid out like the operand, whose pending sums are
+// resolved first (relu(a) + relu(b) is not relu(a + b)).
+void unary_rule(PartitionContext& c, const Instr& ins) {
+  Layout s = c.layout(ins.in[0]).without_partial();
+  c.produce(ins, {c.reshard(ins.in[0], s, ins.node)}, {s}, ins.attrs);
+}
+
+// Binary: the second operand follows the first (for the gradient ops, the first follows the
+// gradient); pending sums are resolved, except that two equal ones may be added as they are.
+void binary_rule(PartitionContext& c, const Instr& ins) {
+  const Layout& a = c.layout(ins.in[0]);
+  const bool linear = ins.op == Op::Add || ins.op == Op::Sub;
+  if (linear && !a.partial.empty() && a == c.layout(ins.in[1])) {
+    c.produce(ins, {c.reshard(ins.in[0], a, ins.node), c.reshard(ins.in[1], a, ins.node)}, {a}, ins.attrs);
+    return;
+  }
+  Layout s = c.layout(ins.in[linear ? 0 : 1]).without_partial();
+  c.produce(ins, {c.reshard(ins.in[0], s, ins.node), c.reshard(ins.in[1], s, ins.node)}, {s}, ins.attrs);
 }
 
 }  // namespace
@@ -47,6 +71,10 @@ void register_elementwise(std::vector<Primitive>& t) {
   t.push_back(mul);
 
   Primitive sc = ew(Op::Scale, "scale", 1);
+  sc.partition = [](PartitionContext& c, const Instr& ins) {  // linear: pending sums pass through
+    const Layout& s = c.layout(ins.in[0]);
+    c.produce(ins, {c.reshard(ins.in[0], s, ins.node)}, {s}, ins.attrs);
+  };
   sc.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     return Cotangents{scale(p, *ct[0], ins.attrs.alpha, ins.node)};
   };
@@ -93,6 +121,11 @@ void register_elementwise(std::vector<Primitive>& t) {
 
   // Inverted dropout; the mask is a pure function of (seed, step, element), so the VJP regenerates it.
   Primitive dropout = ew(Op::Dropout, "dropout", 1);
+  // Its mask is indexed by global element, so it runs on the whole array.
+  dropout.partition = [](PartitionContext& c, const Instr& ins) {
+    Layout r = Layout::replicated(c.shape(ins.in[0]).size());
+    c.produce(ins, {c.reshard(ins.in[0], r, ins.node)}, {r}, ins.attrs);
+  };
   dropout.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     return Cotangents{p.apply1(Op::Dropout, {*ct[0]}, ins.attrs, ins.node)};
   };

@@ -1,5 +1,7 @@
 // MatMul: C = op(A) @ op(B) with both operands viewed as 2-D matrices whose leading dims fold into
 // rows, so a Dense layer on (batch, seq, embed) and its weight gradient are one GEMM each.
+#include <algorithm>
+
 #include "engine/ir/primitives/common.h"
 
 namespace shardlab::ir {
@@ -17,6 +19,71 @@ Dims dims(const Shape& a, const Shape& b, const Attrs& at) {
   d.cols = at.trans_b ? numel(leading(b)) : b.back();
   return d;
 }
+
+std::vector<std::string> axes_on(const Layout& s, const std::vector<size_t>& dims) {
+  std::vector<std::string> out;
+  for (size_t d : dims) out.insert(out.end(), s.dims[d].begin(), s.dims[d].end());
+  return out;
+}
+
+// op(A) @ op(B): A's rows and B's columns pass through; a contracting dimension sharded the
+// same way on both sides leaves a partial sum over its axes.
+void matmul_rule(PartitionContext& c, const Instr& ins) {
+  const int a = ins.in[0], b = ins.in[1];
+  const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
+  const size_t ra = c.shape(a).size(), rb = c.shape(b).size();
+  std::vector<size_t> a_rows, a_con, b_con, b_cols;
+  for (size_t d = 0; d + 1 < ra; ++d) (ta ? a_con : a_rows).push_back(d);
+  (ta ? a_rows : a_con).push_back(ra - 1);
+  for (size_t d = 0; d + 1 < rb; ++d) (tb ? b_cols : b_con).push_back(d);
+  (tb ? b_con : b_cols).push_back(rb - 1);
+
+  Layout sa = c.layout(a).without_partial(), sb = c.layout(b).without_partial();
+  const bool a_larger = numel(c.shape(a)) >= numel(c.shape(b));
+  // Contracting dimensions must agree; the smaller operand takes the larger one's axes.
+  if (a_con.size() == b_con.size()) {
+    for (size_t k = 0; k < a_con.size(); ++k) {
+      auto& x = sa.dims[a_con[k]];
+      auto& y = sb.dims[b_con[k]];
+      if (x != y) (a_larger ? y : x) = (a_larger ? x : y);
+    }
+  } else {
+    for (size_t d : a_con) sa.dims[d].clear();
+    for (size_t d : b_con) sb.dims[d].clear();
+  }
+  // Output columns come from one flattened dimension: only a single sharded column dim survives.
+  for (size_t k = 1; k < b_cols.size(); ++k) sb.dims[b_cols[k]].clear();
+  // No mesh axis may appear twice across the operands' roles.
+  auto conflicts = [&](Layout& mover, const std::vector<size_t>& mover_dims, const std::vector<std::string>& taken) {
+    for (size_t d : mover_dims) {
+      auto& ax = mover.dims[d];
+      if (std::any_of(ax.begin(), ax.end(), [&](const std::string& s) { return std::count(taken.begin(), taken.end(), s); }))
+        ax.clear();
+    }
+  };
+  {
+    std::vector<std::string> keep = axes_on(a_larger ? sa : sb, a_larger ? a_rows : b_cols);
+    std::vector<std::string> con = axes_on(sa, a_con);
+    keep.insert(keep.end(), con.begin(), con.end());
+    if (a_larger) conflicts(sb, b_cols, keep);
+    else conflicts(sa, a_rows, keep);
+    // Contracting axes also must not shard the other's free dims.
+    conflicts(a_larger ? sb : sa, a_larger ? b_cols : a_rows, con);
+  }
+  // Make the contracting dims consistent again if a conflict cleared one side.
+  for (size_t k = 0; k < a_con.size() && a_con.size() == b_con.size(); ++k)
+    if (sa.dims[a_con[k]] != sb.dims[b_con[k]]) sa.dims[a_con[k]].clear(), sb.dims[b_con[k]].clear();
+
+  Layout o;
+  for (size_t d : a_rows) o.dims.push_back(sa.dims[d]);
+  o.dims.push_back(b_cols.size() == 1 || tb ? sb.dims[b_cols[0]] : std::vector<std::string>{});
+  if (ta) o.dims.resize(2);  // rows are A's last dim only
+  for (size_t d : a_con) o.partial.insert(sa.dims[d].begin(), sa.dims[d].end());
+  // Rows folded from several A dims: the output keeps A's leading layout.
+  if (!ta && o.dims.size() != c.shape(ins.out[0]).size()) o = Layout::replicated(c.shape(ins.out[0]).size());
+  c.produce(ins, {c.reshard(a, sa, ins.node), c.reshard(b, sb, ins.node)}, {o}, ins.attrs);
+}
+
 
 }  // namespace
 
@@ -57,6 +124,7 @@ void register_matmul(std::vector<Primitive>& t) {
     }
     return r;
   };
+  mm.partition = matmul_rule;
   mm.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs& at) {
     Dims d = dims(in[0], in[1], at);
     return 2.0 * double(numel(d.rows)) * double(d.inner_a) * double(d.cols);

@@ -12,6 +12,22 @@ std::vector<Shape> row_broadcast(const std::vector<Shape>& in, const Attrs&) {
   return {in[0]};
 }
 
+// The row vector is split like the last dimension of the operand it is broadcast over.
+void row_broadcast_rule(PartitionContext& c, const Instr& ins) {
+  Layout s = c.layout(ins.in[0]).without_partial();
+  Layout row{{s.dims.back()}, {}};
+  c.produce(ins, {c.reshard(ins.in[0], s, ins.node), c.reshard(ins.in[1], row, ins.node)}, {s}, ins.attrs);
+}
+
+// Row statistics need the whole feature dimension on each device.
+void layer_norm_rule(PartitionContext& c, const Instr& ins) {
+  Layout s = c.layout(ins.in[0]).without_partial();
+  s.dims.back().clear();
+  std::vector<int> ops;
+  for (int v : ins.in) ops.push_back(c.reshard(v, s, ins.node));
+  c.produce(ins, ops, {s}, ins.attrs);
+}
+
 }  // namespace
 
 void register_rowwise(std::vector<Primitive>& t) {
@@ -21,6 +37,7 @@ void register_rowwise(std::vector<Primitive>& t) {
   bias.num_inputs = 2;
   bias.shapes = row_broadcast;
   bias.flops = elementwise_flops;
+  bias.partition = row_broadcast_rule;
   bias.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
     if (needs[0]) r[0] = ct[0];
@@ -35,6 +52,7 @@ void register_rowwise(std::vector<Primitive>& t) {
   mulrow.num_inputs = 2;
   mulrow.shapes = row_broadcast;
   mulrow.flops = elementwise_flops;
+  mulrow.partition = row_broadcast_rule;
   mulrow.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
     if (needs[0]) r[0] = p.apply1(Op::MulRow, {*ct[0], ins.in[1]}, {}, ins.node);
@@ -52,6 +70,13 @@ void register_rowwise(std::vector<Primitive>& t) {
     return std::vector<Shape>{Shape{in[0].back()}};
   };
   reduce.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return double(numel(in[0])); };
+  // Summing rows split over some axes leaves a sum pending over those axes.
+  reduce.partition = [](PartitionContext& c, const Instr& ins) {
+    Layout s = c.layout(ins.in[0]).without_partial();
+    Layout o{{s.dims.back()}, {}};
+    for (size_t d = 0; d + 1 < s.dims.size(); ++d) o.partial.insert(s.dims[d].begin(), s.dims[d].end());
+    c.produce(ins, {c.reshard(ins.in[0], s, ins.node)}, {o}, ins.attrs);
+  };
   reduce.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     Attrs zero;
     zero.alpha = 0.0;
@@ -69,6 +94,7 @@ void register_rowwise(std::vector<Primitive>& t) {
     if (in[0].empty()) throw Error("needs rank >= 1");
     return std::vector<Shape>{in[0]};
   };
+  ln.partition = layer_norm_rule;
   ln.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 5.0 * double(numel(in[0])); };
   ln.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     return Cotangents{p.apply1(Op::LayerNormGrad, {ins.in[0], *ct[0]}, ins.attrs, ins.node)};
@@ -80,6 +106,7 @@ void register_rowwise(std::vector<Primitive>& t) {
   ln_grad.name = "layer_norm_grad";
   ln_grad.num_inputs = 2;
   ln_grad.shapes = same_shape_as_first;
+  ln_grad.partition = layer_norm_rule;
   ln_grad.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 10.0 * double(numel(in[0])); };
   t.push_back(ln_grad);
 }

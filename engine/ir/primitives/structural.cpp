@@ -1,5 +1,7 @@
 // Primitives that move or create data without arithmetic: reshape, stacking the per-layer
 // parameters of a Repeat block along its leading 'layer' axis, and constant fills.
+#include <algorithm>
+
 #include "engine/ir/primitives/common.h"
 
 namespace shardlab::ir {
@@ -19,6 +21,26 @@ void register_structural(std::vector<Primitive>& t) {
     return std::vector<Shape>{a.shape};
   };
   reshape.flops = no_flops;
+  // Keeps the split of a leading dimension both shapes share (Flatten and back); anything else
+  // is reshaped whole.
+  reshape.partition = [](PartitionContext& c, const Instr& ins) {
+    const int x = ins.in[0];
+    const Shape& from = c.shape(x);
+    const Shape& to = ins.attrs.shape;
+    Layout s = c.layout(x).without_partial();
+    Layout o = Layout::replicated(to.size());
+    if (from == to) {
+      o = s;
+    } else if (!from.empty() && !to.empty() && from[0] == to[0]) {
+      for (size_t d = 1; d < s.dims.size(); ++d) s.dims[d].clear();
+      o.dims[0] = s.dims[0];
+    } else {
+      s = Layout::replicated(from.size());
+    }
+    Attrs a = ins.attrs;
+    a.shape = c.local_shape(to, o);
+    c.produce(ins, {c.reshard(x, s, ins.node)}, {o}, a);
+  };
   reshape.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     return Cotangents{reshape_to(p, *ct[0], p.shape(ins.in[0]), ins.node)};
   };
@@ -37,6 +59,17 @@ void register_structural(std::vector<Primitive>& t) {
     return std::vector<Shape>{out};
   };
   stack.flops = no_flops;
+  // Linear: equal pending sums stay pending and are reduced once, stacked. The new 'layer'
+  // dimension is whole on every device.
+  stack.partition = [](PartitionContext& c, const Instr& ins) {
+    const bool same = std::all_of(ins.in.begin(), ins.in.end(), [&](int v) { return c.layout(v) == c.layout(ins.in[0]); });
+    Layout s = same ? c.layout(ins.in[0]) : c.layout(ins.in[0]).without_partial();
+    std::vector<int> ops;
+    for (int v : ins.in) ops.push_back(c.reshard(v, s, ins.node));
+    Layout o = s;
+    o.dims.insert(o.dims.begin(), std::vector<std::string>{});
+    c.produce(ins, ops, {o}, ins.attrs);
+  };
   stack.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     std::vector<int> parts = p.apply(Op::Unstack, {*ct[0]}, {}, ins.node);
     Cotangents r(ins.in.size());
@@ -56,6 +89,13 @@ void register_structural(std::vector<Primitive>& t) {
     return std::vector<Shape>(size_t(in[0][0]), part);
   };
   unstack.flops = no_flops;
+  unstack.partition = [](PartitionContext& c, const Instr& ins) {
+    Layout s = c.layout(ins.in[0]);
+    s.dims[0].clear();  // the 'layer' axis stays whole
+    const int x = c.reshard(ins.in[0], s, ins.node);
+    Layout part{std::vector<std::vector<std::string>>(s.dims.begin() + 1, s.dims.end()), s.partial};
+    c.produce(ins, {x}, std::vector<Layout>(ins.out.size(), part), ins.attrs);
+  };
   unstack.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     std::vector<int> parts;
     for (size_t i = 0; i < ct.size(); ++i) {
@@ -78,6 +118,10 @@ void register_structural(std::vector<Primitive>& t) {
   fill.num_inputs = 0;
   fill.shapes = [](const std::vector<Shape>&, const Attrs& a) { return std::vector<Shape>{a.shape}; };
   fill.flops = no_flops;
+  // A constant is made whole on every device; readers slice it for free.
+  fill.partition = [](PartitionContext& c, const Instr& ins) {
+    c.produce(ins, {}, {Layout::replicated(ins.attrs.shape.size())}, ins.attrs);
+  };
   fill.vjp = [](Program&, const Instr&, const Cotangents&, const std::vector<bool>&) { return Cotangents{}; };
   t.push_back(fill);
 }
