@@ -156,6 +156,17 @@ class TestSpmd : public QObject {
     QCOMPARE(count(s, ir::Op::AllReduce), 18 + 1);  // 9 kernels and 9 biases, and the loss
     QCOMPARE(int(s.collectives.size()), 18 + 1);
   }
+  void deepMlpSmallModelParallelAndFsdpMatchOneDevice() {
+    auto p = project::load_project(kSource + "/projects/deep-mlp-small.shardlab.json");
+    g_ones = true;
+    check(p, "data=4,model=2", "batch=data,mlp=model");  // the 10 outputs split 2 ways, not 4
+    check(p, "data=8", "batch=data,embed=data");
+    g_ones = false;
+  }
+  void dotReluDotFsdpMatchesOneDevice() {
+    auto p = project::load_project(kSource + "/tests/reference/dot-relu-dot-small.shardlab.json");
+    check(p, "data=8", "batch=data,embed=data,layer=none");
+  }
   void dotReluDotDataParallelMatchesOneDevice() {
     auto p = project::load_project(kSource + "/tests/reference/dot-relu-dot-small.shardlab.json");
     check(p, "data=8", "batch=data");
