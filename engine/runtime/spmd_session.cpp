@@ -5,7 +5,6 @@
 #include <omp.h>
 #include <thread>
 
-#include "engine/graph/init.h"
 #include "engine/util/error.h"
 
 namespace shardlab::runtime {
@@ -24,26 +23,16 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
   // Initialise each parameter once, globally, and hand every device its block.
   for (const ModelParam& mp : global_.params) {
     Tensor full(mp.info.shape);
-    const graph::ParamInfo& info = mp.info;
-    Shape one = info.layers > 0 ? Shape(info.shape.begin() + 1, info.shape.end()) : info.shape;
-    graph::initialize(full.ptr(), one, std::max<int64_t>(info.layers, 1), info.init, mp.path, project_.training.seed);
+    initialize_param(mp, project_.training.seed, full.ptr());
     set_parameter(mp.path, full);
   }
 }
 
 SpmdSession::~SpmdSession() = default;
 
-const ModelParam& SpmdSession::param(const std::string& path) const {
-  for (const ModelParam& mp : global_.params)
-    if (mp.path == path) return mp;
-  throw Error("the model has no parameter '" + path + "'");
-}
+const ModelParam& SpmdSession::param(const std::string& path) const { return find_param(global_, path); }
 
-std::vector<std::string> SpmdSession::parameter_paths() const {
-  std::vector<std::string> out;
-  for (const ModelParam& mp : global_.params) out.push_back(mp.path);
-  return out;
-}
+std::vector<std::string> SpmdSession::parameter_paths() const { return param_paths(global_); }
 
 Tensor SpmdSession::parameter(const std::string& path) const {
   const ModelParam& mp = param(path);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "engine/graph/init.h"
 #include "engine/graph/lower.h"
 #include "engine/ir/primitive.h"
 #include "engine/util/error.h"
@@ -126,6 +127,24 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
   if (s.accuracy >= 0) keep.push_back(s.accuracy);
   s.memory = plan::plan_memory(p, keep);
   return s;
+}
+
+void initialize_param(const ModelParam& mp, uint64_t seed, float* out) {
+  const graph::ParamInfo& info = mp.info;
+  const Shape one = info.layers > 0 ? Shape(info.shape.begin() + 1, info.shape.end()) : info.shape;
+  graph::initialize(out, one, std::max<int64_t>(info.layers, 1), info.init, mp.path, seed);
+}
+
+const ModelParam& find_param(const StepProgram& s, const std::string& path) {
+  for (const ModelParam& mp : s.params)
+    if (mp.path == path) return mp;
+  throw Error("the model has no parameter '" + path + "'");
+}
+
+std::vector<std::string> param_paths(const StepProgram& s) {
+  std::vector<std::string> out;
+  for (const ModelParam& mp : s.params) out.push_back(mp.path);
+  return out;
 }
 
 std::string format_bytes(double b) {

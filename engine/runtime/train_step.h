@@ -34,6 +34,12 @@ struct StepProgram {
 // Both lay out parameters and optimizer state identically, so they can share that storage.
 StepProgram build_step(const project::Project& p, const graph::GraphReport& report, int64_t batch, bool training);
 
+// A parameter's initial values (a Repeat's stacked layers each on their own key) into `out`.
+void initialize_param(const ModelParam& mp, uint64_t seed, float* out);
+// The parameter at `path`, or an Error naming it; and every path in order.
+const ModelParam& find_param(const StepProgram& s, const std::string& path);
+std::vector<std::string> param_paths(const StepProgram& s);
+
 // Bytes as "1.25 GiB".
 std::string format_bytes(double bytes);
 

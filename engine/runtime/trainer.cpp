@@ -29,12 +29,7 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
   report_ = project::analyze_project(project_);
   train_ = build_step(project_, report_, project_.training.batch_size, true);
   exec_ = std::make_unique<backends::cpu::Executor<float>>(train_.program, train_.memory);
-  for (const ModelParam& mp : train_.params) {
-    const graph::ParamInfo& info = mp.info;
-    Shape one = info.layers > 0 ? Shape(info.shape.begin() + 1, info.shape.end()) : info.shape;
-    graph::initialize(exec_->data(mp.value), one, std::max<int64_t>(info.layers, 1), info.init, mp.path,
-                      project_.training.seed);
-  }
+  for (const ModelParam& mp : train_.params) initialize_param(mp, project_.training.seed, exec_->data(mp.value));
   const sharding::Mesh mesh = options_.mesh.empty() ? sharding::project_mesh(project_) : sharding::parse_mesh(options_.mesh);
   if (options_.devices > 0) sharding::check_device_count(mesh, options_.devices);
   if (mesh.device_count() > 1) {
@@ -67,17 +62,9 @@ StartInfo Trainer::plan_info() const {
   return s;
 }
 
-const ModelParam& Trainer::param(const std::string& path) const {
-  for (const ModelParam& mp : train_.params)
-    if (mp.path == path) return mp;
-  throw Error("the model has no parameter '" + path + "'");
-}
+const ModelParam& Trainer::param(const std::string& path) const { return find_param(train_, path); }
 
-std::vector<std::string> Trainer::parameter_paths() const {
-  std::vector<std::string> out;
-  for (const ModelParam& mp : train_.params) out.push_back(mp.path);
-  return out;
-}
+std::vector<std::string> Trainer::parameter_paths() const { return param_paths(train_); }
 
 Tensor Trainer::parameter(const std::string& path) const {
   if (spmd_) return spmd_->parameter(path);

@@ -4,34 +4,24 @@
 #include <set>
 
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::sharding {
 
 LogicalRules parse_rules(const std::string& text) {
   LogicalRules rules;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : util::split(text, ',')) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw Error("rules '" + text + "': '" + item + "' is not logical=mesh (e.g. batch=data, embed=none, batch=data+model)");
     LogicalRule r{item.substr(0, eq), {}};
-    std::string axes = item.substr(eq + 1);
-    if (axes != "none" && axes != "None") {
-      size_t s = 0;
-      while (s <= axes.size()) {
-        size_t plus = axes.find('+', s);
-        std::string a = axes.substr(s, plus == std::string::npos ? std::string::npos : plus - s);
+    const std::string axes = item.substr(eq + 1);
+    if (axes != "none" && axes != "None")
+      for (const std::string& a : util::split(axes, '+')) {
         if (a.empty()) throw Error("rules '" + text + "': empty mesh axis in '" + item + "'");
         r.mesh.push_back(a);
-        if (plus == std::string::npos) break;
-        s = plus + 1;
       }
-    }
     rules.push_back(r);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return rules;
 }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::sharding {
 
@@ -79,10 +80,7 @@ std::string Mesh::str() const {
 
 Mesh parse_mesh(const std::string& text) {
   std::vector<MeshAxis> axes;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : util::split(text, ',')) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw Error("mesh '" + text + "': '" + item + "' is not name=size (e.g. data=2,model=4)");
@@ -95,8 +93,6 @@ Mesh parse_mesh(const std::string& text) {
       throw Error("mesh '" + text + "': size of '" + a.name + "' is not a whole number");
     }
     axes.push_back(a);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return Mesh(axes);
 }
