@@ -49,7 +49,8 @@ int run_shard(const ShardArgs& a) {
   std::unique_ptr<sharding::PartitionedStep> step;
   if (r.errors.empty()) {
     runtime::StepProgram global = runtime::build_step(p, report, p.training.batch_size, true);
-    step = std::make_unique<sharding::PartitionedStep>(sharding::partition(global, mesh, rules));
+    step = std::make_unique<sharding::PartitionedStep>(
+        sharding::partition(global, mesh, rules, sharding::parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback")));
   }
   struct CommSummary {
     std::string kind, axes;

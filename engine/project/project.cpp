@@ -172,7 +172,7 @@ Project parse_project(const std::string& text, const std::string& filename) {
     throw Error(filename + ": version: format version " + j["version"].dump() + " is not readable by this build (reads " +
                 std::to_string(kFormatVersion) + ")");
   only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "mesh",
-                  "logical_axis_rules"});
+                  "logical_axis_rules", "constraint_fallback"});
   Project p;
   p.name = j.contains("name") ? str(j["name"], filename + ": name") : "";
   p.description = j.contains("description") ? str(j["description"], filename + ": description") : "";
@@ -187,6 +187,10 @@ Project parse_project(const std::string& text, const std::string& filename) {
   p.training = parse_training(p.training_json, filename + ": training");
   if (j.contains("mesh")) p.mesh = j["mesh"];
   if (j.contains("logical_axis_rules")) p.logical_axis_rules = j["logical_axis_rules"];
+  if (j.contains("constraint_fallback")) {
+    p.constraint_fallback = str(j["constraint_fallback"], filename + ": constraint_fallback");
+    sharding::parse_fallback(p.constraint_fallback, filename + ": constraint_fallback");
+  }
   sharding::mesh_from_json(p.mesh, filename + ": mesh");
   sharding::rules_from_json(p.logical_axis_rules, filename + ": logical_axis_rules");
 
@@ -224,6 +228,7 @@ std::string to_json_string(const Project& p) {
   j["training"] = p.training_json;
   if (!p.mesh.is_null()) j["mesh"] = p.mesh;
   if (!p.logical_axis_rules.empty()) j["logical_axis_rules"] = p.logical_axis_rules;
+  if (!p.constraint_fallback.empty()) j["constraint_fallback"] = p.constraint_fallback;
   return j.dump(2) + "\n";
 }
 

@@ -43,6 +43,9 @@ struct Project {
   graph::Json loss_json, optimizer_json, data_json, training_json;
   graph::Json mesh = nullptr;                       // filled by the sharding work
   graph::Json logical_axis_rules = graph::Json::array();
+  // What a constrained output's logical name without a rule means: "unsharded" (the default),
+  // "error" or "no_constraint", as Flax's RulesFallback.
+  std::string constraint_fallback;
   std::filesystem::path file;                       // where it was loaded from (relative data paths resolve here)
 
   std::string display_name() const { return file.empty() ? name : file.filename().string(); }

@@ -14,7 +14,8 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
     : project_(p), mesh_(mesh) {
   graph::GraphReport report = project::analyze_project(project_);
   global_ = build_step(project_, report, batch, true);
-  step_ = sharding::partition(global_, mesh_, rules);
+  step_ = sharding::partition(global_, mesh_, rules,
+                              sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"));
   const int n = int(mesh_.device_count());
   comm_ = std::make_unique<backends::cpu::ThreadCollectives>(n);
   threads_per_device_ = threads_per_device > 0 ? threads_per_device

@@ -72,6 +72,13 @@ std::string rules_str(const LogicalRules& rules) {
   return s;
 }
 
+Fallback parse_fallback(const std::string& text, const std::string& where) {
+  if (text.empty() || text == "unsharded") return Fallback::Unsharded;
+  if (text == "error") return Fallback::Error;
+  if (text == "no_constraint") return Fallback::NoConstraint;
+  throw Error(where + ": unknown fallback '" + text + "' (expected unsharded, error or no_constraint)");
+}
+
 LogicalMapping logical_to_mesh(const std::vector<std::string>& names, const LogicalRules& rules,
                                const std::string& array, Fallback fallback) {
   std::set<std::string> seen;

@@ -28,6 +28,8 @@ std::string rules_str(const LogicalRules& r);
 
 // What with_logical_constraint does with a logical name that no rule maps (Flax's RulesFallback).
 enum class Fallback { Unsharded, Error, NoConstraint };
+// "unsharded" (or ""), "error", "no_constraint"; errors name `where`.
+Fallback parse_fallback(const std::string& text, const std::string& where);
 
 struct LogicalMapping {
   PartitionSpec spec;

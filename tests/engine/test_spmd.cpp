@@ -217,6 +217,31 @@ class TestSpmd : public QObject {
     check(p, "data=8", "batch=data,embed=data");
     QVERIFY(count(last_, ir::Op::AllToAll) >= 1);
   }
+
+  // The project's constraint_fallback reaches the partitioner; a bad value is a clear load error.
+  void projectConstraintFallbackIsUsed() {
+    auto j = nlohmann::ordered_json::parse(project::to_json_string(
+        project::load_project(kSource + "/tests/reference/dot-relu-dot-small.shardlab.json")));
+    j["constraint_fallback"] = "error";
+    auto p = project::parse_project(j.dump(), "fallback.shardlab.json");
+    QCOMPARE(project::to_json_string(project::parse_project(project::to_json_string(p), "again.shardlab.json")),
+             project::to_json_string(p));
+    QString err;
+    try {
+      runtime::SpmdSession s(p, sharding::parse_mesh("data=2,model=4"), sharding::parse_rules("batch=data,layer=none"), 8, 1);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.contains("logical axis 'hidden'"), qPrintable(err));
+    j["constraint_fallback"] = "sometimes";
+    err.clear();
+    try {
+      project::parse_project(j.dump(), "fallback.shardlab.json");
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.contains("fallback.shardlab.json: constraint_fallback: unknown fallback 'sometimes'"), qPrintable(err));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestSpmd)
