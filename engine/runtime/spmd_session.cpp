@@ -1,5 +1,6 @@
 #include "engine/runtime/spmd_session.h"
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <omp.h>
@@ -69,6 +70,7 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
   Tensor y = targets;
   y.shape = global_.program.shape(global_.target);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  std::atomic<int> first_failure{-1};  // its error is the cause; the others are the abort it triggered
   std::vector<std::thread> threads;
   for (int d = 0; d < n; ++d)
     threads.emplace_back([&, d] {
@@ -88,12 +90,12 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
         ex.run(ctx);
       } catch (...) {
         errors[size_t(d)] = std::current_exception();
-        comm_->abort("device " + std::to_string(d) + " failed");
+        int none = -1;
+        if (first_failure.compare_exchange_strong(none, d)) comm_->abort("device " + std::to_string(d) + " failed");
       }
     });
   for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  if (first_failure >= 0) std::rethrow_exception(errors[size_t(first_failure.load())]);
   ++step_count_;
   comm_seconds_ = 0;
   for (const auto& ex : devices_) comm_seconds_ += ex->last_comm_seconds() / double(n);

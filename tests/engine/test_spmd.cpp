@@ -242,6 +242,21 @@ class TestSpmd : public QObject {
     }
     QVERIFY2(err.contains("fallback.shardlab.json: constraint_fallback: unknown fallback 'sometimes'"), qPrintable(err));
   }
+
+  // A device that fails stops the others (no hang) and its own error is the one reported.
+  void aFailingDeviceReportsItsOwnError() {
+    auto p = project::load_project(kSource + "/projects/fashion-mlp.shardlab.json");
+    runtime::SpmdSession s(p, sharding::parse_mesh("data=4"), sharding::parse_rules("batch=data"), 8, 1);
+    Tensor x({8, 28, 28}, 0.f), y({8}, 1.f);
+    y.data[7] = 12.f;  // only device 3 sees it
+    QString err;
+    try {
+      s.train_step(x, y, 1e-3);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.contains("label 12"), qPrintable(err));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestSpmd)
