@@ -20,9 +20,20 @@ struct TrainArgs {
   std::string mesh;   // overrides the project's
   std::string rules;  // overrides the project's
   std::string log;  // JSONL file
+  std::string trace;        // Chrome trace JSON file
+  std::string trace_steps;  // "a:b", 1-based inclusive
   bool quiet = false;
 };
 int run_train(const TrainArgs& a);
+
+struct ProfileArgs {
+  std::string project;
+  int64_t steps = 10;
+  int threads = 0;
+  std::string mesh, rules;
+  std::string trace;  // also write the Chrome trace
+};
+int run_profile(const ProfileArgs& a);
 
 struct ShardArgs {
   std::string project;

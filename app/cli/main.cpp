@@ -38,6 +38,17 @@ int main(int argc, char** argv) {
   t->add_option("--rules", train.rules, "logical axis rules, e.g. batch=data,hidden=model (override the project's)");
   t->add_option("--log", train.log, "write one JSON object per step and per evaluation to this file");
   t->add_flag("--quiet", train.quiet, "print only the final metrics");
+  t->add_option("--trace", train.trace, "write every span as Chrome trace JSON (Perfetto opens it)");
+  t->add_option("--trace-steps", train.trace_steps, "only trace steps a:b (1-based, inclusive)");
+
+  shardlab::cli::ProfileArgs profile;
+  auto* pr = app.add_subcommand("profile", "Train a few steps traced and print where each device's step time went");
+  pr->add_option("project", profile.project, "the *.shardlab.json file")->required();
+  pr->add_option("--steps", profile.steps, "steps to run (the first is warm-up)")->check(CLI::Range(2, 1000000));
+  pr->add_option("--threads", profile.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
+  pr->add_option("--mesh", profile.mesh, "mesh axes and sizes, e.g. data=8");
+  pr->add_option("--rules", profile.rules, "logical axis rules, e.g. batch=data");
+  pr->add_option("--trace", profile.trace, "also write the Chrome trace JSON");
 
   try {
     app.parse(argc, argv);
@@ -48,6 +59,7 @@ int main(int argc, char** argv) {
     if (*c) return shardlab::cli::run_check(check);
     if (*t) return shardlab::cli::run_train(train);
     if (*sh) return shardlab::cli::run_shard(shard);
+    if (*pr) return shardlab::cli::run_profile(profile);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     for (char& ch : msg)

@@ -1,10 +1,12 @@
 // `shardlab-cli train`: trains a project and prints progress and the final evaluation.
 #include <csignal>
+#include <cstdio>
 #include <unistd.h>
 
 #include "app/cli/commands.h"
 #include "app/cli/progress.h"
 #include "engine/runtime/trainer.h"
+#include "engine/util/error.h"
 
 namespace shardlab::cli {
 
@@ -26,6 +28,15 @@ int run_train(const TrainArgs& a) {
   opt.devices = a.devices;
   opt.mesh = a.mesh;
   opt.rules = a.rules;
+  opt.trace_detailed = !a.trace.empty();
+  if (!a.trace_steps.empty()) {
+    long long first = 0, last = 0;
+    if (std::sscanf(a.trace_steps.c_str(), "%lld:%lld", &first, &last) != 2 || first < 1 || last < first)
+      throw Error("--trace-steps '" + a.trace_steps + "': expected a:b with 1 <= a <= b");
+    opt.trace_first = first;
+    opt.trace_last = last;
+    opt.trace_keep = int(last - first + 1);
+  }
   runtime::Trainer trainer(project::load_project(a.project), opt);
   ProgressPrinter printer(isatty(STDOUT_FILENO) != 0, a.quiet);
   trainer.add_listener(&printer);
@@ -38,6 +49,10 @@ int run_train(const TrainArgs& a) {
   std::signal(SIGINT, on_interrupt);
   trainer.run();
   g_trainer = nullptr;
+  if (!a.trace.empty()) {
+    trainer.trace().write_chrome_json(a.trace);
+    if (!a.quiet) std::printf("trace written to %s\n", a.trace.c_str());
+  }
   return 0;
 }
 

@@ -61,7 +61,8 @@ void SpmdSession::set_parameter(const std::string& path, const Tensor& value) {
   }
 }
 
-double SpmdSession::train_step(const Tensor& features, const Tensor& targets, double learning_rate) {
+double SpmdSession::train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace,
+                               double data_wait_us) {
   const int n = int(devices_.size());
   const sharding::Sharding& xs = step_.sharding[size_t(global_.input)];
   const sharding::Sharding& ys = step_.sharding[size_t(global_.target)];
@@ -87,6 +88,8 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
         ctx.device = d;
         ctx.mesh = &mesh_;
         ctx.comm = comm_.get();
+        ctx.trace = trace;
+        ctx.data_wait_us = data_wait_us;
         ex.run(ctx);
       } catch (...) {
         errors[size_t(d)] = std::current_exception();

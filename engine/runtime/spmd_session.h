@@ -30,7 +30,9 @@ class SpmdSession {
   void set_parameter(const std::string& path, const Tensor& value);
 
   // One step on a global batch; returns the loss before the update (as Trainer::train_step).
-  double train_step(const Tensor& features, const Tensor& targets, double learning_rate);
+  // `trace`, when given, records every device's spans and summary.
+  double train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace = nullptr,
+                    double data_wait_us = 0);
   double last_accuracy() const { return accuracy_; }
   int64_t steps_done() const { return step_count_; }
   // Seconds the last step's devices spent inside collectives, averaged over devices.

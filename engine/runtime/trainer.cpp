@@ -24,6 +24,8 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
     project_.training.epochs = options_.epochs;
     if (options_.steps < 0) project_.training.steps = 0;
   }
+  trace_ = std::make_unique<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
+                                             options_.trace_keep);
   threads_ = options_.threads > 0 ? options_.threads : backends::cpu::default_threads();
   backends::cpu::set_threads(threads_);
   report_ = project::analyze_project(project_);
@@ -122,15 +124,26 @@ void Trainer::sync_from_devices() {
   }
 }
 
+profiler::Trace* Trainer::trace_for_next_step() {
+  const int64_t n = step_ + 1;
+  if (!trace_->detailed()) return trace_.get();  // light mode: every step's totals
+  const bool in_range = n >= options_.trace_first && (options_.trace_last < 0 || n <= options_.trace_last);
+  return in_range ? trace_.get() : nullptr;
+}
+
 double Trainer::train_step(const Tensor& features, const Tensor& targets) {
+  profiler::Trace* trace = trace_for_next_step();
+  const double wait = pending_data_wait_us_;
+  pending_data_wait_us_ = 0;
   if (spmd_) {
-    Tensor x = features;
-    const double loss = spmd_->train_step(x, targets, project_.optimizer.learning_rate.at(step_));
+    const double loss = spmd_->train_step(features, targets, project_.optimizer.learning_rate.at(step_), trace, wait);
     ++step_;
     return loss;
   }
   feed(*exec_, train_, features, targets);
   backends::StepContext ctx{step_, project_.optimizer.learning_rate.at(step_)};
+  ctx.trace = trace;
+  ctx.data_wait_us = wait;
   exec_->run(ctx);
   ++step_;
   return double(exec_->data(train_.loss)[0]);
@@ -202,8 +215,12 @@ void Trainer::run_loop() {
   int64_t epoch = 0;
   for (int64_t i = 0; i < info.total_steps && !cancelled_; ++i) {
     auto t0 = Clock::now();
+    const double data_start = trace_->now_us();
     data::Batch b = loader.next();
     const double wait = seconds_since(t0);
+    pending_data_wait_us_ = wait * 1e6;
+    trace_->add(profiler::Span{0, profiler::Category::Data, "data", "", "batch", data_start, wait * 1e6, 0,
+                               double(b.features.size() + b.targets.size()) * sizeof(float), step_});
     auto t1 = Clock::now();
     StepEvent ev;
     ev.learning_rate = project_.optimizer.learning_rate.at(step_);

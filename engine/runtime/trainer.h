@@ -11,6 +11,7 @@
 
 #include "engine/backends/cpu/executor.h"
 #include "engine/data/dataset.h"
+#include "engine/profiler/trace.h"
 #include "engine/project/project.h"
 #include "engine/runtime/spmd_session.h"
 #include "engine/runtime/train_step.h"
@@ -60,6 +61,11 @@ struct TrainOptions {
   int devices = 0;    // virtual CPU devices; 0: as many as the mesh has
   std::string mesh;   // "data=8": overrides the project's mesh
   std::string rules;  // "batch=data": overrides the project's logical axis rules
+  // Tracing: per-step totals are always kept; `trace_detailed` keeps every span of steps
+  // [trace_first, trace_last] (1-based; trace_last < 0: to the end), the last `trace_keep` of them.
+  bool trace_detailed = false;
+  int64_t trace_first = 1, trace_last = -1;
+  int trace_keep = 20;
 };
 
 class Trainer {
@@ -87,6 +93,7 @@ class Trainer {
   double train_step(const Tensor& features, const Tensor& targets);
   EvalEvent evaluate(const data::Dataset& ds);
   int64_t steps_done() const { return step_; }
+  profiler::Trace& trace() { return *trace_; }
 
  private:
   const ModelParam& param(const std::string& path) const;
@@ -103,6 +110,9 @@ class Trainer {
   // Set when training on several virtual devices: it owns the parameters then, and the
   // one-device executor above only evaluates, with parameters copied from it.
   std::unique_ptr<SpmdSession> spmd_;
+  std::unique_ptr<profiler::Trace> trace_;
+  double pending_data_wait_us_ = 0;
+  profiler::Trace* trace_for_next_step();
   void sync_from_devices();
   std::map<int64_t, std::pair<std::unique_ptr<StepProgram>, std::unique_ptr<backends::cpu::Executor<float>>>> eval_;
   std::vector<TrainerListener*> listeners_;

@@ -294,6 +294,34 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(r.err, "dimension 0 of size 128 is not divisible by 3");
     VERIFY_CONTAINS(r.err, "126 or 129");
   }
+
+  // train --trace writes Chrome trace JSON; profile prints the per-device breakdown and top spans.
+  void trainWritesAChromeTrace() {
+    QTemporaryDir dir;
+    const QString trace = dir.filePath("run.json");
+    Result r = run_cli({"train", kProjects + "/deep-mlp-small.shardlab.json", "--steps", "3", "--batch-size", "64", "--trace", trace,
+                        "--trace-steps", "2:3"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QFile f(trace);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    Json j = Json::parse(f.readAll().toStdString());
+    int x = 0;
+    for (const auto& e : j["traceEvents"]) x += e["ph"] == "X";
+    QVERIFY(x > 20);
+    r = run_cli({"train", kProjects + "/deep-mlp-small.shardlab.json", "--steps", "1", "--trace-steps", "5:2", "--trace", trace});
+    QVERIFY(r.exit_code != 0);
+    VERIFY_CONTAINS(r.err, "--trace-steps '5:2'");
+  }
+
+  void profilePrintsTheStepBreakdown() {
+    Result r = run_cli({"profile", kProjects + "/fashion-mlp.shardlab.json", "--steps", "4", "--mesh", "data=2", "--rules", "batch=data"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "CPU 0");
+    VERIFY_CONTAINS(r.out, "CPU 1");
+    VERIFY_CONTAINS(r.out, "MFU");
+    VERIFY_CONTAINS(r.out, "top spans");
+    VERIFY_CONTAINS(r.out, "all_reduce");
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "engine/backends/cpu/kernels.h"
+#include "engine/ir/primitive.h"
+#include "engine/profiler/trace.h"
 #include "engine/util/error.h"
 
 namespace shardlab::backends::cpu {
@@ -29,6 +31,52 @@ Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fu
     plan_fusion();
   } else {
     for (size_t i = 0; i < program_.instrs.size(); ++i) steps_.push_back(Step{i});
+  }
+  describe_steps();
+}
+
+// What a trace shows per step: category, name, planned FLOPs or bytes moved, and the step's
+// live arena bytes after it (from the memory plan's live ranges).
+template <class T>
+void Executor<T>::describe_steps() {
+  const auto& ins = program_.instrs;
+  const int end = int(ins.size());
+  std::vector<int> first(program_.values.size(), end), last(program_.values.size(), -1);
+  for (int i = 0; i < end; ++i) {
+    for (int v : ins[size_t(i)].in) last[size_t(v)] = std::max(last[size_t(v)], i);
+    for (int v : ins[size_t(i)].out) first[size_t(v)] = std::min(first[size_t(v)], i), last[size_t(v)] = std::max(last[size_t(v)], i);
+  }
+  for (const Step& st : steps_) {
+    const ir::Instr& in = ins[st.instr];
+    StepInfo info;
+    const bool comm = in.op == ir::Op::AllReduce || in.op == ir::Op::AllGather || in.op == ir::Op::ReduceScatter || in.op == ir::Op::AllToAll;
+    const bool update = in.op == ir::Op::AdamUpdate || in.op == ir::Op::SgdUpdate;
+    info.category = int(comm ? profiler::Category::Collective : update ? profiler::Category::Optimizer : profiler::Category::Compute);
+    info.name = ir::op_name(in.op);
+    if (st.folded) info.name += st.mask >= 0 ? "+relu_grad" : st.relu ? "+bias+relu" : "+bias";
+    auto flops_of = [&](const ir::Instr& x) {
+      std::vector<Shape> is, os;
+      for (int v : x.in) is.push_back(program_.shape(v));
+      for (int v : x.out) os.push_back(program_.shape(v));
+      return ir::primitive(x.op).flops(is, os, x.attrs);
+    };
+    double f = flops_of(in);
+    for (size_t k : st.folded_instrs) f += flops_of(ins[k]);
+    (comm ? info.bytes : info.flops) = comm ? f * sizeof(T) : f;
+    // Live arena bytes once this step is done (distinct buffers only).
+    std::vector<std::pair<int64_t, int64_t>> bufs;
+    for (size_t v = 0; v < program_.values.size(); ++v)
+      if (plan_.arena_offset[v] >= 0 && first[v] <= int(st.instr) && last[v] > int(st.instr))
+        bufs.push_back({plan_.arena_offset[v], numel(program_.values[v].shape)});
+    std::sort(bufs.begin(), bufs.end());
+    int64_t covered = 0, reach = 0;
+    for (auto [off, n] : bufs) {
+      if (off + n <= reach) continue;
+      covered += off + n - std::max(off, reach);
+      reach = off + n;
+    }
+    info.live_bytes = double(covered) * sizeof(T);
+    info_.push_back(info);
   }
 }
 
@@ -96,6 +144,7 @@ void Executor<T>::plan_fusion() {
       if (!folded.empty() && !same_buffer(s.out, m)) folded.clear(), s = Step{i};
     }
     s.folded = folded.size();
+    s.folded_instrs = folded;
     for (size_t f : folded) folded_away_[f] = true;
     steps_.push_back(s);
   }
@@ -127,7 +176,15 @@ template <class T>
 void Executor<T>::run(const StepContext& ctx) {
   KernelArgs<T> args;
   comm_seconds_ = 0;
-  for (const Step& step : steps_) {
+  profiler::Trace* trace = ctx.trace;
+  profiler::StepSummary summary;
+  summary.step = ctx.step;
+  summary.device = ctx.device;
+  summary.data_us = ctx.data_wait_us;
+  const double step_start = trace ? trace->now_us() : 0.0;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& step = steps_[k];
+    const double t0 = trace ? trace->now_us() : 0.0;
     const ir::Instr& ins = program_.instrs[step.instr];
     args.in.clear();
     args.out.clear();
@@ -159,6 +216,28 @@ void Executor<T>::run(const StepContext& ctx) {
     } else {
       run_kernel(ins, args, ctx);
     }
+    if (trace) {
+      const StepInfo& info = info_[k];
+      const double dur = trace->now_us() - t0;
+      const auto cat = profiler::Category(info.category);
+      (cat == profiler::Category::Collective  ? summary.collective_us
+       : cat == profiler::Category::Optimizer ? summary.optimizer_us
+                                              : summary.compute_us) += dur;
+      summary.flops += info.flops;
+      if (trace->detailed()) {
+        const int out = step.folded ? step.out : (ins.out.empty() ? ins.in[0] : ins.out[0]);
+        trace->add(profiler::Span{ctx.device, cat, info.name, ins.node, program_.values[size_t(out)].name, t0, dur, info.flops,
+                                  info.bytes, ctx.step});
+        trace->add(profiler::MemorySample{ctx.device, t0 + dur, info.live_bytes});
+      }
+    }
+  }
+  if (trace) {
+    const double end = trace->now_us();
+    summary.wall_us = end - step_start + ctx.data_wait_us;
+    trace->add(profiler::Span{ctx.device, profiler::Category::Step, "step " + std::to_string(ctx.step + 1), "", "", step_start,
+                              end - step_start, summary.flops, 0, ctx.step});
+    trace->add(summary);
   }
 }
 

@@ -47,12 +47,21 @@ class Executor {
   struct Step {
     size_t instr = 0;
     size_t folded = 0;  // later instructions this step also performs (skipped where they stand)
+    std::vector<size_t> folded_instrs;
     int bias = -1;      // value added per row
     bool relu = false;
     int mask = -1;      // relu_grad's activation
     int out = -1;       // where the fused result goes
   };
   std::vector<Step> steps_;
+  // Per step of steps_: what a trace records (computed once).
+  struct StepInfo {
+    int category = 0;  // profiler::Category
+    double flops = 0, bytes = 0, live_bytes = 0;
+    std::string name;
+  };
+  std::vector<StepInfo> info_;
+  void describe_steps();
   std::vector<bool> folded_away_;  // per instruction: performed by an earlier step
   double comm_seconds_ = 0;
   void plan_fusion();

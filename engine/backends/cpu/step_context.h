@@ -7,6 +7,10 @@ namespace shardlab::sharding {
 class Mesh;
 }
 
+namespace shardlab::profiler {
+class Trace;
+}
+
 namespace shardlab::backends {
 
 namespace cpu {
@@ -20,6 +24,9 @@ struct StepContext {
   int device = 0;
   const sharding::Mesh* mesh = nullptr;
   cpu::ThreadCollectives* comm = nullptr;
+  // Where to record this step's spans and summary (null: not traced).
+  profiler::Trace* trace = nullptr;
+  double data_wait_us = 0;  // the host's wait for this step's batch, for the summary
 };
 
 }  // namespace shardlab::backends

@@ -1,0 +1,96 @@
+// `shardlab-cli profile`: a few traced steps, then per device where the step time went (compute,
+// collectives, optimizer, data wait, idle), achieved FLOP/s and MFU against this machine's GEMM
+// peak, and the spans that took longest.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "app/cli/commands.h"
+#include "engine/backends/cpu/executor.h"
+#include "engine/backends/cpu/gemm.h"
+#include "engine/runtime/trainer.h"
+
+namespace shardlab::cli {
+
+namespace {
+
+// The CPU's GEMM peak on the engine's own kernel, measured once (best of a few 512x1024x1024 products).
+double gemm_peak_flops() {
+  const int64_t m = 512, n = 1024, k = 1024;
+  std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), c(size_t(m * n));
+  double best = 1e30;
+  for (int r = 0; r < 6; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    backends::cpu::gemm(false, false, m, n, k, a.data(), k, b.data(), n, c.data(), n);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * double(m * n * k) / best;
+}
+
+}  // namespace
+
+int run_profile(const ProfileArgs& a) {
+  runtime::TrainOptions opt;
+  opt.steps = a.steps;
+  opt.threads = a.threads;
+  opt.mesh = a.mesh;
+  opt.rules = a.rules;
+  opt.trace_detailed = true;
+  opt.trace_keep = int(a.steps);
+  project::Project p = project::load_project(a.project);
+  p.training.eval = false;  // profiling times training steps only
+  runtime::Trainer trainer(p, opt);
+  trainer.run();
+  if (!a.trace.empty()) trainer.trace().write_chrome_json(a.trace);
+
+  const double peak = gemm_peak_flops();
+  const auto summaries = trainer.trace().summaries();
+  std::map<int, std::vector<profiler::StepSummary>> by_device;
+  for (const auto& s : summaries)
+    if (s.step > 0) by_device[s.device].push_back(s);  // step 1 is warm-up
+  std::printf("%s: %lld steps, the first left out as warm-up; GEMM peak %.1f GFLOP/s on this machine\n\n",
+              p.display_name().c_str(), (long long)a.steps, peak / 1e9);
+  std::printf("%-8s %10s %10s %12s %10s %10s %10s %10s %8s\n", "device", "step ms", "compute", "collective", "optimizer",
+              "data", "idle", "GFLOP/s", "MFU");
+  for (const auto& [device, list] : by_device) {
+    profiler::StepSummary avg;
+    for (const auto& s : list) {
+      avg.wall_us += s.wall_us / double(list.size());
+      avg.compute_us += s.compute_us / double(list.size());
+      avg.collective_us += s.collective_us / double(list.size());
+      avg.optimizer_us += s.optimizer_us / double(list.size());
+      avg.data_us += s.data_us / double(list.size());
+      avg.flops += s.flops / double(list.size());
+    }
+    // Virtual devices share the cores: each one's fair share of the peak is peak / devices.
+    const double achieved = avg.flops / (avg.wall_us * 1e-6);
+    const double share = peak / double(by_device.size());
+    std::printf("CPU %-4d %10.1f %10.1f %12.1f %10.1f %10.1f %10.1f %10.1f %7.0f%%\n", device, avg.wall_us / 1e3,
+                avg.compute_us / 1e3, avg.collective_us / 1e3, avg.optimizer_us / 1e3, avg.data_us / 1e3, avg.idle_us() / 1e3,
+                achieved / 1e9, 100.0 * achieved / share);
+  }
+  // Top spans, summed over devices and steps (warm-up left out).
+  struct Total {
+    double us = 0;
+    int count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Total> totals;
+  double all = 0;
+  for (const profiler::Span& s : trainer.trace().spans()) {
+    if (s.step == 0 || s.category == profiler::Category::Step) continue;
+    auto& t = totals[{s.name, s.node}];
+    t.us += s.dur_us;
+    ++t.count;
+    all += s.dur_us;
+  }
+  std::vector<std::pair<std::pair<std::string, std::string>, Total>> top(totals.begin(), totals.end());
+  std::sort(top.begin(), top.end(), [](const auto& x, const auto& y) { return x.second.us > y.second.us; });
+  std::printf("\ntop spans (all devices, all steps after the first):\n%-28s %-22s %8s %12s %7s\n", "span", "layer", "count", "total ms", "share");
+  for (size_t i = 0; i < top.size() && i < 12; ++i)
+    std::printf("%-28s %-22s %8d %12.1f %6.1f%%\n", top[i].first.first.c_str(), top[i].first.second.c_str(), top[i].second.count,
+                top[i].second.us / 1e3, 100.0 * top[i].second.us / std::max(all, 1e-9));
+  return 0;
+}
+
+}  // namespace shardlab::cli

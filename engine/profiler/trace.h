@@ -1,0 +1,77 @@
+// Step traces: what every device did and when, per primitive and collective, with the layer and
+// array each span came from and the FLOPs or bytes the plan predicted for it. Light mode keeps
+// per-step totals by category only; detailed mode keeps every span of the last K steps (a ring),
+// plus the totals of all steps. Exported as Chrome trace-event JSON, which Perfetto opens.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace shardlab::profiler {
+
+enum class Category { Compute, Collective, Optimizer, Data, Step };
+const char* category_name(Category c);
+
+struct Span {
+  int device = 0;
+  Category category = Category::Compute;
+  std::string name;   // primitive ("matmul", "all_reduce") or "step", "data"
+  std::string node;   // layer node ("dense1", "blocks/W1"); "" for the loss and data
+  std::string array;  // the value it produced (or moved)
+  double start_us = 0, dur_us = 0;
+  double flops = 0, bytes = 0;
+  int64_t step = 0;
+};
+
+struct MemorySample {
+  int device = 0;
+  double ts_us = 0;
+  double bytes = 0;  // live step buffers after the span at ts
+};
+
+// Per device and step: wall time and how it divides.
+struct StepSummary {
+  int64_t step = 0;
+  int device = 0;
+  double wall_us = 0, compute_us = 0, collective_us = 0, optimizer_us = 0, data_us = 0;
+  double flops = 0;
+  double idle_us() const { return wall_us - compute_us - collective_us - optimizer_us - data_us; }
+};
+
+class Trace {
+ public:
+  enum class Mode { Light, Detailed };
+  explicit Trace(Mode mode = Mode::Light, int keep_steps = 20);
+
+  Mode mode() const { return mode_; }
+  bool detailed() const { return mode_ == Mode::Detailed; }
+  // Microseconds since the trace began (steady clock).
+  double now_us() const;
+
+  // Thread-safe: devices record concurrently.
+  void add(const Span& s);
+  void add(const MemorySample& m);
+  void add(const StepSummary& s);
+
+  std::vector<Span> spans() const;
+  std::vector<StepSummary> summaries() const;
+  // Chrome trace-event JSON: one process per host, one track per device and stream.
+  std::string to_chrome_json(const std::string& process_name = "shardlab") const;
+  void write_chrome_json(const std::string& path) const;
+
+ private:
+  void trim();  // drop spans of steps older than the last keep_steps_
+
+  Mode mode_;
+  int keep_steps_;
+  int64_t t0_ns_;
+  mutable std::mutex mu_;
+  std::deque<Span> spans_;
+  std::deque<MemorySample> memory_;
+  std::vector<StepSummary> summaries_;
+};
+
+}  // namespace shardlab::profiler

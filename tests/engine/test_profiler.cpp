@@ -1,0 +1,160 @@
+// Step traces: the Chrome trace JSON is well formed (every span has pid/tid/ts/dur, spans on a
+// track nest), span totals account for the step's wall time, collectives show where the plan
+// put them, light mode keeps only totals, and the ring keeps the last K steps.
+#include <QtTest>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/trainer.h"
+
+using namespace shardlab;
+using Json = nlohmann::json;
+
+namespace {
+
+const char* kMlp = R"({
+  "format": "shardlab.project", "version": 1,
+  "graph": {"nodes": [
+      {"name": "x", "type": "Input", "params": {"shape": [64], "axes": ["embed"]}},
+      {"name": "l0", "type": "Dense", "params": {"features": 128}}, {"name": "r0", "type": "ReLU"},
+      {"name": "l1", "type": "Dense", "params": {"features": 128}, "param_axes": {"kernel": ["mlp", "embed"], "bias": ["embed"]}},
+      {"name": "r1", "type": "ReLU"},
+      {"name": "out", "type": "Dense", "params": {"features": 8}, "param_axes": {"kernel": ["embed", "classes"], "bias": ["classes"]}}],
+    "edges": [{"from": "x.out", "to": "l0.in"}, {"from": "l0.out", "to": "r0.in"}, {"from": "r0.out", "to": "l1.in"},
+              {"from": "l1.out", "to": "r1.in"}, {"from": "r1.out", "to": "out.in"}]},
+  "loss": {"type": "mean_squared_error", "output": "out"},
+  "optimizer": {"type": "adam"},
+  "data": {"type": "synthetic", "kind": "normal", "feature_shape": [64], "target_shape": [8], "examples": 512},
+  "training": {"batch_size": 64, "steps": 6, "eval": false}
+})";
+
+}  // namespace
+
+class TestProfiler : public QObject {
+  Q_OBJECT
+ private slots:
+  void chromeTraceIsWellFormedAndNests() {
+    runtime::TrainOptions o;
+    o.trace_detailed = true;
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
+    t.run();
+    Json j = Json::parse(t.trace().to_chrome_json());
+    QVERIFY(j.contains("traceEvents"));
+    QCOMPARE(j["displayTimeUnit"].get<std::string>(), std::string("ms"));
+    std::map<int, std::vector<std::pair<double, double>>> tracks;
+    int named = 0, counters = 0, spans = 0;
+    for (const auto& e : j["traceEvents"]) {
+      const std::string ph = e["ph"];
+      QVERIFY(e.contains("pid"));
+      if (ph == "M") {
+        named += e["name"] == "thread_name";
+      } else if (ph == "C") {
+        ++counters;
+        QVERIFY(e.contains("ts") && e["args"].contains("live bytes"));
+      } else {
+        QCOMPARE(ph, std::string("X"));
+        QVERIFY(e.contains("tid") && e.contains("ts") && e.contains("dur") && e.contains("name") && e.contains("cat"));
+        QVERIFY(e["dur"].get<double>() >= 0);
+        tracks[e["tid"].get<int>()].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+        ++spans;
+      }
+    }
+    QVERIFY(named >= 2);  // compute and data tracks of CPU 0
+    QVERIFY(counters > 0);
+    QVERIFY(spans > 6 * 10);
+    // Spans on one track either nest or follow each other (what Perfetto needs of X events).
+    for (auto& [tid, list] : tracks) {
+      std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+      std::vector<double> open;
+      for (auto [b, e] : list) {
+        while (!open.empty() && open.back() <= b) open.pop_back();
+        QVERIFY2(open.empty() || e <= open.back() + 1e-3, qPrintable(QString("track %1: span [%2, %3] straddles its parent").arg(tid).arg(b).arg(e)));
+        open.push_back(e);
+      }
+    }
+  }
+
+  void spanTotalsAccountForTheStep() {
+    runtime::TrainOptions o;
+    o.trace_detailed = true;
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
+    t.run();
+    const auto summaries = t.trace().summaries();
+    QCOMPARE(summaries.size(), size_t(6));
+    for (const auto& s : summaries) {
+      const double busy = s.compute_us + s.collective_us + s.optimizer_us + s.data_us;
+      QVERIFY2(busy <= s.wall_us * 1.0001 && busy >= 0.95 * s.wall_us,
+               qPrintable(QString("step %1: spans %2 us of %3 us").arg(s.step).arg(busy).arg(s.wall_us)));
+      QVERIFY(s.optimizer_us > 0 && s.compute_us > 0);
+      QCOMPARE(s.collective_us, 0.0);
+    }
+    // Per step, the primitive spans' FLOPs are the plan's training-step FLOPs.
+    double flops = 0;
+    for (const auto& sp : t.trace().spans())
+      if (sp.step == 2 && sp.category != profiler::Category::Step) flops += sp.flops;
+    QVERIFY2(std::abs(flops - t.step_program().step_flops) <= 1e-6 * flops, qPrintable(QString("%1 vs %2").arg(flops).arg(t.step_program().step_flops)));
+  }
+
+  void dataParallelTraceShowsOneAllReducePerGradient() {
+    runtime::TrainOptions o;
+    o.trace_detailed = true;
+    o.mesh = "data=4";
+    o.rules = "batch=data";
+    o.threads = 4;
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
+    t.run();
+    std::map<std::pair<int, int64_t>, int> reduces;  // (device, step) -> all-reduces
+    for (const auto& sp : t.trace().spans())
+      if (sp.name == "all_reduce") {
+        QCOMPARE(int(sp.category), int(profiler::Category::Collective));
+        QVERIFY(sp.bytes > 0);
+        ++reduces[{sp.device, sp.step}];
+      }
+    QCOMPARE(reduces.size(), size_t(4 * 6));
+    for (auto& [key, n] : reduces) QCOMPARE(n, 6 + 1);  // 3 kernels, 3 biases, and the loss
+    QCOMPARE(t.trace().summaries().size(), size_t(4 * 6));
+  }
+
+  void lightModeKeepsTotalsButNoSpans() {
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"));
+    t.run();
+    QVERIFY(t.trace().spans().empty());
+    QCOMPARE(t.trace().summaries().size(), size_t(6));
+  }
+
+  void ringKeepsTheLastSteps() {
+    runtime::TrainOptions o;
+    o.trace_detailed = true;
+    o.trace_keep = 2;
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
+    t.run();
+    std::set<int64_t> steps;
+    for (const auto& sp : t.trace().spans()) steps.insert(sp.step);
+    QCOMPARE(steps, (std::set<int64_t>{4, 5}));
+    QCOMPARE(t.trace().summaries().size(), size_t(6));  // summaries of every step stay
+  }
+
+  void traceStepRangeLimitsDetailedSpans() {
+    runtime::TrainOptions o;
+    o.trace_detailed = true;
+    o.trace_first = 2;
+    o.trace_last = 3;
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
+    t.run();
+    std::set<int64_t> steps;
+    for (const auto& sp : t.trace().spans())
+      if (sp.category != profiler::Category::Data) steps.insert(sp.step);
+    QCOMPARE(steps, (std::set<int64_t>{1, 2}));  // 0-based steps 1 and 2 are steps 2 and 3
+  }
+
+  void perfettoTraceProcessorIsNotAvailableOffline() {
+    // Perfetto's Python TraceProcessor downloads its trace_processor_shell binary at run time,
+    // which this machine (no network beyond package registries) cannot do; the structural checks
+    // above stand in for it.
+    QSKIP("perfetto's trace processor fetches its binary from the network at run time; checked the JSON structurally instead");
+  }
+};
+
+QTEST_APPLESS_MAIN(TestProfiler)
+#include "test_profiler.moc"
