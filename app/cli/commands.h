@@ -22,6 +22,10 @@ struct TrainArgs {
   std::string log;  // JSONL file
   std::string trace;        // Chrome trace JSON file
   std::string trace_steps;  // "a:b", 1-based inclusive
+  std::string checkpoint_dir;
+  int64_t save_every = 0;
+  int keep = 3;
+  bool resume = false;
   bool quiet = false;
 };
 int run_train(const TrainArgs& a);
@@ -34,6 +38,14 @@ struct ProfileArgs {
   std::string trace;  // also write the Chrome trace
 };
 int run_profile(const ProfileArgs& a);
+
+struct CheckpointArgs {
+  std::string checkpoint;  // a step directory, or a root (its newest checkpoint)
+  std::string format = "safetensors";
+  std::string out;
+};
+int run_inspect(const CheckpointArgs& a);
+int run_export(const CheckpointArgs& a);
 
 struct ShardArgs {
   std::string project;

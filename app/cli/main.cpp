@@ -40,6 +40,19 @@ int main(int argc, char** argv) {
   t->add_flag("--quiet", train.quiet, "print only the final metrics");
   t->add_option("--trace", train.trace, "write every span as Chrome trace JSON (Perfetto opens it)");
   t->add_option("--trace-steps", train.trace_steps, "only trace steps a:b (1-based, inclusive)");
+  t->add_option("--checkpoint-dir", train.checkpoint_dir, "save checkpoints here (step_NNNNNN/ directories)");
+  t->add_option("--save-every", train.save_every, "save every N steps (and at the end)")->check(CLI::PositiveNumber);
+  t->add_option("--keep", train.keep, "keep the newest K checkpoints")->check(CLI::PositiveNumber);
+  t->add_flag("--resume", train.resume, "continue from the newest checkpoint in --checkpoint-dir");
+
+  shardlab::cli::CheckpointArgs inspect;
+  auto* in = app.add_subcommand("inspect", "List a checkpoint's tensors, shapes, dtypes, shardings, step and project");
+  in->add_option("checkpoint", inspect.checkpoint, "a step_NNNNNN directory, or a checkpoint root")->required();
+  shardlab::cli::CheckpointArgs exp;
+  auto* ex = app.add_subcommand("export", "Export a checkpoint's parameters");
+  ex->add_option("checkpoint", exp.checkpoint, "a step_NNNNNN directory, or a checkpoint root")->required();
+  ex->add_option("--format", exp.format, "safetensors (onnx is not supported yet)")->capture_default_str();
+  ex->add_option("--out", exp.out, "the file to write")->required();
 
   shardlab::cli::ProfileArgs profile;
   auto* pr = app.add_subcommand("profile", "Train a few steps traced and print where each device's step time went");
@@ -60,6 +73,8 @@ int main(int argc, char** argv) {
     if (*t) return shardlab::cli::run_train(train);
     if (*sh) return shardlab::cli::run_shard(shard);
     if (*pr) return shardlab::cli::run_profile(profile);
+    if (*in) return shardlab::cli::run_inspect(inspect);
+    if (*ex) return shardlab::cli::run_export(exp);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     for (char& ch : msg)

@@ -29,6 +29,11 @@ int run_train(const TrainArgs& a) {
   opt.mesh = a.mesh;
   opt.rules = a.rules;
   opt.trace_detailed = !a.trace.empty();
+  opt.checkpoint_dir = a.checkpoint_dir;
+  opt.save_every = a.save_every;
+  opt.keep = a.keep;
+  opt.resume = a.resume;
+  if ((a.resume || a.save_every > 0) && a.checkpoint_dir.empty()) throw Error("--resume and --save-every need --checkpoint-dir");
   if (!a.trace_steps.empty()) {
     long long first = 0, last = 0;
     if (std::sscanf(a.trace_steps.c_str(), "%lld:%lld", &first, &last) != 2 || first < 1 || last < first)

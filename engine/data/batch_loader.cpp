@@ -139,10 +139,12 @@ bool BatchLoader::next_in_epoch(Batch& out) {
   return true;
 }
 
-void BatchLoader::reset() {
+void BatchLoader::reset() { seek(0); }
+
+void BatchLoader::seek(int64_t position) {
   std::lock_guard<std::mutex> lock(mu_);
   ready_.clear();
-  consumed_ = produced_ = 0;
+  consumed_ = produced_ = std::max<int64_t>(position, 0);
   ++generation_;
   cv_.notify_all();
 }

@@ -54,6 +54,9 @@ class BatchLoader {
   Batch next();  // blocks until ready; throws if the dataset is empty
   bool next_in_epoch(Batch& out);
   void reset();
+  // Continues the stream at `position` (epoch * batches_per_epoch() + index): a resumed run gets
+  // the batches it would have had.
+  void seek(int64_t position);
 
  private:
   Batch make_batch(int64_t pos);  // only ever run by one thread at a time: the worker, or the caller if prefetch == 0

@@ -36,11 +36,12 @@ const ModelParam& SpmdSession::param(const std::string& path) const { return fin
 
 std::vector<std::string> SpmdSession::parameter_paths() const { return param_paths(global_); }
 
-Tensor SpmdSession::parameter(const std::string& path) const {
-  const ModelParam& mp = param(path);
-  const sharding::Sharding& s = step_.sharding[size_t(mp.value)];
-  const int local = step_.local[size_t(mp.value)];
-  Tensor full(mp.info.shape);
+Tensor SpmdSession::parameter(const std::string& path) const { return value(param(path).value); }
+
+Tensor SpmdSession::value(int v) const {
+  const sharding::Sharding& s = step_.sharding[size_t(v)];
+  const int local = step_.local[size_t(v)];
+  Tensor full(global_.program.shape(v));
   for (int d = 0; d < int(devices_.size()); ++d) {
     Tensor block(step_.program.shape(local));
     std::memcpy(block.ptr(), devices_[size_t(d)]->data(local), size_t(block.size()) * sizeof(float));
@@ -49,12 +50,15 @@ Tensor SpmdSession::parameter(const std::string& path) const {
   return full;
 }
 
-void SpmdSession::set_parameter(const std::string& path, const Tensor& value) {
-  const ModelParam& mp = param(path);
-  if (value.shape != mp.info.shape)
-    throw Error("parameter '" + path + "' has shape " + shape_str(mp.info.shape) + ", the value has " + shape_str(value.shape));
-  const sharding::Sharding& s = step_.sharding[size_t(mp.value)];
-  const int local = step_.local[size_t(mp.value)];
+void SpmdSession::set_parameter(const std::string& path, const Tensor& value) { set_value(param(path).value, value); }
+
+void SpmdSession::set_value(int v, const Tensor& value) {
+  const Shape& shape = global_.program.shape(v);
+  if (value.shape != shape)
+    throw Error("'" + global_.program.values[size_t(v)].name + "' has shape " + shape_str(shape) + ", the value has " +
+                shape_str(value.shape));
+  const sharding::Sharding& s = step_.sharding[size_t(v)];
+  const int local = step_.local[size_t(v)];
   for (int d = 0; d < int(devices_.size()); ++d) {
     Tensor block = sharding::local_block(value, s, mesh_, d);
     std::memcpy(devices_[size_t(d)]->data(local), block.ptr(), size_t(block.size()) * sizeof(float));

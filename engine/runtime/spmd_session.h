@@ -28,6 +28,9 @@ class SpmdSession {
   std::vector<std::string> parameter_paths() const;
   Tensor parameter(const std::string& path) const;  // assembled from the devices' blocks
   void set_parameter(const std::string& path, const Tensor& value);
+  // Any parameter or optimizer-state value of the global step, assembled or split.
+  Tensor value(int global) const;
+  void set_value(int global, const Tensor& t);
 
   // One step on a global batch; returns the loss before the update (as Trainer::train_step).
   // `trace`, when given, records every device's spans and summary.

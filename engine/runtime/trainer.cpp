@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
 #include "engine/sharding/layout.h"
@@ -42,7 +43,64 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
   }
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (saver_.joinable()) saver_.join();
+}
+
+void Trainer::wait_for_saves() {
+  if (saver_.joinable()) saver_.join();
+  if (!save_error_.empty()) {
+    std::string e = save_error_;
+    save_error_.clear();
+    throw Error(e);
+  }
+}
+
+void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bool background) {
+  wait_for_saves();
+  // Copy every array now (the step may then go on), write it later.
+  std::vector<std::pair<std::string, Tensor>> arrays;
+  for (const std::string& n : state_names()) arrays.push_back({n, state(n)});
+  nlohmann::ordered_json meta;
+  meta["format"] = "shardlab.checkpoint";
+  meta["version"] = 1;
+  meta["project"] = nlohmann::ordered_json::parse(project::to_json_string(project_));
+  meta["data_position"] = data_position;
+  meta["seed"] = project_.training.seed;
+  meta["mesh"] = spmd_ ? spmd_->mesh().str() : std::string("(one device)");
+  nlohmann::ordered_json specs = nlohmann::ordered_json::object();
+  for (const std::string& n : state_names()) {
+    const int v = state_value(n);
+    specs[n] = spmd_ ? spmd_->partitioned().sharding[size_t(v)].str() : std::string("replicated");
+  }
+  meta["shardings"] = specs;
+  const int64_t step = step_;
+  const int keep = options_.keep;
+  auto write = [this, root, step, keep, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
+    try {
+      checkpoint::save(root, step, arrays, meta);
+      checkpoint::prune(root, keep);
+    } catch (const std::exception& e) {
+      save_error_ = e.what();
+    }
+  };
+  if (background) saver_ = std::thread(std::move(write));
+  else {
+    write();
+    wait_for_saves();
+  }
+}
+
+int64_t Trainer::restore_checkpoint(const std::string& dir) {
+  checkpoint::Loaded c = checkpoint::load(dir);
+  for (const std::string& n : state_names()) {
+    auto it = c.arrays.find(n);
+    if (it == c.arrays.end()) throw Error(dir + ": the checkpoint has no array '" + n + "' (saved from another model?)");
+    set_state(n, it->second);
+  }
+  step_ = c.step;
+  return c.meta.value("data_position", c.step);
+}
 
 StartInfo Trainer::plan_info() const {
   StartInfo s;
@@ -82,6 +140,44 @@ void Trainer::set_parameter(const std::string& path, const Tensor& value) {
   if (value.shape != mp.info.shape)
     throw Error("parameter '" + path + "' has shape " + shape_str(mp.info.shape) + ", the value has " + shape_str(value.shape));
   std::memcpy(exec_->data(mp.value), value.ptr(), size_t(value.size()) * sizeof(float));
+}
+
+std::vector<std::string> Trainer::state_names() const {
+  std::vector<std::string> out;
+  for (const ModelParam& mp : train_.params) out.push_back("params/" + mp.path);
+  for (const ModelParam& mp : train_.params)
+    for (int v : mp.state) {
+      const std::string& n = train_.program.values[size_t(v)].name;  // "<path>/<mu|nu|trace>"
+      out.push_back("opt_state/" + n.substr(mp.path.size() + 1) + "/" + mp.path);
+    }
+  return out;
+}
+
+int Trainer::state_value(const std::string& name) const {
+  for (const ModelParam& mp : train_.params) {
+    if (name == "params/" + mp.path) return mp.value;
+    for (int v : mp.state) {
+      const std::string& n = train_.program.values[size_t(v)].name;
+      if (name == "opt_state/" + n.substr(mp.path.size() + 1) + "/" + mp.path) return v;
+    }
+  }
+  throw Error("the model has no state array '" + name + "'");
+}
+
+Tensor Trainer::state(const std::string& name) const {
+  const int v = state_value(name);
+  if (spmd_) return spmd_->value(v);
+  Tensor t(train_.program.shape(v));
+  std::memcpy(t.ptr(), exec_->data(v), size_t(t.size()) * sizeof(float));
+  return t;
+}
+
+void Trainer::set_state(const std::string& name, const Tensor& value) {
+  const int v = state_value(name);
+  if (value.shape != train_.program.shape(v))
+    throw Error("'" + name + "' has shape " + shape_str(train_.program.shape(v)) + ", the value has " + shape_str(value.shape));
+  if (spmd_) spmd_->set_value(v, value);
+  std::memcpy(exec_->data(v), value.ptr(), size_t(value.size()) * sizeof(float));
 }
 
 void Trainer::check_data(const data::Dataset& ds, const std::string& split) const {
@@ -204,6 +300,14 @@ void Trainer::run_loop() {
     throw Error(project_.display_name() + ": training.batch_size: " + std::to_string(t.batch_size) +
                 " is larger than the training split (" + std::to_string(splits.train.size()) + " examples)");
   data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
+  int64_t start = 0;
+  if (options_.resume) {
+    if (options_.checkpoint_dir.empty()) throw Error("resume: no checkpoint directory given");
+    auto last = checkpoint::latest(options_.checkpoint_dir);
+    if (!last) throw Error(options_.checkpoint_dir + ": no committed checkpoint to resume from");
+    start = restore_checkpoint(last->string());
+    loader.seek(start);
+  }
 
   StartInfo info = plan_info();
   info.steps_per_epoch = loader.batches_per_epoch();
@@ -212,8 +316,8 @@ void Trainer::run_loop() {
   info.test_examples = splits.test.size();
   for (auto* l : listeners_) l->on_start(info);
 
-  int64_t epoch = 0;
-  for (int64_t i = 0; i < info.total_steps && !cancelled_; ++i) {
+  int64_t epoch = start / info.steps_per_epoch;
+  for (int64_t i = start; i < info.total_steps && !cancelled_; ++i) {
     auto t0 = Clock::now();
     const double data_start = trace_->now_us();
     data::Batch b = loader.next();
@@ -241,7 +345,11 @@ void Trainer::run_loop() {
       for (auto* l : listeners_) l->on_eval(e);
     }
     if (epoch_end) ++epoch;
+    if (!options_.checkpoint_dir.empty() && options_.save_every > 0 && (i + 1) % options_.save_every == 0 && !last)
+      save_checkpoint(options_.checkpoint_dir, i + 1, true);
   }
+  if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, step_, false);
+  wait_for_saves();
   for (auto* l : listeners_) l->on_finish(cancelled_);
 }
 

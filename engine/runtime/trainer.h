@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/backends/cpu/executor.h"
@@ -66,6 +67,12 @@ struct TrainOptions {
   bool trace_detailed = false;
   int64_t trace_first = 1, trace_last = -1;
   int trace_keep = 20;
+  // Checkpoints under checkpoint_dir every save_every steps (and at the end), keeping the newest
+  // `keep`; `resume` continues from the newest one there.
+  std::string checkpoint_dir;
+  int64_t save_every = 0;
+  int keep = 3;
+  bool resume = false;
 };
 
 class Trainer {
@@ -88,6 +95,20 @@ class Trainer {
   Tensor parameter(const std::string& path) const;
   void set_parameter(const std::string& path, const Tensor& value);
 
+  // Everything a checkpoint holds: parameters ("params/<path>") and optimizer state
+  // ("opt_state/<mu|nu|trace>/<path>"), as global arrays whatever the mesh.
+  std::vector<std::string> state_names() const;
+  Tensor state(const std::string& name) const;
+  void set_state(const std::string& name, const Tensor& value);
+  void set_steps_done(int64_t steps) { step_ = steps; }
+
+  // Saves a checkpoint of the current state (arrays copied now, written on a background thread
+  // when `background`); and restores one, on whatever mesh this trainer runs. Returns the
+  // data-stream position the checkpoint recorded.
+  void save_checkpoint(const std::string& root, int64_t data_position, bool background = false);
+  int64_t restore_checkpoint(const std::string& step_dir);
+  void wait_for_saves();
+
   // One training step on an explicit batch (features [batch, ...], targets); returns the loss
   // computed before the update, as value_and_grad does.
   double train_step(const Tensor& features, const Tensor& targets);
@@ -97,6 +118,7 @@ class Trainer {
 
  private:
   const ModelParam& param(const std::string& path) const;
+  int state_value(const std::string& name) const;
   void feed(backends::cpu::Executor<float>& ex, const StepProgram& s, const Tensor& x, const Tensor& y);
   void run_loop();
   void check_data(const data::Dataset& ds, const std::string& split) const;
@@ -111,6 +133,8 @@ class Trainer {
   // one-device executor above only evaluates, with parameters copied from it.
   std::unique_ptr<SpmdSession> spmd_;
   std::unique_ptr<profiler::Trace> trace_;
+  std::thread saver_;
+  std::string save_error_;
   double pending_data_wait_us_ = 0;
   profiler::Trace* trace_for_next_step();
   void sync_from_devices();

@@ -1,0 +1,126 @@
+#include "engine/checkpoint/checkpoint.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "engine/checkpoint/safetensors.h"
+#include "engine/util/atomic_file.h"
+#include "engine/util/error.h"
+
+namespace shardlab::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// step_000123 -> 123; -1 for anything else (temporaries included).
+int64_t step_of(const fs::path& p) {
+  const std::string n = p.filename().string();
+  if (n.rfind("step_", 0) != 0 || n.size() == 5) return -1;
+  for (size_t i = 5; i < n.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return -1;
+  return std::stoll(n.substr(5));
+}
+
+std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& root) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const int64_t s = step_of(e.path());
+    if (s >= 0 && fs::exists(e.path() / kCommitFile)) out.push_back({s, e.path()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+fs::path step_dir(const fs::path& root, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%06lld", (long long)step);
+  return root / name;
+}
+
+fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
+              nlohmann::ordered_json meta) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw Error(root.string() + ": cannot create the checkpoint directory: " + ec.message());
+  const fs::path final_dir = step_dir(root, step);
+  fs::path tmp = final_dir;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) throw Error(tmp.string() + ": cannot create: " + ec.message());
+
+  SafetensorsFile f;
+  for (const auto& [name, t] : arrays) f.tensors.push_back(from_tensor(name, t));
+  f.metadata["format"] = "shardlab";
+  f.metadata["step"] = std::to_string(step);
+  write_safetensors(tmp / kTensorsFile, f);
+  meta["step"] = step;
+  util::write_file_atomically(tmp / kMetaFile, meta.dump(2) + "\n");
+  // The marker goes last: a directory without it is an interrupted save and never loads.
+  util::write_file_atomically(tmp / kCommitFile, "committed\n");
+  fsync_dir(tmp);
+  if (fs::exists(final_dir)) fs::remove_all(final_dir, ec);
+  fs::rename(tmp, final_dir, ec);
+  if (ec) throw Error(final_dir.string() + ": could not commit the checkpoint: " + ec.message());
+  fsync_dir(root);
+  return final_dir;
+}
+
+std::optional<fs::path> latest(const fs::path& root) {
+  auto all = committed(root);
+  if (all.empty()) return std::nullopt;
+  return all.back().second;
+}
+
+Loaded load(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such checkpoint directory");
+  if (!fs::exists(dir / kCommitFile))
+    throw Error(dir.string() + ": not a committed checkpoint (no " + kCommitFile + " marker: the save was interrupted)");
+  Loaded out;
+  out.dir = dir;
+  std::ifstream in(dir / kMetaFile);
+  if (!in) throw Error((dir / kMetaFile).string() + ": missing");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    out.meta = nlohmann::ordered_json::parse(ss.str());
+  } catch (const std::exception& e) {
+    throw Error((dir / kMetaFile).string() + ": malformed JSON: " + e.what());
+  }
+  if (!out.meta.contains("step") || !out.meta["step"].is_number_integer())
+    throw Error((dir / kMetaFile).string() + ": step: missing");
+  out.step = out.meta["step"].get<int64_t>();
+  SafetensorsFile f = read_safetensors(dir / kTensorsFile);
+  for (const StoredTensor& t : f.tensors) out.arrays[t.name] = to_tensor(t);
+  return out;
+}
+
+void prune(const fs::path& root, int keep) {
+  std::error_code ec;
+  auto all = committed(root);
+  for (size_t i = 0; i + size_t(std::max(keep, 1)) < all.size(); ++i) fs::remove_all(all[i].second, ec);
+  if (!fs::is_directory(root, ec)) return;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step_", 0) == 0 && n.find(".tmp-") != std::string::npos) fs::remove_all(e.path(), ec);
+  }
+}
+
+}  // namespace shardlab::checkpoint

@@ -1,0 +1,45 @@
+// Checkpoint directories: <root>/step_000123/ holding model.safetensors (parameters as
+// "params/<path>", optimizer state as "opt_state/<mu|nu|trace>/<path>", always as whole global
+// arrays, so they load onto any mesh) and checkpoint.json (project, step, data position, mesh,
+// rules, every array's PartitionSpec). A save is written under a temporary name, flushed, marked
+// committed, and renamed: a process killed at any point leaves the previous checkpoint loadable
+// and no half-written one that loads.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace shardlab::checkpoint {
+
+inline constexpr const char* kTensorsFile = "model.safetensors";
+inline constexpr const char* kMetaFile = "checkpoint.json";
+inline constexpr const char* kCommitFile = "COMMITTED";
+
+std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
+
+// Writes <root>/step_<step>/ atomically. `meta` gets "step" added.
+std::filesystem::path save(const std::filesystem::path& root, int64_t step,
+                           const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta);
+
+// The newest committed checkpoint under `root`, if any.
+std::optional<std::filesystem::path> latest(const std::filesystem::path& root);
+
+struct Loaded {
+  std::filesystem::path dir;
+  int64_t step = 0;
+  nlohmann::ordered_json meta;
+  std::map<std::string, Tensor> arrays;
+};
+// Reads a committed checkpoint directory; errors name the directory or file and the reason.
+Loaded load(const std::filesystem::path& dir);
+
+// Removes all but the newest `keep` committed checkpoints, and leftovers of interrupted saves.
+void prune(const std::filesystem::path& root, int keep);
+
+}  // namespace shardlab::checkpoint

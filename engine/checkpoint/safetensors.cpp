@@ -1,0 +1,515 @@
+#include "engine/checkpoint/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/util/atomic_file.h"
+#include "engine/util/error.h"
+
+namespace shardlab::checkpoint {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The reference implementation's limit on the header length.
+constexpr uint64_t kMaxHeaderSize = 100'000'000;
+
+constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
+                                DType::I32, DType::I16,  DType::I8,  DType::U8,  DType::BOOL};
+
+// Dtypes the format defines but Shardlab does not handle, so that they get a clearer message.
+constexpr const char* kUnsupportedDTypes[] = {"U16",     "U32",    "U64",      "F8_E4M3", "F8_E5M2", "F8_E8M0",
+                                              "F6_E2M3", "F6_E3M2", "F4",      "C64",     "C128"};
+
+bool dtype_from_name(std::string_view s, DType& out) {
+  for (DType d : kAllDTypes) {
+    if (s == dtype_name(d)) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string shape_list(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+// A JSON value for a message, cut short if long.
+std::string brief(const Json& j) {
+  std::string s = j.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+// The offset of the first byte that breaks UTF-8 (overlong forms, surrogates and code points past
+// U+10FFFF included), or npos if `s` is valid.
+size_t invalid_utf8_at(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;       // overlong
+      else if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;       // overlong
+      else if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return i;
+    }
+    if (n - i < len) return i;
+    if (p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+uint64_t load_le(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+void store_le(uint8_t* p, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+
+// numel(shape) * elem_size with overflow checks; false on a negative dimension or overflow.
+bool checked_nbytes(const Shape& shape, size_t elem_size, uint64_t& out) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  return !__builtin_mul_overflow(uint64_t(n), uint64_t(elem_size), &out);
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;
+};
+
+}  // namespace
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::F64: return "F64";
+    case DType::I64: return "I64";
+    case DType::I32: return "I32";
+    case DType::I16: return "I16";
+    case DType::I8: return "I8";
+    case DType::U8: return "U8";
+    case DType::BOOL: return "BOOL";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::F64:
+    case DType::I64: return 8;
+    case DType::F32:
+    case DType::I32: return 4;
+    case DType::F16:
+    case DType::BF16:
+    case DType::I16: return 2;
+    case DType::I8:
+    case DType::U8:
+    case DType::BOOL: return 1;
+  }
+  return 0;
+}
+
+const StoredTensor* SafetensorsFile::find(const std::string& name) const {
+  for (const StoredTensor& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------- writing
+
+namespace {
+
+// `who` starts every error message: the file being written, or "safetensors" for bytes in memory.
+std::string serialise(const SafetensorsFile& f, const std::string& who) {
+  auto fail = [&](const std::string& why) { throw Error(who + ": " + why); };
+
+  std::set<std::string_view> names;
+  std::vector<uint64_t> sizes(f.tensors.size());
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    const StoredTensor& t = f.tensors[i];
+    if (t.name == "__metadata__") fail("a tensor may not be called '__metadata__'");
+    if (invalid_utf8_at(t.name) != std::string_view::npos) fail("tensor name " + in_quotes(t.name) + " is not valid UTF-8");
+    if (!names.insert(t.name).second) fail("duplicate tensor name " + in_quotes(t.name));
+    const std::string ctx = "tensor " + in_quotes(t.name) + ": ";
+    for (int64_t d : t.shape)
+      if (d < 0) fail(ctx + "shape " + shape_list(t.shape) + " has a negative dimension");
+    if (!checked_nbytes(t.shape, dtype_size(t.dtype), sizes[i]))
+      fail(ctx + "the byte size of shape " + shape_list(t.shape) + " overflows");
+    if (t.bytes.size() != sizes[i])
+      fail(ctx + "holds " + std::to_string(t.bytes.size()) + " bytes but shape " + shape_list(t.shape) + " of " +
+           dtype_name(t.dtype) + " needs " + std::to_string(sizes[i]));
+  }
+  for (const auto& [k, v] : f.metadata) {
+    if (invalid_utf8_at(k) != std::string_view::npos) fail("metadata key " + in_quotes(k) + " is not valid UTF-8");
+    if (invalid_utf8_at(v) != std::string_view::npos)
+      fail("metadata value for key " + in_quotes(k) + " is not valid UTF-8");
+  }
+
+  std::vector<size_t> order(f.tensors.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return f.tensors[a].name < f.tensors[b].name; });
+
+  Json header = Json::object();
+  if (!f.metadata.empty()) {
+    Json meta = Json::object();
+    for (const auto& [k, v] : f.metadata) meta[k] = v;
+    header["__metadata__"] = std::move(meta);
+  }
+  uint64_t offset = 0;
+  for (size_t i : order) {
+    const StoredTensor& t = f.tensors[i];
+    Json entry = Json::object();
+    entry["dtype"] = dtype_name(t.dtype);
+    Json shape = Json::array();
+    for (int64_t d : t.shape) shape.push_back(d);
+    entry["shape"] = std::move(shape);
+    Json offsets = Json::array();
+    offsets.push_back(offset);
+    offsets.push_back(offset + sizes[i]);
+    entry["data_offsets"] = std::move(offsets);
+    header[t.name] = std::move(entry);
+    offset += sizes[i];
+  }
+  std::string text = header.dump();
+  // The data buffer starts right after the header; pad so that it is 8-byte aligned.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  std::string out;
+  out.reserve(8 + text.size() + offset);
+  out.resize(8);
+  store_le(reinterpret_cast<uint8_t*>(out.data()), text.size(), 8);
+  out += text;
+  for (size_t i : order) {
+    const auto& b = f.tensors[i].bytes;
+    out.append(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_safetensors_bytes(const SafetensorsFile& f) { return serialise(f, "safetensors"); }
+
+void write_safetensors(const std::filesystem::path& path, const SafetensorsFile& f) {
+  util::write_file_atomically(path, serialise(f, path.string()));
+}
+
+// ---------------------------------------------------------------------------------------- reading
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name_for_errors) {
+  auto fail = [&](const std::string& why) -> void { throw Error(name_for_errors + ": " + why); };
+
+  if (bytes.size() < 8)
+    fail("file is only " + std::to_string(bytes.size()) +
+         " bytes, too short for the 8-byte header length that starts a safetensors file");
+  const uint64_t n = load_le(reinterpret_cast<const uint8_t*>(bytes.data()), 8);
+  if (n > kMaxHeaderSize)
+    fail("header length " + std::to_string(n) + " is over the limit of " + std::to_string(kMaxHeaderSize) + " bytes");
+  if (n > bytes.size() - 8)
+    fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(bytes.size() - 8) +
+         " bytes follow the length field)");
+  const std::string_view text(bytes.data() + 8, size_t(n));
+  const uint64_t buffer_start = 8 + n;
+  const uint64_t buffer_size = bytes.size() - buffer_start;
+
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
+    fail("header is not valid UTF-8 (bad byte at header offset " + std::to_string(bad) + ")");
+  if (text.empty() || text.front() != '{') fail("header does not start with '{'");
+  // nlohmann's lexer takes a NUL byte for the end of input, which would let "{}\0garbage" through;
+  // JSON allows no raw NUL anywhere.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    fail("header is not valid JSON: NUL byte at header offset " + std::to_string(nul));
+
+  // Parse, noting the first key that repeats within one object: nlohmann would silently keep one.
+  std::vector<std::set<std::string>> open_objects;
+  std::string top_key;  // the top-level key whose value is being parsed
+  std::string duplicate;
+  const Json::parser_callback_t note_duplicates = [&](int, Json::parse_event_t ev, Json& parsed) {
+    switch (ev) {
+      case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case Json::parse_event_t::object_end: open_objects.pop_back(); break;
+      case Json::parse_event_t::key: {
+        const std::string& key = parsed.get_ref<const std::string&>();
+        if (open_objects.size() == 1) top_key = key;
+        if (!open_objects.back().insert(key).second && duplicate.empty()) {
+          if (open_objects.size() == 1)
+            duplicate = key == "__metadata__" ? "duplicate '__metadata__'" : "duplicate tensor name " + in_quotes(key);
+          else if (top_key == "__metadata__")
+            duplicate = "__metadata__: duplicate key " + in_quotes(key);
+          else
+            duplicate = "tensor " + in_quotes(top_key) + ": duplicate key " + in_quotes(key);
+        }
+        break;
+      }
+      default: break;
+    }
+    return true;
+  };
+  Json header;
+  try {
+    header = Json::parse(text.begin(), text.end(), note_duplicates);
+  } catch (const Json::exception& e) {
+    fail(std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail("header is not a JSON object");
+  if (!duplicate.empty()) fail(duplicate);
+
+  SafetensorsFile out;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      if (value.is_null()) continue;  // as the reference implementation: same as absent
+      if (!value.is_object()) fail("__metadata__ is not an object of string to string");
+      for (const auto& [mk, mv] : value.items()) {
+        if (!mv.is_string())
+          fail("__metadata__ value for key " + in_quotes(mk) + " is not a string (metadata must map string to string)");
+        out.metadata[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    const std::string ctx = "tensor " + in_quotes(key) + ": ";
+    if (!value.is_object()) fail(ctx + "entry is not an object");
+    for (const auto& [k, unused] : value.items()) {
+      if (k != "dtype" && k != "shape" && k != "data_offsets")
+        fail(ctx + "unknown key " + in_quotes(k) + " (an entry has only dtype, shape and data_offsets)");
+    }
+    for (const char* required : {"dtype", "shape", "data_offsets"})
+      if (!value.contains(required)) fail(ctx + "missing '" + required + "'");
+
+    Entry e;
+    e.name = key;
+    const Json& dt = value["dtype"];
+    if (!dt.is_string()) fail(ctx + "dtype is not a string");
+    const std::string& dts = dt.get_ref<const std::string&>();
+    if (!dtype_from_name(dts, e.dtype)) {
+      for (const char* u : kUnsupportedDTypes)
+        if (dts == u) fail(ctx + "unsupported dtype " + in_quotes(dts) + " (Shardlab reads F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
+      fail(ctx + "unknown dtype " + in_quotes(dts));
+    }
+
+    const Json& sh = value["shape"];
+    if (!sh.is_array()) fail(ctx + "shape is not a list of non-negative integers");
+    e.shape.reserve(sh.size());
+    for (size_t i = 0; i < sh.size(); ++i) {
+      if (!sh[i].is_number_unsigned())
+        fail(ctx + "shape is not a list of non-negative integers (element " + std::to_string(i) + " is " + brief(sh[i]) +
+             ")");
+      const uint64_t d = sh[i].get<uint64_t>();
+      if (d > uint64_t(std::numeric_limits<int64_t>::max()))
+        fail(ctx + "shape dimension " + std::to_string(d) + " overflows a 64-bit signed integer");
+      e.shape.push_back(int64_t(d));
+    }
+
+    const Json& off = value["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      fail(ctx + "data_offsets " + brief(off) + " is not a pair [begin, end] of non-negative integers");
+    e.begin = off[0].get<uint64_t>();
+    e.end = off[1].get<uint64_t>();
+    const std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    if (e.begin > e.end) fail(ctx + "data_offsets " + range + " have begin > end");
+
+    int64_t count = 1;
+    for (int64_t d : e.shape)
+      if (__builtin_mul_overflow(count, d, &count))
+        fail(ctx + "the element count of shape " + shape_list(e.shape) + " overflows");
+    uint64_t nbytes = 0;
+    if (__builtin_mul_overflow(uint64_t(count), uint64_t(dtype_size(e.dtype)), &nbytes))
+      fail(ctx + "the byte size of shape " + shape_list(e.shape) + " of " + dts + " overflows");
+    if (e.end - e.begin != nbytes)
+      fail(ctx + "data_offsets " + range + " span " + std::to_string(e.end - e.begin) + " bytes but shape " +
+           shape_list(e.shape) + " of " + dts + " needs " + std::to_string(nbytes));
+    entries.push_back(std::move(e));
+  }
+
+  // In data_offsets order, the entries must tile the data buffer exactly.
+  std::vector<size_t> order(entries.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(entries[a].begin, entries[a].end) < std::pair(entries[b].begin, entries[b].end);
+  });
+  uint64_t pos = 0;
+  const Entry* prev = nullptr;
+  for (size_t i : order) {
+    const Entry& e = entries[i];
+    const std::string ctx = "tensor " + in_quotes(e.name) + ": ";
+    const std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    if (e.begin < pos)
+      fail(ctx + "data_offsets " + range + " overlap those of tensor " + in_quotes(prev->name) + " [" +
+           std::to_string(prev->begin) + ", " + std::to_string(prev->end) + "]");
+    if (e.end > buffer_size)
+      fail(ctx + "data_offsets " + range + " run past the end of the data buffer (" + std::to_string(buffer_size) +
+           " bytes)");
+    if (e.begin > pos)
+      fail(ctx + "gap of " + std::to_string(e.begin - pos) + " bytes in the data buffer before data_offsets " + range +
+           " (no tensor covers [" + std::to_string(pos) + ", " + std::to_string(e.begin) + "])");
+    pos = e.end;
+    prev = &e;
+  }
+  if (pos != buffer_size)
+    fail("trailing bytes after the last tensor's data: the data buffer is " + std::to_string(buffer_size) +
+         " bytes, the tensors cover " + std::to_string(pos));
+
+  out.tensors.reserve(entries.size());
+  for (Entry& e : entries) {
+    StoredTensor t;
+    t.name = std::move(e.name);
+    t.dtype = e.dtype;
+    t.shape = std::move(e.shape);
+    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + buffer_start;
+    t.bytes.assign(p + e.begin, p + e.end);
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path.string() + ": is a directory, not a safetensors file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open (" + std::strerror(errno) + ")");
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size < 0 || !in) throw Error(path.string() + ": cannot determine the file size");
+  std::string bytes(size_t(size), '\0');
+  if (!in.read(bytes.data(), size)) throw Error(path.string() + ": reading failed");
+  return parse_safetensors(bytes, path.string());
+}
+
+// ----------------------------------------------------------------------------------- conversions
+
+StoredTensor from_tensor(const std::string& name, const Tensor& t) {
+  uint64_t nbytes = 0;
+  if (!checked_nbytes(t.shape, 4, nbytes) || nbytes != uint64_t(t.data.size()) * 4)
+    throw Error("tensor " + in_quotes(name) + ": shape " + shape_list(t.shape) + " does not match its " +
+                std::to_string(t.data.size()) + " elements");
+  StoredTensor s;
+  s.name = name;
+  s.dtype = DType::F32;
+  s.shape = t.shape;
+  s.bytes.resize(size_t(nbytes));
+  for (size_t i = 0; i < t.data.size(); ++i) store_le(&s.bytes[4 * i], std::bit_cast<uint32_t>(t.data[i]), 4);
+  return s;
+}
+
+Tensor to_tensor(const StoredTensor& s) {
+  const size_t es = dtype_size(s.dtype);
+  uint64_t nbytes = 0;
+  if (!checked_nbytes(s.shape, es, nbytes))
+    throw Error("tensor " + in_quotes(s.name) + ": shape " + shape_list(s.shape) + " is negative or overflows");
+  if (nbytes != s.bytes.size())
+    throw Error("tensor " + in_quotes(s.name) + ": holds " + std::to_string(s.bytes.size()) + " bytes but shape " +
+                shape_list(s.shape) + " of " + dtype_name(s.dtype) + " needs " + std::to_string(nbytes));
+  const size_t n = s.bytes.size() / es;
+  Tensor t;
+  t.shape = s.shape;
+  t.data.resize(n);
+  const uint8_t* p = s.bytes.data();
+  for (size_t i = 0; i < n; ++i, p += es) {
+    const uint64_t v = load_le(p, es);
+    float x = 0;
+    switch (s.dtype) {
+      case DType::F32: x = std::bit_cast<float>(uint32_t(v)); break;
+      case DType::F16: x = f16_to_float(uint16_t(v)); break;
+      case DType::BF16: x = bf16_to_float(uint16_t(v)); break;
+      case DType::F64: x = float(std::bit_cast<double>(v)); break;
+      case DType::I64: x = float(int64_t(v)); break;
+      case DType::I32: x = float(int32_t(uint32_t(v))); break;
+      case DType::I16: x = float(int16_t(uint16_t(v))); break;
+      case DType::I8: x = float(int8_t(uint8_t(v))); break;
+      case DType::U8: x = float(uint8_t(v)); break;
+      case DType::BOOL:
+        if (v > 1)
+          throw Error("tensor " + in_quotes(s.name) + ": BOOL element " + std::to_string(i) + " is " + std::to_string(v) +
+                      ", not 0 or 1");
+        x = float(v);
+        break;
+    }
+    t.data[i] = x;
+  }
+  return t;
+}
+
+uint16_t float_to_bf16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x0040u);  // NaN: keep sign, make quiet
+  return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);                   // ties to even; overflow -> inf
+}
+
+float bf16_to_float(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+
+uint16_t float_to_f16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
+  uint32_t x = bits & 0x7FFFFFFFu;
+  if (x > 0x7F800000u) return uint16_t(sign | 0x7E00u | ((x >> 13) & 0x3FFu));  // NaN, quiet
+  if (x >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // >= 65520 (or inf) rounds to infinity
+  if (x >= 0x38800000u) {                                  // normal half: rebias, round mantissa to 10 bits
+    x -= 0x38000000u;
+    x += 0x0FFFu + ((x >> 13) & 1u);
+    return uint16_t(sign | (x >> 13));
+  }
+  // Subnormal half (or zero): value / 2^-24, rounded to nearest even.
+  const uint32_t exp = x >> 23;
+  if (exp < 102) return sign;  // below 2^-25: rounds to zero
+  const uint32_t mant = (x & 0x7FFFFFu) | 0x800000u;
+  const uint32_t shift = 126 - exp;  // 14..24
+  uint32_t r = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (r & 1u))) ++r;
+  return uint16_t(sign | r);
+}
+
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  if (exp == 0) {
+    const float v = float(mant) * 0x1p-24f;  // exact
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+}  // namespace shardlab::checkpoint

@@ -1,0 +1,84 @@
+// Our own reader and writer for the safetensors format (https://github.com/huggingface/safetensors):
+//
+//   [8 bytes: little-endian u64 N][N bytes: UTF-8 JSON header, starting with '{', space-padded][data buffer]
+//
+// The header maps each tensor name to {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}
+// (offsets relative to the start of the data buffer, end exclusive) and may hold a "__metadata__"
+// object of string -> string. Tensor data is row-major and little-endian.
+//
+// The writer puts "__metadata__" first (when non-empty) and the tensors sorted by name, lays their
+// data out in that same order, and pads the header with spaces so the data buffer starts at an
+// offset that is a multiple of 8 — the layout the reference implementation writes.
+//
+// The reader is at least as strict as the reference implementation and stricter in a few places
+// (unknown keys in an entry, duplicate names or keys, a header not starting with '{' are errors).
+// The entries may be listed in any order in the header, but sorted by data_offsets they must tile
+// the data buffer exactly: no overlaps, no gaps, no trailing bytes. It never reads out of bounds and
+// allocates no more than the size of the input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace shardlab::checkpoint {
+
+enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL };
+
+// "F32", "F16", ... as spelled in the header.
+const char* dtype_name(DType d);
+// Bytes per element: 4, 2, 2, 8, 8, 4, 2, 1, 1, 1.
+size_t dtype_size(DType d);
+
+struct StoredTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;                 // [] is a scalar (one element), [0] is empty
+  std::vector<uint8_t> bytes;  // raw little-endian, row-major; numel(shape) * dtype_size(dtype) bytes
+};
+
+struct SafetensorsFile {
+  std::vector<StoredTensor> tensors;
+  std::map<std::string, std::string> metadata;  // "__metadata__"; omitted from the file when empty
+
+  // The tensor called `name`, or nullptr.
+  const StoredTensor* find(const std::string& name) const;
+};
+
+// The file's bytes. Throws Error on duplicate tensor names, a tensor named "__metadata__", names or
+// metadata that are not valid UTF-8, negative dimensions, or bytes.size() != numel * dtype_size.
+std::string to_safetensors_bytes(const SafetensorsFile& f);
+
+// Writes to_safetensors_bytes(f) atomically (util::write_file_atomically): on failure the previous
+// file, if any, is untouched and no partial file is left. Errors name `path`.
+void write_safetensors(const std::filesystem::path& path, const SafetensorsFile& f);
+
+// Reads and validates a file; every problem is an Error naming the file (and the tensor where there
+// is one) and the reason. Tensors come back in the order the header lists them.
+SafetensorsFile read_safetensors(const std::filesystem::path& path);
+
+// The same from bytes in memory; `name_for_errors` starts every error message.
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name_for_errors);
+
+// An F32 StoredTensor holding t. Throws Error if t.data does not hold numel(t.shape) elements.
+StoredTensor from_tensor(const std::string& name, const Tensor& t);
+
+// Converts any supported dtype to float (F64 and 64/32-bit integers round to nearest float, BOOL is
+// 0 or 1). Throws Error naming the tensor if its bytes do not match its shape and dtype, or a BOOL
+// byte is neither 0 nor 1.
+Tensor to_tensor(const StoredTensor& s);
+
+// bfloat16 / IEEE half conversions. float -> 16 bit rounds to nearest, ties to even; overflow goes to
+// infinity (f16: |x| >= 65520), NaN stays a (quiet) NaN with its sign, f16 subnormals are produced
+// and read exactly. 16 bit -> float is exact.
+uint16_t float_to_bf16(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_f16(float f);
+float f16_to_float(uint16_t h);
+
+}  // namespace shardlab::checkpoint

@@ -1,0 +1,207 @@
+// Checkpoints: resuming continues bit for bit, a checkpoint restores onto another mesh with
+// identical values, a process killed mid-save leaves the previous checkpoint loadable, old ones
+// are pruned, and export writes the parameters alone.
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/safetensors.h"
+#include "engine/runtime/trainer.h"
+#include "engine/util/error.h"
+
+using namespace shardlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kMlp = R"({
+  "format": "shardlab.project", "version": 1,
+  "graph": {"nodes": [
+      {"name": "x", "type": "Input", "params": {"shape": [32], "axes": ["embed"]}},
+      {"name": "l0", "type": "Dense", "params": {"features": 64}}, {"name": "r0", "type": "ReLU"},
+      {"name": "drop", "type": "Dropout", "params": {"rate": 0.1}},
+      {"name": "out", "type": "Dense", "params": {"features": 4}, "param_axes": {"kernel": ["mlp", "classes"], "bias": ["classes"]}}],
+    "edges": [{"from": "x.out", "to": "l0.in"}, {"from": "l0.out", "to": "r0.in"}, {"from": "r0.out", "to": "drop.in"},
+              {"from": "drop.out", "to": "out.in"}]},
+  "loss": {"type": "softmax_cross_entropy", "output": "out"},
+  "optimizer": {"type": "adam", "learning_rate": 0.01},
+  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [32], "classes": 4, "examples": 256},
+  "training": {"batch_size": 32, "steps": 12, "eval": false, "seed": 3}
+})";
+
+struct Losses : runtime::TrainerListener {
+  std::vector<double> v;
+  void on_step(const runtime::StepEvent& e) override { v.push_back(e.loss); }
+};
+
+std::map<std::string, Tensor> states(const runtime::Trainer& t) {
+  std::map<std::string, Tensor> m;
+  for (const std::string& n : t.state_names()) m[n] = t.state(n);
+  return m;
+}
+
+bool bitwise_equal(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second.shape != v.shape || std::memcmp(v.ptr(), it->second.ptr(), v.data.size() * sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class TestCheckpoint : public QObject {
+  Q_OBJECT
+ private slots:
+  void resumeContinuesBitForBit() {
+    QTemporaryDir dir;
+    const project::Project p = project::parse_project(kMlp, "mlp.shardlab.json");
+    runtime::Trainer straight(p);
+    Losses all;
+    straight.add_listener(&all);
+    straight.run();
+
+    runtime::TrainOptions first;
+    first.steps = 5;
+    first.checkpoint_dir = dir.path().toStdString();
+    runtime::Trainer a(p, first);
+    a.run();
+    QVERIFY(checkpoint::latest(first.checkpoint_dir).has_value());
+
+    runtime::TrainOptions second;
+    second.checkpoint_dir = first.checkpoint_dir;
+    second.resume = true;
+    runtime::Trainer b(p, second);
+    Losses rest;
+    b.add_listener(&rest);
+    b.run();
+    QCOMPARE(rest.v.size(), size_t(12 - 5));
+    for (size_t i = 0; i < rest.v.size(); ++i) QCOMPARE(rest.v[i], all.v[5 + i]);  // dropout, shuffling and Adam included
+    QVERIFY(bitwise_equal(states(b), states(straight)));
+  }
+
+  void restoresOntoAnotherMeshWithIdenticalValues() {
+    QTemporaryDir dir;
+    const std::string root = dir.path().toStdString();
+    const project::Project p = project::load_project(std::string(SHARDLAB_SOURCE_DIR) + "/tests/reference/dot-relu-dot-small.shardlab.json");
+    runtime::TrainOptions o;
+    o.mesh = "data=2,model=4";
+    o.rules = "batch=data,hidden=model,layer=none";
+    o.steps = 2;
+    o.checkpoint_dir = root;
+    runtime::Trainer eight(p, o);
+    eight.run();
+    const auto saved = states(eight);
+    const std::string ckpt = checkpoint::latest(root)->string();
+
+    runtime::Trainer one(p);
+    one.restore_checkpoint(ckpt);
+    QVERIFY(bitwise_equal(states(one), saved));
+
+    runtime::TrainOptions four;
+    four.mesh = "data=4";
+    four.rules = "batch=data";
+    runtime::Trainer dp(p, four);
+    dp.restore_checkpoint(ckpt);
+    QVERIFY(bitwise_equal(states(dp), saved));
+    // And back: saved from 4 devices, loaded onto 8.
+    QTemporaryDir dir2;
+    dp.save_checkpoint(dir2.path().toStdString(), 2);
+    runtime::Trainer back(p, o);
+    back.restore_checkpoint(checkpoint::latest(dir2.path().toStdString())->string());
+    QVERIFY(bitwise_equal(states(back), saved));
+    QCOMPARE(back.steps_done(), int64_t(2));
+  }
+
+  void uncommittedCheckpointsNeverLoad() {
+    QTemporaryDir dir;
+    const fs::path root = dir.path().toStdString();
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"));
+    t.save_checkpoint(root.string(), 0);
+    fs::create_directories(root / "step_000009");  // a save killed before its marker
+    std::ofstream(root / "step_000009" / checkpoint::kMetaFile) << "{\"step\": 9}";
+    QCOMPARE(checkpoint::latest(root)->filename().string(), std::string("step_000000"));
+    QString err;
+    try {
+      checkpoint::load(root / "step_000009");
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    QVERIFY2(err.contains("not a committed checkpoint"), qPrintable(err));
+  }
+
+  void keepPrunesOldCheckpoints() {
+    QTemporaryDir dir;
+    runtime::TrainOptions o;
+    o.steps = 6;
+    o.save_every = 1;
+    o.keep = 2;
+    o.checkpoint_dir = dir.path().toStdString();
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
+    t.run();
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(o.checkpoint_dir)) left.push_back(e.path().filename().string());
+    std::sort(left.begin(), left.end());
+    QCOMPARE(left, (std::vector<std::string>{"step_000005", "step_000006"}));
+  }
+
+  // A real process, killed with SIGKILL at random moments while it saves after every step.
+  void killedMidSaveLeavesALoadableCheckpoint() {
+    QTemporaryDir dir;
+    auto j = nlohmann::ordered_json::parse(kMlp);
+    j["graph"]["nodes"][1]["params"]["features"] = 1024;  // ~0.6 MB of state, so saves take a while
+    j["training"]["steps"] = 100000;
+    const QString project = dir.filePath("big.shardlab.json");
+    std::ofstream(project.toStdString()) << j.dump(2);
+    const QString root = dir.filePath("ckpt");
+    int loaded = 0;
+    for (int round = 0; round < 6; ++round) {
+      QProcess proc;
+      proc.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli",
+                 {"train", project, "--checkpoint-dir", root, "--save-every", "1", "--keep", "2", "--quiet", "--threads", "1"});
+      QVERIFY(proc.waitForStarted());
+      QTest::qWait(300 + int(QRandomGenerator::global()->bounded(500)));
+      proc.kill();  // SIGKILL
+      proc.waitForFinished();
+      if (auto last = checkpoint::latest(root.toStdString())) {
+        checkpoint::Loaded c = checkpoint::load(*last);  // must not throw
+        QVERIFY(c.step > 0);
+        QVERIFY(!c.arrays.empty());
+        ++loaded;
+      }
+    }
+    QVERIFY2(loaded > 0, "no checkpoint was ever committed");
+  }
+
+  void exportWritesTheParametersAlone() {
+    QTemporaryDir dir;
+    runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"));
+    t.save_checkpoint(dir.filePath("ckpt").toStdString(), 0);
+    const QString out = dir.filePath("model.safetensors");
+    QProcess proc;
+    proc.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli", {"export", dir.filePath("ckpt"), "--out", out});
+    QVERIFY(proc.waitForFinished());
+    QCOMPARE(proc.exitCode(), 0);
+    checkpoint::SafetensorsFile f = checkpoint::read_safetensors(out.toStdString());
+    QCOMPARE(f.tensors.size(), t.parameter_paths().size());
+    for (const std::string& path : t.parameter_paths()) {
+      const checkpoint::StoredTensor* s = f.find(path);
+      QVERIFY2(s, path.c_str());
+      QCOMPARE(checkpoint::to_tensor(*s).data, t.parameter(path).data);
+    }
+    proc.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli", {"export", dir.filePath("ckpt"), "--format", "onnx", "--out", out});
+    QVERIFY(proc.waitForFinished());
+    QVERIFY(proc.exitCode() != 0);
+    QVERIFY(QString(proc.readAllStandardError()).contains("onnx"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpoint)
+#include "test_checkpoint.moc"
