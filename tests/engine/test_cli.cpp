@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/engine/test_support.h"
+
 using Json = nlohmann::ordered_json;
 
 namespace {
@@ -46,9 +48,6 @@ Result run_cli(const QStringList& args, int timeout_ms = 120000) {
 QString describe(const Result& r) {
   return QString("exit %1\n--- stdout ---\n%2\n--- stderr ---\n%3").arg(r.exit_code).arg(r.out, r.err);
 }
-
-#define VERIFY_CONTAINS(text, fragment)                                                               \
-  QVERIFY2(QString(text).contains(fragment), qPrintable(QString("\"%1\" not found in:\n%2").arg(fragment, text)))
 
 // Input 16 -> Dense 10, mean squared error on synthetic ones, batch 8, 5 steps.
 Json small_project() {

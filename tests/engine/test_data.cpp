@@ -25,26 +25,16 @@
 #include "engine/data/idx.h"
 #include "engine/data/npy.h"
 #include "engine/util/error.h"
+#include "tests/engine/test_support.h"
 
 using namespace shardlab;
 using namespace shardlab::data;
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
+using shardlab::testing::error_of;
+
 namespace {
-
-// The message of the shardlab::Error that f throws, or an empty string if it throws none.
-QString error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
-}
-
-#define VERIFY_ERROR_CONTAINS(msg, needle)                                                              \
-  QVERIFY2(QString(msg).contains(needle), qPrintable(QString("message '%1' lacks '%2'").arg(msg, needle)))
 
 void write_file(const fs::path& p, const Bytes& b) {
   std::ofstream out(p, std::ios::binary);
@@ -167,22 +157,22 @@ class TestData : public QObject {
 
   void idxMissingFileNamesPath() {
     const QString msg = error_of([&] { load_idx(dir() / "nope-images.idx.gz"); });
-    VERIFY_ERROR_CONTAINS(msg, "nope-images.idx.gz");
-    VERIFY_ERROR_CONTAINS(msg, "no such file");
+    VERIFY_CONTAINS(msg, "nope-images.idx.gz");
+    VERIFY_CONTAINS(msg, "no such file");
   }
 
   void idxBadMagicIsReported() {
     write_file(dir() / "magic.idx", {0x12, 0x34, 0x08, 0x01, 0, 0, 0, 1, 7});
     const QString msg = error_of([&] { load_idx(dir() / "magic.idx"); });
-    VERIFY_ERROR_CONTAINS(msg, "magic.idx");
-    VERIFY_ERROR_CONTAINS(msg, "bad magic");
+    VERIFY_CONTAINS(msg, "magic.idx");
+    VERIFY_CONTAINS(msg, "bad magic");
   }
 
   void idxUnsupportedTypeIsReported() {
     write_file(dir() / "type.idx", idx_bytes(0x07, {1}, {0}));
     const QString msg = error_of([&] { load_idx(dir() / "type.idx"); });
-    VERIFY_ERROR_CONTAINS(msg, "type.idx");
-    VERIFY_ERROR_CONTAINS(msg, "0x07");
+    VERIFY_CONTAINS(msg, "type.idx");
+    VERIFY_CONTAINS(msg, "0x07");
   }
 
   void idxTruncatedHeaderIsReported() {
@@ -190,19 +180,19 @@ class TestData : public QObject {
     b.resize(9);  // rank 3 needs 16 header bytes
     write_file(dir() / "short-header.idx", b);
     const QString msg = error_of([&] { load_idx(dir() / "short-header.idx"); });
-    VERIFY_ERROR_CONTAINS(msg, "short-header.idx");
-    VERIFY_ERROR_CONTAINS(msg, "truncated IDX header");
-    VERIFY_ERROR_CONTAINS(msg, "expected 16 bytes");
-    VERIFY_ERROR_CONTAINS(msg, "got 9");
+    VERIFY_CONTAINS(msg, "short-header.idx");
+    VERIFY_CONTAINS(msg, "truncated IDX header");
+    VERIFY_CONTAINS(msg, "expected 16 bytes");
+    VERIFY_CONTAINS(msg, "got 9");
   }
 
   void idxTruncatedDataSaysExpectedAndGot() {
     write_gz(dir() / "short-data.idx.gz", idx_bytes(0x08, {2, 28, 28}, Bytes(1000, 1)));
     const QString msg = error_of([&] { load_idx(dir() / "short-data.idx.gz"); });
-    VERIFY_ERROR_CONTAINS(msg, "short-data.idx.gz");
-    VERIFY_ERROR_CONTAINS(msg, "truncated IDX data");
-    VERIFY_ERROR_CONTAINS(msg, "expected 1568 bytes");
-    VERIFY_ERROR_CONTAINS(msg, "got 1000");
+    VERIFY_CONTAINS(msg, "short-data.idx.gz");
+    VERIFY_CONTAINS(msg, "truncated IDX data");
+    VERIFY_CONTAINS(msg, "expected 1568 bytes");
+    VERIFY_CONTAINS(msg, "got 1000");
   }
 
   void idxCutGzipStreamIsReported() {
@@ -212,7 +202,7 @@ class TestData : public QObject {
     const auto size = fs::file_size(dir() / "cut.idx.gz");
     fs::resize_file(dir() / "cut.idx.gz", size / 2);
     const QString msg = error_of([&] { load_idx(dir() / "cut.idx.gz"); });
-    VERIFY_ERROR_CONTAINS(msg, "cut.idx.gz");
+    VERIFY_CONTAINS(msg, "cut.idx.gz");
     QVERIFY2(msg.contains("gzip") || msg.contains("truncated"), qPrintable(msg));
   }
 
@@ -277,72 +267,72 @@ class TestData : public QObject {
   void npyNotMagicIsReported() {
     write_file(dir() / "text.npy", {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'});
     const QString msg = error_of([&] { load_npy(dir() / "text.npy"); });
-    VERIFY_ERROR_CONTAINS(msg, "text.npy");
-    VERIFY_ERROR_CONTAINS(msg, "not an npy file");
+    VERIFY_CONTAINS(msg, "text.npy");
+    VERIFY_CONTAINS(msg, "not an npy file");
   }
 
   void npyTruncatedDataSaysExpectedAndGot() {
     write_file(dir() / "cut.npy", npy_bytes(npy_dict("<f4", "(10, 10)"), le_bytes<float>(std::vector<float>(30, 1))));
     const QString msg = error_of([&] { load_npy(dir() / "cut.npy"); });
-    VERIFY_ERROR_CONTAINS(msg, "cut.npy");
-    VERIFY_ERROR_CONTAINS(msg, "truncated npy data");
-    VERIFY_ERROR_CONTAINS(msg, "expected 400 bytes");
-    VERIFY_ERROR_CONTAINS(msg, "got 120");
+    VERIFY_CONTAINS(msg, "cut.npy");
+    VERIFY_CONTAINS(msg, "truncated npy data");
+    VERIFY_CONTAINS(msg, "expected 400 bytes");
+    VERIFY_CONTAINS(msg, "got 120");
   }
 
   void npyCorruptHeaderIsReported() {
     write_file(dir() / "hdr.npy", npy_bytes("{'descr': '<f4', 'shape': (2,), }", le_bytes<float>({1, 2})));
     QString msg = error_of([&] { load_npy(dir() / "hdr.npy"); });
-    VERIFY_ERROR_CONTAINS(msg, "hdr.npy");
-    VERIFY_ERROR_CONTAINS(msg, "bad npy header");
-    VERIFY_ERROR_CONTAINS(msg, "fortran_order");
+    VERIFY_CONTAINS(msg, "hdr.npy");
+    VERIFY_CONTAINS(msg, "bad npy header");
+    VERIFY_CONTAINS(msg, "fortran_order");
 
     Bytes b = npy_bytes(npy_dict("<f4", "(2,)"), {});
     b.resize(20);  // header length says more than the file has
     write_file(dir() / "hdr2.npy", b);
     msg = error_of([&] { load_npy(dir() / "hdr2.npy"); });
-    VERIFY_ERROR_CONTAINS(msg, "hdr2.npy");
-    VERIFY_ERROR_CONTAINS(msg, "bad npy header");
+    VERIFY_CONTAINS(msg, "hdr2.npy");
+    VERIFY_CONTAINS(msg, "bad npy header");
   }
 
   void npyUnsupportedDtypeIsReported() {
     write_file(dir() / "c8.npy", npy_bytes(npy_dict("<c8", "(1,)"), Bytes(8, 0)));
     const QString msg = error_of([&] { load_npy(dir() / "c8.npy"); });
-    VERIFY_ERROR_CONTAINS(msg, "c8.npy");
-    VERIFY_ERROR_CONTAINS(msg, "unsupported dtype '<c8'");
+    VERIFY_CONTAINS(msg, "c8.npy");
+    VERIFY_CONTAINS(msg, "unsupported dtype '<c8'");
   }
 
   void npyFortranOrderIsRejected() {
     write_file(dir() / "fort.npy", npy_bytes(npy_dict("<f4", "(2, 2)", true), le_bytes<float>({1, 2, 3, 4})));
     const QString msg = error_of([&] { load_npy(dir() / "fort.npy"); });
-    VERIFY_ERROR_CONTAINS(msg, "fort.npy");
-    VERIFY_ERROR_CONTAINS(msg, "fortran_order");
+    VERIFY_CONTAINS(msg, "fort.npy");
+    VERIFY_CONTAINS(msg, "fortran_order");
   }
 
   // ---- data spec ----
 
   void specUnknownKeyIsNamed() {
     const QString msg = error_of([] { spec_of(R"({"type": "npy", "features": "x.npy", "targets": "y.npy", "colour": 1})"); });
-    VERIFY_ERROR_CONTAINS(msg, "p.json: data.colour: unknown key");
+    VERIFY_CONTAINS(msg, "p.json: data.colour: unknown key");
   }
 
   void specKeyOfAnotherTypeIsRejected() {
     const QString msg = error_of([] { spec_of(R"({"type": "fashion_mnist", "kind": "ones"})"); });
-    VERIFY_ERROR_CONTAINS(msg, "p.json: data.kind: not used by data type 'fashion_mnist'");
+    VERIFY_CONTAINS(msg, "p.json: data.kind: not used by data type 'fashion_mnist'");
   }
 
   void specUnknownTypeIsNamed() {
     const QString msg = error_of([] { spec_of(R"({"type": "cifar"})"); });
-    VERIFY_ERROR_CONTAINS(msg, "p.json: data.type: unknown data type 'cifar'");
+    VERIFY_CONTAINS(msg, "p.json: data.type: unknown data type 'cifar'");
   }
 
   void specMissingRequiredFieldIsNamed() {
     QString msg = error_of([] { spec_of(R"({"type": "npy", "features": "x.npy"})"); });
-    VERIFY_ERROR_CONTAINS(msg, "p.json: data: missing required field 'targets'");
+    VERIFY_CONTAINS(msg, "p.json: data: missing required field 'targets'");
     msg = error_of([] { spec_of(R"({"type": "synthetic", "kind": "blobs", "feature_shape": [2], "examples": 10})"); });
-    VERIFY_ERROR_CONTAINS(msg, "missing required field 'classes'");
+    VERIFY_CONTAINS(msg, "missing required field 'classes'");
     msg = error_of([] { spec_of(R"({"kind": "ones"})"); });
-    VERIFY_ERROR_CONTAINS(msg, "missing required field 'type'");
+    VERIFY_CONTAINS(msg, "missing required field 'type'");
   }
 
   void specUnknownSyntheticKindMessage() {
@@ -352,11 +342,11 @@ class TestData : public QObject {
 
   void specBadValuesAreNamed() {
     QString msg = error_of([] { spec_of(R"({"type": "synthetic", "kind": "ones", "feature_shape": [0], "target_shape": [1], "examples": 4})"); });
-    VERIFY_ERROR_CONTAINS(msg, "data.feature_shape");
+    VERIFY_CONTAINS(msg, "data.feature_shape");
     msg = error_of([] { spec_of(R"({"type": "npy", "features": "x", "targets": "y", "test_fraction": 1.5})"); });
-    VERIFY_ERROR_CONTAINS(msg, "data.test_fraction: must be in [0, 1)");
+    VERIFY_CONTAINS(msg, "data.test_fraction: must be in [0, 1)");
     msg = error_of([] { spec_of(R"({"type": "npy", "features": "x", "targets": "y", "seed": -1})"); });
-    VERIFY_ERROR_CONTAINS(msg, "data.seed");
+    VERIFY_CONTAINS(msg, "data.seed");
   }
 
   void specFashionDefaults() {
@@ -471,14 +461,14 @@ class TestData : public QObject {
     const QString msg = error_of([&] {
       load_dataset(spec_of(R"({"type": "idx", "train_images": "gone/images.gz", "train_labels": "gone/labels.gz"})"), dir());
     });
-    VERIFY_ERROR_CONTAINS(msg, "gone/images.gz");
+    VERIFY_CONTAINS(msg, "gone/images.gz");
   }
 
   void fashionMissingDirNamesDebianPackage() {
     DataSpec s = spec_of(R"({"type": "fashion_mnist", "dir": "no-such-folder"})");
     const QString msg = error_of([&] { load_dataset(s, dir()); });
-    VERIFY_ERROR_CONTAINS(msg, "no-such-folder/train-images-idx3-ubyte");
-    VERIFY_ERROR_CONTAINS(msg, "dataset-fashion-mnist");
+    VERIFY_CONTAINS(msg, "no-such-folder/train-images-idx3-ubyte");
+    VERIFY_CONTAINS(msg, "dataset-fashion-mnist");
   }
 
   void idxDatasetPairsImagesWithLabels() {
@@ -588,10 +578,10 @@ class TestData : public QObject {
   void loaderRejectsBadBatchSize() {
     const Dataset ds = indexed_dataset(10);
     QString msg = error_of([&] { BatchLoader l(ds, 0, 0, false, false); });
-    VERIFY_ERROR_CONTAINS(msg, "batch_size must be positive, got 0");
+    VERIFY_CONTAINS(msg, "batch_size must be positive, got 0");
     msg = error_of([&] { BatchLoader l(ds, 11, 0, true, true); });
-    VERIFY_ERROR_CONTAINS(msg, "batch_size 11");
-    VERIFY_ERROR_CONTAINS(msg, "10 examples");
+    VERIFY_CONTAINS(msg, "batch_size 11");
+    VERIFY_CONTAINS(msg, "10 examples");
     QVERIFY(error_of([&] { BatchLoader l(ds, 11, 0, false, false); }).isEmpty());  // one short batch is fine
   }
 

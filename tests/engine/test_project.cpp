@@ -17,10 +17,13 @@
 #include "engine/graph/analysis.h"
 #include "engine/project/project.h"
 #include "engine/util/error.h"
+#include "tests/engine/test_support.h"
 
 using namespace shardlab;
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
+
+using shardlab::testing::error_of;
 
 namespace {
 
@@ -70,29 +73,10 @@ Json with_graph(Json nodes, Json edges, const std::string& loss_output) {
   return j;
 }
 
-// The message of the shardlab::Error that f throws, or an empty string if it throws none (or
-// something else: a std::exception that is not an Error is reported as such, so it fails checks).
-QString error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return QString::fromStdString(e.what());
-  } catch (const std::exception& e) {
-    return QString("<not a shardlab::Error: %1>").arg(e.what());
-  }
-  return {};
-}
-
 QString parse_error(const std::string& text) {
   return error_of([&] { project::parse_project(text, kFile); });
 }
 QString parse_error(const Json& j) { return parse_error(j.dump(2)); }
-
-// Every fragment must be in the message; the message is printed when one is not.
-#define VERIFY_CONTAINS(msg, fragment)                                                                   \
-  QVERIFY2(QString(msg).contains(fragment), qPrintable(QString("message \"%1\" lacks \"%2\"").arg(msg, fragment)))
-#define VERIFY_LACKS(msg, fragment)                                                                      \
-  QVERIFY2(!QString(msg).contains(fragment), qPrintable(QString("message \"%1\" has \"%2\"").arg(msg, fragment)))
 
 // The lines of a multi-error message that contain `needle`.
 QStringList lines_with(const QString& msg, const QString& needle) {

@@ -21,6 +21,7 @@
 
 #include "engine/checkpoint/safetensors.h"
 #include "engine/util/error.h"
+#include "tests/engine/test_support.h"
 
 using namespace shardlab;
 using namespace shardlab::checkpoint;
@@ -29,22 +30,11 @@ using Bytes = std::vector<uint8_t>;
 
 Q_DECLARE_METATYPE(shardlab::checkpoint::DType)
 
+using shardlab::testing::error_of;
+
 namespace {
 
 const QString kInteropScript = QStringLiteral(SHARDLAB_SOURCE_DIR "/tests/reference/safetensors/interop.py");
-
-// The message of the shardlab::Error that f throws, or an empty string if it throws none.
-QString error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
-}
-
-#define VERIFY_ERROR_CONTAINS(msg, needle)                                                              \
-  QVERIFY2(QString(msg).contains(needle), qPrintable(QString("message '%1' lacks '%2'").arg(msg, needle)))
 
 void write_raw(const fs::path& p, const std::string& b) {
   std::ofstream out(p, std::ios::binary);
@@ -451,23 +441,23 @@ void TestSafetensors::rejectsMalformedFiles() {
   const QString msg = error_of([&] { read_safetensors(p); });
   QVERIFY2(!msg.isEmpty(), "no error");
   qDebug().noquote() << msg;
-  VERIFY_ERROR_CONTAINS(msg, QString::fromStdString(p.string()) + ": ");
-  VERIFY_ERROR_CONTAINS(msg, reason);
-  if (!tensor.isEmpty()) VERIFY_ERROR_CONTAINS(msg, "tensor '" + tensor + "'");
+  VERIFY_CONTAINS(msg, QString::fromStdString(p.string()) + ": ");
+  VERIFY_CONTAINS(msg, reason);
+  if (!tensor.isEmpty()) VERIFY_CONTAINS(msg, "tensor '" + tensor + "'");
 
   // The same from memory, under the given name.
   const QString mem = error_of([&] { parse_safetensors(bytes.toStdString(), "in-memory.safetensors"); });
   QVERIFY(mem.startsWith("in-memory.safetensors: "));
-  VERIFY_ERROR_CONTAINS(mem, reason);
+  VERIFY_CONTAINS(mem, reason);
 }
 
 void TestSafetensors::rejectsMissingFile() {
   const fs::path p = path("does-not-exist.safetensors");
   const QString msg = error_of([&] { read_safetensors(p); });
-  VERIFY_ERROR_CONTAINS(msg, QString::fromStdString(p.string()));
-  VERIFY_ERROR_CONTAINS(msg, "cannot open");
+  VERIFY_CONTAINS(msg, QString::fromStdString(p.string()));
+  VERIFY_CONTAINS(msg, "cannot open");
   const QString dir = error_of([&] { read_safetensors(path("")); });
-  VERIFY_ERROR_CONTAINS(dir, "is a directory");
+  VERIFY_CONTAINS(dir, "is a directory");
 }
 
 void TestSafetensors::writerRejectsInvalidInput() {
@@ -477,23 +467,23 @@ void TestSafetensors::writerRejectsInvalidInput() {
     f.metadata = std::move(meta);
     return error_of([&] { to_safetensors_bytes(f); });
   };
-  VERIFY_ERROR_CONTAINS(bad({{"w", DType::F32, {2}, Bytes(8)}, {"w", DType::I8, {1}, Bytes(1)}}),
+  VERIFY_CONTAINS(bad({{"w", DType::F32, {2}, Bytes(8)}, {"w", DType::I8, {1}, Bytes(1)}}),
                         "duplicate tensor name 'w'");
-  VERIFY_ERROR_CONTAINS(bad({{"w", DType::F32, {2}, Bytes(7)}}), "tensor 'w': holds 7 bytes but shape [2] of F32 needs 8");
-  VERIFY_ERROR_CONTAINS(bad({{"s", DType::F64, {}, Bytes(4)}}), "tensor 's': holds 4 bytes but shape [] of F64 needs 8");
-  VERIFY_ERROR_CONTAINS(bad({{"e", DType::I32, {0}, Bytes(4)}}), "tensor 'e': holds 4 bytes but shape [0] of I32 needs 0");
-  VERIFY_ERROR_CONTAINS(bad({{"n", DType::F32, {-1}, Bytes{}}}), "tensor 'n': shape [-1] has a negative dimension");
-  VERIFY_ERROR_CONTAINS(bad({{"o", DType::F32, {int64_t(1) << 62, 8}, Bytes{}}}), "tensor 'o': the byte size");
-  VERIFY_ERROR_CONTAINS(bad({{"__metadata__", DType::U8, {1}, Bytes(1)}}), "'__metadata__'");
-  VERIFY_ERROR_CONTAINS(bad({{"bad\xFFname", DType::U8, {1}, Bytes(1)}}), "is not valid UTF-8");
-  VERIFY_ERROR_CONTAINS(bad({}, {{"k", "v\xC0"}}), "metadata value for key 'k' is not valid UTF-8");
+  VERIFY_CONTAINS(bad({{"w", DType::F32, {2}, Bytes(7)}}), "tensor 'w': holds 7 bytes but shape [2] of F32 needs 8");
+  VERIFY_CONTAINS(bad({{"s", DType::F64, {}, Bytes(4)}}), "tensor 's': holds 4 bytes but shape [] of F64 needs 8");
+  VERIFY_CONTAINS(bad({{"e", DType::I32, {0}, Bytes(4)}}), "tensor 'e': holds 4 bytes but shape [0] of I32 needs 0");
+  VERIFY_CONTAINS(bad({{"n", DType::F32, {-1}, Bytes{}}}), "tensor 'n': shape [-1] has a negative dimension");
+  VERIFY_CONTAINS(bad({{"o", DType::F32, {int64_t(1) << 62, 8}, Bytes{}}}), "tensor 'o': the byte size");
+  VERIFY_CONTAINS(bad({{"__metadata__", DType::U8, {1}, Bytes(1)}}), "'__metadata__'");
+  VERIFY_CONTAINS(bad({{"bad\xFFname", DType::U8, {1}, Bytes(1)}}), "is not valid UTF-8");
+  VERIFY_CONTAINS(bad({}, {{"k", "v\xC0"}}), "metadata value for key 'k' is not valid UTF-8");
 
   // write_safetensors names the file and writes nothing.
   const fs::path p = path("rejected.safetensors");
   SafetensorsFile f;
   f.tensors.push_back({"w", DType::F32, {2}, Bytes(3)});
   const QString msg = error_of([&] { write_safetensors(p, f); });
-  VERIFY_ERROR_CONTAINS(msg, QString::fromStdString(p.string()) + ": tensor 'w'");
+  VERIFY_CONTAINS(msg, QString::fromStdString(p.string()) + ": tensor 'w'");
   QVERIFY(!fs::exists(p));
 }
 
@@ -613,12 +603,12 @@ void TestSafetensors::toTensorConvertsEveryDtype() {
 
 void TestSafetensors::toTensorRejectsInconsistentTensors() {
   const QString size = error_of([] { to_tensor(StoredTensor{"w.bad", DType::F16, {3}, Bytes(4)}); });
-  VERIFY_ERROR_CONTAINS(size, "tensor 'w.bad'");
-  VERIFY_ERROR_CONTAINS(size, "holds 4 bytes but shape [3] of F16 needs 6");
+  VERIFY_CONTAINS(size, "tensor 'w.bad'");
+  VERIFY_CONTAINS(size, "holds 4 bytes but shape [3] of F16 needs 6");
   const QString neg = error_of([] { to_tensor(StoredTensor{"neg", DType::F32, {-1}, Bytes{}}); });
-  VERIFY_ERROR_CONTAINS(neg, "tensor 'neg'");
+  VERIFY_CONTAINS(neg, "tensor 'neg'");
   const QString boolean = error_of([] { to_tensor(StoredTensor{"mask", DType::BOOL, {2}, Bytes{1, 2}}); });
-  VERIFY_ERROR_CONTAINS(boolean, "tensor 'mask': BOOL element 1 is 2");
+  VERIFY_CONTAINS(boolean, "tensor 'mask': BOOL element 1 is 2");
 }
 
 void TestSafetensors::fromTensorRoundTrip() {
@@ -640,7 +630,7 @@ void TestSafetensors::fromTensorRoundTrip() {
   QCOMPARE(to_tensor(*read_safetensors(p).find("scalar")).data, std::vector<float>{2.0f});
 
   const QString msg = error_of([] { from_tensor("odd", Tensor(Shape{3}, std::vector<float>{1.0f})); });
-  VERIFY_ERROR_CONTAINS(msg, "tensor 'odd': shape [3] does not match its 1 elements");
+  VERIFY_CONTAINS(msg, "tensor 'odd': shape [3] does not match its 1 elements");
 }
 
 // A failed write leaves nothing behind; a successful one replaces the file whole, without temporaries.
@@ -651,7 +641,7 @@ void TestSafetensors::writeIsAtomic() {
   const fs::path missing_dir = path("no-such-dir");
   const fs::path p = missing_dir / "model.safetensors";
   const QString msg = error_of([&] { write_safetensors(p, f); });
-  VERIFY_ERROR_CONTAINS(msg, QString::fromStdString(p.string()));
+  VERIFY_CONTAINS(msg, QString::fromStdString(p.string()));
   QVERIFY(!fs::exists(p));
   QVERIFY(!fs::exists(missing_dir));
 
