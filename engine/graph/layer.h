@@ -39,10 +39,25 @@ struct LowerContext {
   std::function<int(const std::string& name)> param;
 };
 
+// One field of a layer's "params" as an editor offers it.
+struct FieldInfo {
+  enum class Kind { Int, Number, Bool, String, IntList, NameList, Init };
+  std::string key;
+  Kind kind = Kind::Int;
+  Json value;             // the default, or for a required field the value a new node starts with
+  bool required = false;  // always written; others are written only when they differ from `value`
+  std::string help;
+  double lo = 0, hi = 0;  // Number: the accepted range
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
   virtual std::vector<std::string> input_ports() const { return {"in"}; }
+  // The fields configure() reads, for editors; the palette's one-line summary and group.
+  virtual std::vector<FieldInfo> fields() const { return {}; }
+  virtual std::string summary() const = 0;
+  virtual std::string category() const = 0;
   // Reads and checks the node's fields; throws Error("field: reason").
   virtual void configure(const Node& node) = 0;
   // Output and parameters from the inputs (one per port); throws Error on a shape mismatch.

@@ -81,6 +81,8 @@ graph::Graph parse_graph(const Json& j, const std::string& where, bool body) {
   return g;
 }
 
+}  // namespace
+
 Json graph_to_json(const graph::Graph& g, bool body) {
   Json nodes = Json::array();
   for (const graph::Node& n : g.nodes) {
@@ -101,6 +103,10 @@ Json graph_to_json(const graph::Graph& g, bool body) {
   if (body) out["output"] = g.output;
   return out;
 }
+
+graph::Graph graph_from_json(const Json& j, const std::string& where, bool body) { return parse_graph(j, where, body); }
+
+namespace {
 
 LossSpec parse_loss(const Json& j, const std::string& where) {
   only(j, where, {"type", "output"});
@@ -149,7 +155,7 @@ std::string line_col(const std::string& text, size_t byte) {
 
 }  // namespace
 
-Project parse_project(const std::string& text, const std::string& filename) {
+Project parse_project(const std::string& text, const std::string& filename, Validation v) {
   Json j;
   try {
     j = Json::parse(text);
@@ -172,7 +178,7 @@ Project parse_project(const std::string& text, const std::string& filename) {
     throw Error(filename + ": version: format version " + j["version"].dump() + " is not readable by this build (reads " +
                 std::to_string(kFormatVersion) + ")");
   only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "mesh",
-                  "logical_axis_rules", "constraint_fallback"});
+                  "logical_axis_rules", "constraint_fallback", "editor"});
   Project p;
   p.name = j.contains("name") ? str(j["name"], filename + ": name") : "";
   p.description = j.contains("description") ? str(j["description"], filename + ": description") : "";
@@ -193,6 +199,11 @@ Project parse_project(const std::string& text, const std::string& filename) {
   }
   sharding::mesh_from_json(p.mesh, filename + ": mesh");
   sharding::rules_from_json(p.logical_axis_rules, filename + ": logical_axis_rules");
+  if (j.contains("editor")) {
+    if (!j["editor"].is_object()) throw Error(filename + ": editor: expected an object");
+    p.editor = j["editor"];
+  }
+  if (v == Validation::Structure) return p;
 
   graph::GraphReport report = analyze_project(p);
   if (!report.ok()) {
@@ -205,12 +216,12 @@ Project parse_project(const std::string& text, const std::string& filename) {
   return p;
 }
 
-Project load_project(const std::filesystem::path& file) {
+Project load_project(const std::filesystem::path& file, Validation v) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(file.string() + ": cannot open the project file (" + (std::filesystem::exists(file) ? "permission denied" : "no such file") + ")");
   std::stringstream ss;
   ss << in.rdbuf();
-  Project p = parse_project(ss.str(), file.string());
+  Project p = parse_project(ss.str(), file.string(), v);
   p.file = file;
   return p;
 }
@@ -229,6 +240,7 @@ std::string to_json_string(const Project& p) {
   if (!p.mesh.is_null()) j["mesh"] = p.mesh;
   if (!p.logical_axis_rules.empty()) j["logical_axis_rules"] = p.logical_axis_rules;
   if (!p.constraint_fallback.empty()) j["constraint_fallback"] = p.constraint_fallback;
+  if (!p.editor.is_null()) j["editor"] = p.editor;
   return j.dump(2) + "\n";
 }
 

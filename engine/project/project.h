@@ -46,16 +46,25 @@ struct Project {
   // What a constrained output's logical name without a rule means: "unsharded" (the default),
   // "error" or "no_constraint", as Flax's RulesFallback.
   std::string constraint_fallback;
+  // The editor's own state (node positions, ...), kept as written; the engine never reads it.
+  graph::Json editor = nullptr;
   std::filesystem::path file;                       // where it was loaded from (relative data paths resolve here)
 
   std::string display_name() const { return file.empty() ? name : file.filename().string(); }
 };
 
+// Full: everything must hold, the graph included. Structure: the file must be well formed, but a
+// graph with shape errors or a loss output naming no node loads, so an editor can show and fix them.
+enum class Validation { Full, Structure };
+
 // Parses and validates; every error starts with `filename`. Malformed JSON reports line and column.
-Project parse_project(const std::string& text, const std::string& filename);
-Project load_project(const std::filesystem::path& file);
+Project parse_project(const std::string& text, const std::string& filename, Validation v = Validation::Full);
+Project load_project(const std::filesystem::path& file, Validation v = Validation::Full);
 
 std::string to_json_string(const Project& p);
+// A graph (or a Repeat's body) as the project file writes it, and back; errors start with `where`.
+graph::Json graph_to_json(const graph::Graph& g, bool body);
+graph::Graph graph_from_json(const graph::Json& j, const std::string& where, bool body);
 // Writes atomically (a temporary file renamed over the target), so a failed save loses nothing.
 void save_project(const Project& p, const std::filesystem::path& file);
 

@@ -7,6 +7,10 @@ namespace {
 
 class ActivationLayer : public Layer {
  public:
+  std::string summary() const override {
+    return op_ == ir::Op::Relu ? "max(x, 0)" : op_ == ir::Op::Gelu ? "GELU, tanh approximation" : "hyperbolic tangent";
+  }
+  std::string category() const override { return "Activation"; }
   explicit ActivationLayer(ir::Op op) : op_(op) {}
   void configure(const Node& node) override { fields::only(node.params, {}); }
   ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>&) const override { return in.at(0); }

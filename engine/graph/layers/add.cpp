@@ -8,6 +8,8 @@ namespace {
 
 class AddLayer : public Layer {
  public:
+  std::string summary() const override { return "a + b, the residual connection"; }
+  std::string category() const override { return "Structure"; }
   std::vector<std::string> input_ports() const override { return {"a", "b"}; }
   void configure(const Node& node) override { fields::only(node.params, {}); }
   ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>&) const override {

@@ -8,6 +8,15 @@ namespace {
 
 class DenseLayer : public Layer {
  public:
+  std::string summary() const override { return "y = x @ kernel + bias over the last axis (flax.linen.Dense)"; }
+  std::string category() const override { return "Core"; }
+  std::vector<FieldInfo> fields() const override {
+    using K = FieldInfo::Kind;
+    return {{"features", K::Int, 128, true, "output features"},
+            {"use_bias", K::Bool, true, false, "add a bias vector"},
+            {"kernel_init", K::Init, "lecun_normal", false, "kernel initializer"},
+            {"bias_init", K::Init, "zeros", false, "bias initializer"}};
+  }
   void configure(const Node& node) override {
     const Json& p = node.params;
     fields::only(p, {"features", "use_bias", "kernel_init", "bias_init"});

@@ -8,6 +8,13 @@ namespace {
 
 class DropoutLayer : public Layer {
  public:
+  std::string summary() const override { return "zero a random fraction of activations while training"; }
+  std::string category() const override { return "Regularization"; }
+  std::vector<FieldInfo> fields() const override {
+    FieldInfo rate{"rate", FieldInfo::Kind::Number, 0.5, false, "fraction dropped"};
+    rate.lo = 0.0, rate.hi = 0.999;
+    return {rate};
+  }
   void configure(const Node& node) override {
     fields::only(node.params, {"rate"});
     rate_ = fields::number(node.params, "rate", 0.5, 0.0, 0.999);

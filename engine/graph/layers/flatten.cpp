@@ -7,6 +7,11 @@ namespace {
 
 class FlattenLayer : public Layer {
  public:
+  std::string summary() const override { return "merge every dimension after the batch into one"; }
+  std::string category() const override { return "Structure"; }
+  std::vector<FieldInfo> fields() const override {
+    return {{"axis_name", FieldInfo::Kind::String, "embed", false, "logical name of the merged dimension"}};
+  }
   void configure(const Node& node) override {
     fields::only(node.params, {"axis_name"});
     axis_ = fields::string(node.params, "axis_name", "embed");

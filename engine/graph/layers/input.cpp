@@ -8,6 +8,13 @@ namespace {
 
 class InputLayer : public Layer {
  public:
+  std::string summary() const override { return "where a batch enters: the per-example shape and its logical axes"; }
+  std::string category() const override { return "Data"; }
+  std::vector<FieldInfo> fields() const override {
+    using K = FieldInfo::Kind;
+    return {{"shape", K::IntList, Json::array({784}), true, "per-example shape (the batch dimension is added)"},
+            {"axes", K::NameList, Json::array(), false, "logical axis name per dimension (default: ..., embed)"}};
+  }
   std::vector<std::string> input_ports() const override { return {}; }
   void configure(const Node& node) override {
     fields::only(node.params, {"shape", "axes"});

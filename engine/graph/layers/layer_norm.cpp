@@ -7,6 +7,14 @@ namespace {
 
 class LayerNormLayer : public Layer {
  public:
+  std::string summary() const override { return "normalise over the last axis, then scale and shift"; }
+  std::string category() const override { return "Normalization"; }
+  std::vector<FieldInfo> fields() const override {
+    using K = FieldInfo::Kind;
+    FieldInfo eps{"epsilon", K::Number, 1e-6, false, "added to the variance"};
+    eps.lo = 0.0, eps.hi = 1.0;
+    return {eps, {"use_scale", K::Bool, true, false, "learn a scale"}, {"use_bias", K::Bool, true, false, "learn a bias"}};
+  }
   void configure(const Node& node) override {
     fields::only(node.params, {"epsilon", "use_scale", "use_bias"});
     eps_ = fields::number(node.params, "epsilon", 1e-6, 0.0, 1.0);

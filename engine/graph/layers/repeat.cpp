@@ -15,6 +15,11 @@ namespace {
 
 class RepeatLayer : public Layer {
  public:
+  std::string summary() const override { return "a block applied count times, parameters stacked on a 'layer' axis (nn.scan)"; }
+  std::string category() const override { return "Blocks"; }
+  std::vector<FieldInfo> fields() const override {
+    return {{"count", FieldInfo::Kind::Int, 2, true, "how many times the block runs"}};
+  }
   void configure(const Node& node) override {
     fields::only(node.params, {"count"});
     count_ = fields::positive_int(node.params, "count");

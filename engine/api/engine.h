@@ -1,0 +1,17 @@
+// Everything the desktop UI may use of the engine, in one place: the UI includes this and nothing
+// else under engine/, so what the UI depends on is visible and the engine stays free to change
+// the rest.
+#pragma once
+
+#include "engine/api/design.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/graph/analysis.h"
+#include "engine/graph/catalog.h"
+#include "engine/project/project.h"
+#include "engine/runtime/trainer.h"
+#include "engine/sharding/layout.h"
+#include "engine/sharding/logical_rules.h"
+#include "engine/sharding/mesh.h"
+#include "engine/sharding/partition_spec.h"
+#include "engine/sharding/visualize.h"
+#include "engine/util/error.h"

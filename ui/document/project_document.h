@@ -1,0 +1,77 @@
+// The open project as the whole window shares it: the engine's Project, its file, the undo stack
+// every edit goes through, the design check re-run after each change, and the node selection the
+// canvas, inspector and sharding view keep in step.
+#pragma once
+
+#include <QObject>
+#include <QStringList>
+#include <QUndoStack>
+#include <functional>
+#include <memory>
+
+#include "engine/api/engine.h"
+
+namespace shardlab::ui {
+
+class ProjectDocument : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit ProjectDocument(QObject* parent = nullptr);
+  ~ProjectDocument() override;
+
+  // Opens a project file. A graph with shape errors opens (they show on its nodes); a file that is
+  // not a readable project throws shardlab::Error and leaves the document as it was.
+  void open(const QString& path);
+  // Starts an unsaved project from a template file (an example project): no path, not modified.
+  void openTemplate(const QString& path);
+  // Atomic save; throws shardlab::Error and keeps the modified mark when it fails.
+  void saveAs(const QString& path);
+
+  const project::Project& project() const { return *project_; }
+  const api::Design& design() const { return *design_; }
+  QUndoStack* undoStack() { return &undo_; }
+  QString path() const { return path_; }
+  bool isModified() const { return !undo_.isClean(); }
+  // "fashion-mlp.shardlab.json", or "untitled" for a new project.
+  QString displayName() const;
+
+  // Every change goes through here: `mutate` edits a private copy; when it returns, the change is
+  // one undo command named `text`. When it throws shardlab::Error nothing changes, editRefused()
+  // carries the reason, and edit() returns false. Consecutive edits with the same `mergeKey`
+  // (typing in one field, dragging one node) merge into one command.
+  bool edit(const QString& text, const std::function<void(project::Project&)>& mutate, const QString& mergeKey = {});
+  QString lastError() const { return lastError_; }
+
+  // Node paths ("dense1", "blocks/W1") selected in the canvas; every view follows it.
+  QStringList selection() const { return selection_; }
+  void setSelection(const QStringList& paths);
+  // Asks the sharding view to show an array ("dense1/kernel", an activation "dense1").
+  void requestArray(const QString& name) { emit arrayRequested(name); }
+
+  // Used by the undo commands: replaces the project with a serialized state.
+  void restoreState(const std::string& json);
+
+ signals:
+  void changed();             // the project's content changed: an edit, undo, redo or open
+  void opened();              // a different project was opened or started
+  void pathChanged();
+  void modifiedChanged(bool modified);
+  void selectionChanged();
+  void arrayRequested(const QString& name);
+  void editRefused(const QString& reason);
+  void message(const QString& level, const QString& text);  // "info" | "warning" | "error", for the log
+
+ private:
+  void replace(project::Project p);
+  void recheck();
+
+  std::unique_ptr<project::Project> project_;
+  std::unique_ptr<api::Design> design_;
+  QUndoStack undo_;
+  QString path_;
+  QString lastError_;
+  QStringList selection_;
+};
+
+}  // namespace shardlab::ui

@@ -1,0 +1,380 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QStyleFactory>
+#include <QTabWidget>
+#include <QUndoStack>
+
+#include "ui/canvas/graph_view.h"
+#include "ui/document/graph_edits.h"
+#include "ui/document/project_document.h"
+#include "ui/inspector/inspector.h"
+#include "ui/log/log_tab.h"
+#include "ui/mesh/mesh_rules_tab.h"
+#include "ui/palette/layer_palette.h"
+#include "ui/sharding/sharding_tab.h"
+#include "ui/training/training_tab.h"
+
+namespace shardlab::ui {
+
+namespace {
+
+constexpr int kMaxRecent = 8;
+const char* kClipboardMime = "application/x-shardlab-nodes";
+
+QPalette darkPalette() {
+  QPalette p;
+  const QColor window(45, 45, 48), base(30, 30, 32), text(220, 220, 220), accent(42, 130, 218);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, window);
+  p.setColor(QPalette::ToolTipBase, base);
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, window);
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::BrightText, Qt::red);
+  p.setColor(QPalette::Link, accent);
+  p.setColor(QPalette::Highlight, accent);
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::PlaceholderText, QColor(140, 140, 140));
+  p.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 120, 120));
+  p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 120));
+  p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(120, 120, 120));
+  return p;
+}
+
+}  // namespace
+
+QString MainWindow::examplesDir() {
+  // Beside an installed binary first, then the source tree this build came from.
+  const QString installed = QCoreApplication::applicationDirPath() + "/../share/shardlab/projects";
+  if (QDir(installed).exists()) return QDir(installed).canonicalPath();
+  return QStringLiteral(SHARDLAB_PROJECTS_DIR);
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setObjectName("mainWindow");
+  doc_ = new ProjectDocument(this);
+  setAcceptDrops(true);
+  setDockNestingEnabled(true);
+  buildDocks();
+  buildActions();
+  connect(doc_, &ProjectDocument::pathChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &ProjectDocument::modifiedChanged, this, &MainWindow::updateTitle);
+  connect(doc_, &ProjectDocument::editRefused, this, [this](const QString& why) { statusBar()->showMessage(why, 6000); });
+  connect(doc_, &ProjectDocument::arrayRequested, this, [this] { tabs_->setCurrentWidget(sharding_); });
+  statusBar()->showMessage(tr("Ready"));
+  QSettings s;
+  setTheme(s.value("theme", "Light").toString());
+  resize(1400, 900);
+  restoreGeometry(s.value("geometry").toByteArray());
+  restoreState(s.value("windowState").toByteArray());
+  updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildDocks() {
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName("tabs");
+  tabs_->setDocumentMode(true);
+  meshRules_ = new MeshRulesTab(doc_, this);
+  sharding_ = new ShardingTab(doc_, this);
+  training_ = new TrainingTab(doc_, this);
+  log_ = new LogTab(doc_, this);
+  tabs_->addTab(meshRules_, tr("Mesh && Rules"));
+  tabs_->addTab(sharding_, tr("Sharding"));
+  tabs_->addTab(training_, tr("Training"));
+  tabs_->addTab(log_, tr("Log"));
+  setCentralWidget(tabs_);
+
+  auto dock = [this](const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);  // saveState() keys docks by object name
+    d->setWidget(w);
+    addDockWidget(area, d);
+    return d;
+  };
+  canvas_ = new GraphView(doc_, this);
+  palette_ = new LayerPalette(doc_, this);
+  inspector_ = new Inspector(doc_, this);
+  // Side docks run the full height; the canvas takes the top of the middle, the tabs the rest.
+  setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+  setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
+  setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+  QDockWidget* paletteDock = dock(tr("Layers"), "paletteDock", palette_, Qt::LeftDockWidgetArea);
+  QDockWidget* canvasDock = dock(tr("Graph"), "canvasDock", canvas_, Qt::TopDockWidgetArea);
+  QDockWidget* inspectorDock = dock(tr("Inspector"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
+  resizeDocks({paletteDock, inspectorDock}, {220, 320}, Qt::Horizontal);
+  resizeDocks({canvasDock}, {480}, Qt::Vertical);
+}
+
+void MainWindow::buildActions() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QMenu* newMenu = file->addMenu(tr("&New from Example"));
+  for (const QFileInfo& f : QDir(examplesDir()).entryInfoList({"*.shardlab.json"}, QDir::Files, QDir::Name)) {
+    QAction* a = newMenu->addAction(f.fileName().remove(".shardlab.json"));
+    connect(a, &QAction::triggered, this, [this, path = f.absoluteFilePath()] {
+      if (!maybeSave()) return;
+      try {
+        doc_->openTemplate(path);
+      } catch (const std::exception& e) {
+        showError(tr("New Project"), QString::fromStdString(e.what()));
+      }
+    });
+  }
+  if (!newMenu->actions().isEmpty()) newMenu->actions().first()->setShortcut(QKeySequence::New);
+  QAction* open = file->addAction(tr("&Open..."), this, [this] {
+    if (!maybeSave()) return;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Project"), QFileInfo(doc_->path()).path(),
+                                                      tr("Shardlab projects (*.shardlab.json);;JSON (*.json)"));
+    if (!path.isEmpty()) openFile(path);
+  });
+  open->setShortcut(QKeySequence::Open);
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  updateRecentMenu();
+  file->addSeparator();
+  file->addAction(tr("&Save"), this, [this] { save(); })->setShortcut(QKeySequence::Save);
+  file->addAction(tr("Save &As..."), this, [this] { saveAs(); })->setShortcut(QKeySequence::SaveAs);
+  file->addSeparator();
+  QAction* close = file->addAction(tr("&Close Project"), this, [this] {
+    if (maybeSave()) openDefaultProject();
+  });
+  close->setShortcut(QKeySequence::Close);
+  file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
+
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* undo = doc_->undoStack()->createUndoAction(this, tr("&Undo"));
+  undo->setShortcut(QKeySequence::Undo);
+  QAction* redo = doc_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redo->setShortcut(QKeySequence::Redo);
+  edit->addAction(undo);
+  edit->addAction(redo);
+  edit->addSeparator();
+  // The canvas's shortcuts only: in a text field Ctrl+C must copy text.
+  auto canvasAction = [this, edit](const QString& text, QKeySequence key, void (MainWindow::*slot)()) {
+    QAction* a = edit->addAction(text, this, slot);
+    a->setShortcut(key);
+    a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    canvas_->addAction(a);
+    return a;
+  };
+  canvasAction(tr("Cu&t"), QKeySequence::Cut, &MainWindow::cutSelection);
+  canvasAction(tr("&Copy"), QKeySequence::Copy, &MainWindow::copySelection);
+  canvasAction(tr("&Paste"), QKeySequence::Paste, &MainWindow::paste);
+  canvasAction(tr("&Duplicate"), QKeySequence(Qt::CTRL | Qt::Key_D), &MainWindow::duplicateSelection);
+  canvasAction(tr("De&lete"), QKeySequence::Delete, &MainWindow::deleteSelection);
+  edit->addSeparator();
+  QAction* all = edit->addAction(tr("Select &All"), canvas_, &GraphView::selectAll);
+  all->setShortcut(QKeySequence::SelectAll);
+  all->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  canvas_->addAction(all);
+
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  viewMenu_->addAction(tr("Zoom &In"), canvas_, &GraphView::zoomIn)->setShortcut(QKeySequence::ZoomIn);
+  viewMenu_->addAction(tr("Zoom &Out"), canvas_, &GraphView::zoomOut)->setShortcut(QKeySequence::ZoomOut);
+  viewMenu_->addAction(tr("Zoom to &Fit"), canvas_, &GraphView::zoomToFit)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+  viewMenu_->addAction(tr("&Arrange Graph"), canvas_, &GraphView::autoLayout)->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+  viewMenu_->addSeparator();
+  QMenu* theme = viewMenu_->addMenu(tr("&Theme"));
+  theme->addAction(tr("&Light"), this, [this] { setTheme("Light"); });
+  theme->addAction(tr("&Dark"), this, [this] { setTheme("Dark"); });
+  viewMenu_->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About Shardlab"), this, [this] {
+    QMessageBox::about(this, tr("About Shardlab"),
+                       tr("<b>Shardlab %1</b><p>Build a network, decide how every array is split over a mesh of "
+                          "devices, train it and see where every shard lives.</p>")
+                           .arg(QCoreApplication::applicationVersion()));
+  });
+}
+
+void MainWindow::updateTitle() {
+  // Qt's [*] placeholder shows the modified mark the platform's way.
+  setWindowTitle(doc_->displayName() + "[*] — Shardlab");
+  setWindowModified(doc_->isModified());
+}
+
+bool MainWindow::openFile(const QString& path) {
+  try {
+    doc_->open(path);
+  } catch (const std::exception& e) {
+    showError(tr("Open Project"), QString::fromStdString(e.what()));
+    return false;
+  }
+  addRecent(doc_->path());
+  canvas_->zoomToFit();
+  return true;
+}
+
+bool MainWindow::openDefaultProject() {
+  const QString path = examplesDir() + "/fashion-mlp.shardlab.json";
+  try {
+    doc_->openTemplate(path);
+  } catch (const std::exception& e) {
+    showError(tr("New Project"), QString::fromStdString(e.what()));
+    return false;
+  }
+  canvas_->zoomToFit();
+  return true;
+}
+
+bool MainWindow::save() { return doc_->path().isEmpty() ? saveAs() : saveAs(doc_->path()); }
+
+bool MainWindow::saveAs(const QString& given) {
+  QString path = given;
+  if (path.isEmpty()) {
+    path = QFileDialog::getSaveFileName(this, tr("Save Project"), QDir::homePath() + "/" + QString::fromStdString(doc_->project().name) + ".shardlab.json",
+                                        tr("Shardlab projects (*.shardlab.json)"));
+    if (path.isEmpty()) return false;
+    if (!path.endsWith(".json")) path += ".shardlab.json";
+  }
+  try {
+    doc_->saveAs(path);
+  } catch (const std::exception& e) {
+    showError(tr("Save Project"), QString::fromStdString(e.what()));
+    return false;
+  }
+  addRecent(doc_->path());
+  statusBar()->showMessage(tr("Saved %1").arg(doc_->path()), 4000);
+  return true;
+}
+
+bool MainWindow::maybeSave() {
+  if (!doc_->isModified()) return true;
+  const auto answer = QMessageBox::warning(this, tr("Unsaved Changes"),
+                                           tr("%1 has unsaved changes. Save them?").arg(doc_->displayName()),
+                                           QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  if (answer == QMessageBox::Save) return save();
+  return answer == QMessageBox::Discard;
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (!maybeSave()) {
+    e->ignore();
+    return;
+  }
+  QSettings s;
+  s.setValue("geometry", saveGeometry());
+  s.setValue("windowState", saveState());
+  e->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const QList<QUrl> urls = e->mimeData()->urls();
+  if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+  if (!maybeSave()) return;
+  openFile(urls.first().toLocalFile());
+  e->acceptProposedAction();
+}
+
+QStringList MainWindow::recentFiles() const { return QSettings().value("recentFiles").toStringList(); }
+
+void MainWindow::addRecent(const QString& path) {
+  QStringList list = recentFiles();
+  list.removeAll(path);
+  list.prepend(path);
+  while (list.size() > kMaxRecent) list.removeLast();
+  QSettings().setValue("recentFiles", list);
+  updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu() {
+  recentMenu_->clear();
+  for (const QString& path : recentFiles()) {
+    QAction* a = recentMenu_->addAction(QFileInfo(path).fileName());
+    a->setToolTip(path);
+    connect(a, &QAction::triggered, this, [this, path] {
+      if (maybeSave()) openFile(path);
+    });
+  }
+  recentMenu_->setEnabled(!recentMenu_->actions().isEmpty());
+}
+
+void MainWindow::setTheme(const QString& name) {
+  theme_ = name == "Dark" ? "Dark" : "Light";
+  QApplication::setStyle(QStyleFactory::create("Fusion"));
+  QApplication::setPalette(theme_ == "Dark" ? darkPalette() : QApplication::style()->standardPalette());
+  QSettings().setValue("theme", theme_);
+}
+
+bool MainWindow::saveScreenshot(const QString& file) {
+  QApplication::processEvents();
+  return grab().save(file);
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+  doc_->message("error", text);
+  // Tests and headless runs have no one to click OK; the log has it.
+  if (qEnvironmentVariableIsSet("SHARDLAB_NO_DIALOGS")) return;
+  QMessageBox::critical(this, title, text);
+}
+
+void MainWindow::copySelection() {
+  std::vector<std::string> paths;
+  for (const QString& s : doc_->selection()) paths.push_back(s.toStdString());
+  if (paths.empty()) return;
+  auto* mime = new QMimeData;
+  const std::string clip = edits::copy_nodes(doc_->project(), paths).dump();
+  mime->setData(kClipboardMime, QByteArray::fromStdString(clip));
+  mime->setText(QString::fromStdString(clip));
+  QApplication::clipboard()->setMimeData(mime);
+}
+
+void MainWindow::cutSelection() {
+  copySelection();
+  deleteSelection();
+}
+
+void MainWindow::paste() {
+  const QMimeData* mime = QApplication::clipboard()->mimeData();
+  if (!mime || !mime->hasFormat(kClipboardMime)) return;
+  const graph::Json clip = graph::Json::parse(mime->data(kClipboardMime).toStdString(), nullptr, false);
+  const QStringList sel = doc_->selection();
+  const std::string parent = sel.isEmpty() ? "" : edits::parent_of(sel.first().toStdString());
+  std::vector<std::string> pasted;
+  if (doc_->edit(tr("Paste"), [&](project::Project& p) { pasted = edits::paste_nodes(p, clip, parent, 40, 40); })) {
+    QStringList s;
+    for (const std::string& x : pasted) s << QString::fromStdString(x);
+    doc_->setSelection(s);
+  }
+}
+
+void MainWindow::duplicateSelection() {
+  copySelection();
+  paste();
+}
+
+void MainWindow::deleteSelection() {
+  std::vector<std::string> paths;
+  for (const QString& s : doc_->selection()) paths.push_back(s.toStdString());
+  if (paths.empty()) return;
+  doc_->edit(paths.size() == 1 ? tr("Delete %1").arg(QString::fromStdString(paths[0])) : tr("Delete %1 nodes").arg(paths.size()),
+             [&](project::Project& p) { edits::remove_nodes(p, paths); });
+}
+
+}  // namespace shardlab::ui

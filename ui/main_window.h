@@ -1,0 +1,88 @@
+// The main window: docks for the layer palette, graph canvas and inspector; tabs for Mesh & Rules,
+// Sharding, Training and Log; the menus, shortcuts, recent files, palettes and title a desktop user
+// expects; an unsaved-changes prompt wherever work could be lost.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+
+class QAction;
+class QMenu;
+class QTabWidget;
+class QDockWidget;
+
+namespace shardlab::ui {
+
+class ProjectDocument;
+class GraphView;
+class LayerPalette;
+class Inspector;
+class MeshRulesTab;
+class ShardingTab;
+class TrainingTab;
+class LogTab;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  ProjectDocument* document() const { return doc_; }
+  GraphView* canvas() const { return canvas_; }
+  QTabWidget* tabs() const { return tabs_; }
+  TrainingTab* training() const { return training_; }
+
+  // Open a project; on failure a message box names the file and the reason, and false comes back.
+  bool openFile(const QString& path);
+  // fashion-mlp from the example projects.
+  bool openDefaultProject();
+  bool save();
+  bool saveAs(const QString& path = {});
+  // Renders the whole window to an image file (the README's screenshot, the tests' artifacts).
+  bool saveScreenshot(const QString& file);
+  // "Dark" or "Light".
+  void setTheme(const QString& name);
+  QStringList recentFiles() const;
+
+  // The example projects offered by File > New.
+  static QString examplesDir();
+
+  // Clipboard and selection commands, for the menus and tests.
+  void copySelection();
+  void cutSelection();
+  void paste();
+  void duplicateSelection();
+  void deleteSelection();
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+ private:
+  void buildActions();
+  void buildDocks();
+  void updateTitle();
+  void updateRecentMenu();
+  void addRecent(const QString& path);
+  // True when there is nothing unsaved, or the user saved or chose to discard it.
+  bool maybeSave();
+  void showError(const QString& title, const QString& text);
+
+  ProjectDocument* doc_ = nullptr;
+  GraphView* canvas_ = nullptr;
+  LayerPalette* palette_ = nullptr;
+  Inspector* inspector_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  MeshRulesTab* meshRules_ = nullptr;
+  ShardingTab* sharding_ = nullptr;
+  TrainingTab* training_ = nullptr;
+  LogTab* log_ = nullptr;
+  QMenu* recentMenu_ = nullptr;
+  QMenu* viewMenu_ = nullptr;
+  QString theme_;
+};
+
+}  // namespace shardlab::ui
