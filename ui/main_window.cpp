@@ -21,6 +21,8 @@
 #include <QUndoStack>
 
 #include "ui/canvas/graph_view.h"
+#include "ui/checkpoints/checkpoint_list_model.h"
+#include "ui/checkpoints/checkpoint_browser.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/inspector/inspector.h"
@@ -28,6 +30,7 @@
 #include "ui/mesh/mesh_rules_tab.h"
 #include "ui/palette/layer_palette.h"
 #include "ui/sharding/sharding_tab.h"
+#include "ui/trace/trace_tab.h"
 #include "ui/training/training_tab.h"
 
 namespace shardlab::ui {
@@ -76,6 +79,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setDockNestingEnabled(true);
   buildDocks();
   buildActions();
+  connectTabs();
   connect(doc_, &ProjectDocument::pathChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ProjectDocument::modifiedChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ProjectDocument::editRefused, this, [this](const QString& why) { statusBar()->showMessage(why, 6000); });
@@ -98,10 +102,14 @@ void MainWindow::buildDocks() {
   meshRules_ = new MeshRulesTab(doc_, this);
   sharding_ = new ShardingTab(doc_, this);
   training_ = new TrainingTab(doc_, this);
+  trace_ = new TraceTab(doc_, this);
+  checkpoints_ = new CheckpointBrowser(this);
   log_ = new LogTab(doc_, this);
   tabs_->addTab(meshRules_, tr("Mesh && Rules"));
   tabs_->addTab(sharding_, tr("Sharding"));
   tabs_->addTab(training_, tr("Training"));
+  tabs_->addTab(trace_, tr("Trace"));
+  tabs_->addTab(checkpoints_, tr("Checkpoints"));
   tabs_->addTab(log_, tr("Log"));
   setCentralWidget(tabs_);
 
@@ -155,6 +163,30 @@ void MainWindow::buildActions() {
   file->addAction(tr("&Save"), this, [this] { save(); })->setShortcut(QKeySequence::Save);
   file->addAction(tr("Save &As..."), this, [this] { saveAs(); })->setShortcut(QKeySequence::SaveAs);
   file->addSeparator();
+  QAction* saveCkpt = file->addAction(tr("Save &Checkpoint Now"), training_, &TrainingTab::saveCheckpointNow);
+  saveCkpt->setEnabled(false);
+  connect(training_, &TrainingTab::runStarted, saveCkpt, [saveCkpt] { saveCkpt->setEnabled(true); });
+  connect(training_, &TrainingTab::runFinished, saveCkpt, [saveCkpt] { saveCkpt->setEnabled(false); });
+  connect(training_, &TrainingTab::runFailed, saveCkpt, [saveCkpt] { saveCkpt->setEnabled(false); });
+  file->addAction(tr("&Resume From Checkpoint..."), this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Resume From Checkpoint (a step_NNNNNN directory)"),
+                                                          checkpoints_->root());
+    if (!dir.isEmpty()) training_->resumeFrom(dir);
+  });
+  file->addAction(tr("&Export Checkpoint..."), this, [this] {
+    tabs_->setCurrentWidget(checkpoints_);
+    if (checkpoints_->root().isEmpty()) {
+      const QString dir = QFileDialog::getExistingDirectory(this, tr("Checkpoint Directory"));
+      if (dir.isEmpty()) return;
+      checkpoints_->setRoot(dir);
+    }
+    statusBar()->showMessage(tr("Pick a step in the Checkpoints tab, then Export…"), 6000);
+  });
+  file->addAction(tr("Open &Trace..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Trace"), {}, tr("Chrome trace JSON (*.json)"));
+    if (!path.isEmpty() && trace_->openTraceFile(path)) tabs_->setCurrentWidget(trace_);
+  });
+  file->addSeparator();
   QAction* close = file->addAction(tr("&Close Project"), this, [this] {
     if (maybeSave()) openDefaultProject();
   });
@@ -193,6 +225,8 @@ void MainWindow::buildActions() {
   viewMenu_->addAction(tr("Zoom &Out"), canvas_, &GraphView::zoomOut)->setShortcut(QKeySequence::ZoomOut);
   viewMenu_->addAction(tr("Zoom to &Fit"), canvas_, &GraphView::zoomToFit)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   viewMenu_->addAction(tr("&Arrange Graph"), canvas_, &GraphView::autoLayout)->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+  viewMenu_->addAction(tr("Align &Left"), canvas_, &GraphView::alignLeft);
+  viewMenu_->addAction(tr("Align &Top"), canvas_, &GraphView::alignTop);
   viewMenu_->addSeparator();
   QMenu* theme = viewMenu_->addMenu(tr("&Theme"));
   theme->addAction(tr("&Light"), this, [this] { setTheme("Light"); });
@@ -206,6 +240,35 @@ void MainWindow::buildActions() {
                        tr("<b>Shardlab %1</b><p>Build a network, decide how every array is split over a mesh of "
                           "devices, train it and see where every shard lives.</p>")
                            .arg(QCoreApplication::applicationVersion()));
+  });
+}
+
+void MainWindow::connectTabs() {
+  // A run's trace goes to the Trace tab live; its checkpoints to the Checkpoints tab.
+  connect(training_, &TrainingTab::traceStarted, trace_,
+          [this](std::shared_ptr<profiler::Trace> trace, const QString& label, double peak) { trace_->followRun(trace, label, peak); });
+  connect(training_, &TrainingTab::runFinished, trace_, [this] { trace_->runFinished(); });
+  connect(training_, &TrainingTab::runFailed, trace_, [this] { trace_->runFinished(); });
+  connect(training_, &TrainingTab::checkpointDirChanged, checkpoints_, [this](const QString& dir) {
+    if (dir != checkpoints_->root()) checkpoints_->setRoot(dir);
+  });
+  connect(training_, &TrainingTab::checkpointSaved, checkpoints_, [this](qint64 step, const QString& dir) {
+    if (QFileInfo(dir).absolutePath() != QFileInfo(checkpoints_->root()).absoluteFilePath()) checkpoints_->setRoot(QFileInfo(dir).absolutePath());
+    checkpoints_->model()->refresh();
+    checkpoints_->selectStep(step);
+    statusBar()->showMessage(tr("Checkpoint of step %1 saved in %2").arg(step).arg(dir), 6000);
+  });
+  connect(checkpoints_, &CheckpointBrowser::resumeRequested, this, [this](const QString& dir) {
+    tabs_->setCurrentWidget(training_);
+    training_->resumeFrom(dir);
+  });
+  connect(checkpoints_, &CheckpointBrowser::exportFinished, this, [this](bool ok, const QString& message) {
+    if (ok) {
+      doc_->message("info", message);
+      statusBar()->showMessage(message, 6000);
+    } else {
+      showError(tr("Export Checkpoint"), message);
+    }
   });
 }
 

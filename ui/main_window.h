@@ -1,5 +1,5 @@
 // The main window: docks for the layer palette, graph canvas and inspector; tabs for Mesh & Rules,
-// Sharding, Training and Log; the menus, shortcuts, recent files, palettes and title a desktop user
+// Sharding, Training, Trace, Checkpoints and Log; the menus, shortcuts, recent files, palettes and title a desktop user
 // expects; an unsaved-changes prompt wherever work could be lost.
 #pragma once
 
@@ -20,6 +20,8 @@ class Inspector;
 class MeshRulesTab;
 class ShardingTab;
 class TrainingTab;
+class TraceTab;
+class CheckpointBrowser;
 class LogTab;
 
 class MainWindow : public QMainWindow {
@@ -33,6 +35,8 @@ class MainWindow : public QMainWindow {
   GraphView* canvas() const { return canvas_; }
   QTabWidget* tabs() const { return tabs_; }
   TrainingTab* training() const { return training_; }
+  TraceTab* trace() const { return trace_; }
+  CheckpointBrowser* checkpoints() const { return checkpoints_; }
 
   // Open a project; on failure a message box names the file and the reason, and false comes back.
   bool openFile(const QString& path);
@@ -64,6 +68,7 @@ class MainWindow : public QMainWindow {
  private:
   void buildActions();
   void buildDocks();
+  void connectTabs();
   void updateTitle();
   void updateRecentMenu();
   void addRecent(const QString& path);
@@ -79,6 +84,8 @@ class MainWindow : public QMainWindow {
   MeshRulesTab* meshRules_ = nullptr;
   ShardingTab* sharding_ = nullptr;
   TrainingTab* training_ = nullptr;
+  TraceTab* trace_ = nullptr;
+  CheckpointBrowser* checkpoints_ = nullptr;
   LogTab* log_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;

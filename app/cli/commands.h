@@ -26,6 +26,7 @@ struct TrainArgs {
   int64_t save_every = 0;
   int keep = 3;
   bool resume = false;
+  std::string max_shard_size;  // "2GB": shard each checkpoint's safetensors; empty: one file
   bool quiet = false;
 };
 int run_train(const TrainArgs& a);

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   t->add_option("--save-every", train.save_every, "save every N steps (and at the end)")->check(CLI::PositiveNumber);
   t->add_option("--keep", train.keep, "keep the newest K checkpoints")->check(CLI::PositiveNumber);
   t->add_flag("--resume", train.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  t->add_option("--max-shard-size", train.max_shard_size,
+                "split each checkpoint's tensors over safetensors shards of at most this size, e.g. 500MB, 2GB, 1GiB");
 
   shardlab::cli::CheckpointArgs inspect;
   auto* in = app.add_subcommand("inspect", "List a checkpoint's tensors, shapes, dtypes, shardings, step and project");
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
   shardlab::cli::CheckpointArgs exp;
   auto* ex = app.add_subcommand("export", "Export a checkpoint's parameters");
   ex->add_option("checkpoint", exp.checkpoint, "a step_NNNNNN directory, or a checkpoint root")->required();
-  ex->add_option("--format", exp.format, "safetensors (onnx is not supported yet)")->capture_default_str();
+  ex->add_option("--format", exp.format, "safetensors (the parameters) or onnx (the inference graph with them)")
+      ->capture_default_str();
   ex->add_option("--out", exp.out, "the file to write")->required();
 
   shardlab::cli::ProfileArgs profile;

@@ -8,27 +8,10 @@
 
 #include "app/cli/commands.h"
 #include "engine/backends/cpu/executor.h"
-#include "engine/backends/cpu/gemm.h"
+#include "engine/profiler/peak.h"
 #include "engine/runtime/trainer.h"
 
 namespace shardlab::cli {
-
-namespace {
-
-// The CPU's GEMM peak on the engine's own kernel, measured once (best of a few 512x1024x1024 products).
-double gemm_peak_flops() {
-  const int64_t m = 512, n = 1024, k = 1024;
-  std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), c(size_t(m * n));
-  double best = 1e30;
-  for (int r = 0; r < 6; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    backends::cpu::gemm(false, false, m, n, k, a.data(), k, b.data(), n, c.data(), n);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return 2.0 * double(m * n * k) / best;
-}
-
-}  // namespace
 
 int run_profile(const ProfileArgs& a) {
   runtime::TrainOptions opt;
@@ -44,7 +27,7 @@ int run_profile(const ProfileArgs& a) {
   trainer.run();
   if (!a.trace.empty()) trainer.trace().write_chrome_json(a.trace);
 
-  const double peak = gemm_peak_flops();
+  const double peak = profiler::measure_gemm_peak_flops();
   const auto summaries = trainer.trace().summaries();
   std::map<int, std::vector<profiler::StepSummary>> by_device;
   for (const auto& s : summaries)

@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/progress.h"
+#include "engine/checkpoint/sharded.h"
 #include "engine/runtime/trainer.h"
 #include "engine/util/error.h"
 
@@ -34,6 +35,14 @@ int run_train(const TrainArgs& a) {
   opt.keep = a.keep;
   opt.resume = a.resume;
   if ((a.resume || a.save_every > 0) && a.checkpoint_dir.empty()) throw Error("--resume and --save-every need --checkpoint-dir");
+  if (!a.max_shard_size.empty()) {
+    if (a.checkpoint_dir.empty()) throw Error("--max-shard-size needs --checkpoint-dir");
+    try {
+      opt.max_shard_bytes = checkpoint::parse_size(a.max_shard_size);
+    } catch (const Error& e) {
+      throw Error(std::string("--max-shard-size: ") + e.what());
+    }
+  }
   if (!a.trace_steps.empty()) {
     long long first = 0, last = 0;
     if (std::sscanf(a.trace_steps.c_str(), "%lld:%lld", &first, &last) != 2 || first < 1 || last < first)

@@ -5,8 +5,13 @@
 
 #include "engine/api/design.h"
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/export.h"
+#include "engine/checkpoint/listing.h"
 #include "engine/graph/analysis.h"
 #include "engine/graph/catalog.h"
+#include "engine/profiler/peak.h"
+#include "engine/profiler/trace.h"
+#include "engine/profiler/trace_file.h"
 #include "engine/project/project.h"
 #include "engine/runtime/trainer.h"
 #include "engine/sharding/layout.h"

@@ -1,4 +1,5 @@
-// Checkpoint directories: <root>/step_000123/ holding model.safetensors (parameters as
+// Checkpoint directories: <root>/step_000123/ holding model.safetensors, or its shards and their
+// index (engine/checkpoint/sharded.h) when saved with a maximum shard size (parameters as
 // "params/<path>", optimizer state as "opt_state/<mu|nu|trace>/<path>", always as whole global
 // arrays, so they load onto any mesh) and checkpoint.json (project, step, data position, mesh,
 // rules, every array's PartitionSpec). A save is written under a temporary name, flushed, marked
@@ -23,9 +24,12 @@ inline constexpr const char* kCommitFile = "COMMITTED";
 
 std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
 
-// Writes <root>/step_<step>/ atomically. `meta` gets "step" added.
+// Writes <root>/step_<step>/ atomically. `meta` gets "step" added. max_shard_bytes > 0 splits the
+// tensors over model-0000K-of-0000N.safetensors files of at most that much tensor data each, plus
+// model.safetensors.index.json (one model.safetensors when everything fits in one).
 std::filesystem::path save(const std::filesystem::path& root, int64_t step,
-                           const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta);
+                           const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta,
+                           uint64_t max_shard_bytes = 0);
 
 // The newest committed checkpoint under `root`, if any.
 std::optional<std::filesystem::path> latest(const std::filesystem::path& root);
@@ -36,7 +40,8 @@ struct Loaded {
   nlohmann::ordered_json meta;
   std::map<std::string, Tensor> arrays;
 };
-// Reads a committed checkpoint directory; errors name the directory or file and the reason.
+// Reads a committed checkpoint directory in either layout; errors name the directory or file and
+// the reason.
 Loaded load(const std::filesystem::path& dir);
 
 // Removes all but the newest `keep` committed checkpoints, and leftovers of interrupted saves.

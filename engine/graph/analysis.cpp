@@ -92,8 +92,10 @@ double node_flops(const NodeReport& r) {
 
 GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const std::string& prefix) {
   GraphReport rep;
+  std::map<std::string, std::string> own_error;  // node -> its first error, for the editor to show on it
   auto fail = [&](const std::string& node, const std::string& msg) {
     rep.errors.push_back(node.empty() ? msg : "node '" + prefix + node + "': " + msg);
+    if (!node.empty()) own_error.emplace(node, msg);
   };
 
   std::map<std::string, std::shared_ptr<Layer>> layers;
@@ -159,7 +161,18 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     std::string list;
     for (auto& c : cyclic) list += (list.empty() ? "" : ", ") + prefix + c;
     fail("", "the graph has a cycle through nodes " + list);
+    for (auto& c : cyclic) own_error.emplace(c, "on a cycle through " + list);
   }
+  // Every node gets a report, so an editor can draw each one: those that could not be inferred
+  // carry their own error, or none when they only wait on an upstream node that failed.
+  auto unresolved = [&](const Node& n) {
+    NodeReport r;
+    r.name = prefix + n.name;
+    r.type = n.type;
+    auto e = own_error.find(n.name);
+    if (e != own_error.end()) r.error = e->second;
+    return r;
+  };
 
   std::map<std::string, ArrayInfo> outputs;
   if (carry) outputs[kCarryNode] = *carry;
@@ -169,7 +182,10 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     r.name = prefix + n.name;
     r.type = n.type;
     auto lit = layers.find(n.name);
-    if (lit == layers.end() || !lit->second) continue;
+    if (lit == layers.end() || !lit->second) {
+      if (lit != layers.end()) rep.nodes.push_back(unresolved(n));
+      continue;
+    }
     r.layer = lit->second;
     bool inputs_ok = true;
     if (n.type == "Input") r.inputs.push_back(ArrayInfo{{batch}, {"batch"}});
@@ -179,7 +195,10 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
       if (o == outputs.end()) { inputs_ok = false; break; }
       r.inputs.push_back(o->second);
     }
-    if (!inputs_ok) continue;  // an upstream error is already reported
+    if (!inputs_ok) {  // an upstream error is already reported
+      rep.nodes.push_back(unresolved(n));
+      continue;
+    }
     try {
       r.output = r.layer->infer(r.inputs, r.params);
       if (!n.output_axes.is_null()) {
@@ -202,6 +221,8 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
       if (n.body) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
       r.flops = node_flops(r);
     } catch (const Error& e) {
+      // A block's inner error also shows on the inner node that has it.
+      if (n.body && r.body.empty() && !r.inputs.empty()) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
       r.error = e.what();
       fail(n.name, e.what());
       rep.nodes.push_back(std::move(r));
@@ -210,6 +231,9 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     outputs[n.name] = r.output;
     rep.nodes.push_back(std::move(r));
   }
+  std::set<size_t> placed(order.begin(), order.end());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!placed.count(i) && layers.count(g.nodes[i].name)) rep.nodes.push_back(unresolved(g.nodes[i]));
   return rep;
 }
 

@@ -21,12 +21,16 @@ struct NodeReport {
   std::vector<ParamInfo> params;
   int64_t param_count = 0;
   double flops = 0;   // forward FLOPs of one step at this batch size
-  std::string error;  // empty when the node is fine
+  std::string error;  // the node's own error; empty when it is fine
+  bool inferred() const { return !output.shape.empty(); }
   std::vector<NodeReport> body;  // Repeat: its block's nodes (one layer)
 };
 
 struct GraphReport {
-  std::vector<NodeReport> nodes;    // topological order (nodes in a cycle are left out)
+  // Every node once: in topological order, then those on or after a cycle. A node that could not be
+  // inferred has an empty output shape, and its own error if it has one (none when it only waits
+  // on a failed upstream node).
+  std::vector<NodeReport> nodes;
   std::vector<std::string> errors;  // every error, each naming its node and field
   bool ok() const { return errors.empty(); }
   const NodeReport* find(const std::string& name) const;

@@ -25,7 +25,7 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
     project_.training.epochs = options_.epochs;
     if (options_.steps < 0) project_.training.steps = 0;
   }
-  trace_ = std::make_unique<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
+  trace_ = options_.trace ? options_.trace : std::make_shared<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
                                              options_.trace_keep);
   threads_ = options_.threads > 0 ? options_.threads : backends::cpu::default_threads();
   backends::cpu::set_threads(threads_);
@@ -74,12 +74,19 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
     specs[n] = spmd_ ? spmd_->partitioned().sharding[size_t(v)].str() : std::string("replicated");
   }
   meta["shardings"] = specs;
+  // What a checkpoint browser lists beside the step: the newest loss and evaluation.
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : last_metrics_)
+    if (std::isfinite(v)) metrics[k] = v;
+  meta["metrics"] = metrics;
   const int64_t step = step_;
   const int keep = options_.keep;
-  auto write = [this, root, step, keep, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
+  const uint64_t shard_bytes = options_.max_shard_bytes;
+  auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
     try {
-      checkpoint::save(root, step, arrays, meta);
+      const std::filesystem::path dir = checkpoint::save(root, step, arrays, meta, shard_bytes);
       checkpoint::prune(root, keep);
+      for (auto* l : listeners_) l->on_saved(step, dir.string());
     } catch (const std::exception& e) {
       save_error_ = e.what();
     }
@@ -301,7 +308,10 @@ void Trainer::run_loop() {
                 " is larger than the training split (" + std::to_string(splits.train.size()) + " examples)");
   data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
   int64_t start = 0;
-  if (options_.resume) {
+  if (!options_.resume_from.empty()) {
+    start = restore_checkpoint(options_.resume_from);
+    loader.seek(start);
+  } else if (options_.resume) {
     if (options_.checkpoint_dir.empty()) throw Error("resume: no checkpoint directory given");
     auto last = checkpoint::latest(options_.checkpoint_dir);
     if (!last) throw Error(options_.checkpoint_dir + ": no committed checkpoint to resume from");
@@ -336,16 +346,21 @@ void Trainer::run_loop() {
     ev.epoch = b.epoch;
     ev.data_wait_s = wait;
     ev.examples_per_s = double(t.batch_size) / std::max(ev.step_time_s, 1e-12);
+    last_metrics_["loss"] = ev.loss;
+    if (!std::isnan(ev.accuracy)) last_metrics_["accuracy"] = ev.accuracy;
     for (auto* l : listeners_) l->on_step(ev);
     const bool epoch_end = (i + 1) % info.steps_per_epoch == 0;
     const bool last = i + 1 == info.total_steps;
     if (t.eval && splits.test.size() > 0 && ((epoch_end && t.steps == 0) || last) && !cancelled_) {
       EvalEvent e = evaluate(splits.test);
       e.epoch = epoch;
+      last_metrics_["eval_loss"] = e.loss;
+      last_metrics_["eval_accuracy"] = e.accuracy;
       for (auto* l : listeners_) l->on_eval(e);
     }
     if (epoch_end) ++epoch;
-    if (!options_.checkpoint_dir.empty() && options_.save_every > 0 && (i + 1) % options_.save_every == 0 && !last)
+    const bool periodic = options_.save_every > 0 && (i + 1) % options_.save_every == 0;
+    if (!options_.checkpoint_dir.empty() && (periodic || save_requested_.exchange(false)) && !last)
       save_checkpoint(options_.checkpoint_dir, i + 1, true);
   }
   if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, step_, false);

@@ -53,6 +53,9 @@ class TrainerListener {
   virtual void on_finish(bool cancelled) { (void)cancelled; }
   // The run stopped on an error (bad data, a label out of range); run() rethrows it afterwards.
   virtual void on_error(const std::string& message) { (void)message; }
+  // A checkpoint of `step` is committed in `dir`. Called from the thread that wrote it (a
+  // background save's own thread), so a listener that touches a UI must hand it over.
+  virtual void on_saved(int64_t step, const std::string& dir) { (void)step, (void)dir; }
 };
 
 struct TrainOptions {
@@ -67,12 +70,20 @@ struct TrainOptions {
   bool trace_detailed = false;
   int64_t trace_first = 1, trace_last = -1;
   int trace_keep = 20;
+  // A trace the caller keeps (a GUI reads it live while the run goes); its own mode and ring size
+  // apply then. Null: the trainer makes one from the settings above.
+  std::shared_ptr<profiler::Trace> trace;
   // Checkpoints under checkpoint_dir every save_every steps (and at the end), keeping the newest
   // `keep`; `resume` continues from the newest one there.
   std::string checkpoint_dir;
   int64_t save_every = 0;
   int keep = 3;
   bool resume = false;
+  // A particular checkpoint step directory to continue from (a GUI's choice); wins over `resume`.
+  std::string resume_from;
+  // > 0: split each checkpoint's tensors over safetensors shards of at most this many bytes of
+  // tensor data, with a model.safetensors.index.json, as Hugging Face does; 0: one file.
+  uint64_t max_shard_bytes = 0;
 };
 
 class Trainer {
@@ -86,6 +97,9 @@ class Trainer {
   // (on_error) and throws Error.
   void run();
   void cancel() { cancelled_ = true; }  // thread-safe; takes effect between steps
+  // Thread-safe: save a checkpoint under options.checkpoint_dir after the current step (the end of
+  // the run saves one anyway).
+  void request_save() { save_requested_ = true; }
 
   const project::Project& project() const { return project_; }
   const StepProgram& step_program() const { return train_; }
@@ -132,7 +146,7 @@ class Trainer {
   // Set when training on several virtual devices: it owns the parameters then, and the
   // one-device executor above only evaluates, with parameters copied from it.
   std::unique_ptr<SpmdSession> spmd_;
-  std::unique_ptr<profiler::Trace> trace_;
+  std::shared_ptr<profiler::Trace> trace_;
   std::thread saver_;
   std::string save_error_;
   double pending_data_wait_us_ = 0;
@@ -141,8 +155,10 @@ class Trainer {
   std::map<int64_t, std::pair<std::unique_ptr<StepProgram>, std::unique_ptr<backends::cpu::Executor<float>>>> eval_;
   std::vector<TrainerListener*> listeners_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> save_requested_{false};
   int64_t step_ = 0;
   int threads_ = 1;
+  std::map<std::string, double> last_metrics_;  // loss, accuracy, eval_loss, eval_accuracy of the newest step
 };
 
 }  // namespace shardlab::runtime

@@ -142,6 +142,39 @@ class TestProject : public QObject {
   Q_OBJECT
 
  private slots:
+  // ---- what an editor needs ---------------------------------------------------------------------
+
+  void editorSectionIsKeptAsWritten() {
+    Json j = small_project();
+    j["editor"] = Json::parse(R"({"positions": {"x": [0, 0], "out": [300, 40]}, "expanded": {}})");
+    project::Project p = project::parse_project(j.dump(2), kFile);
+    QCOMPARE(p.editor["positions"]["out"][0].get<int>(), 300);
+    QCOMPARE(Json::parse(project::to_json_string(p))["editor"], j["editor"]);
+    j["editor"] = "left";
+    VERIFY_CONTAINS(error_of([&] { project::parse_project(j.dump(2), kFile); }), "small.shardlab.json: editor: expected an object");
+  }
+
+  void structureValidationOpensAGraphWithShapeErrors() {
+    Json j = small_project();
+    j["graph"]["edges"].erase(j["graph"]["edges"].begin() + 1);  // unfeed a node
+    j["loss"]["output"] = "gone";
+    QVERIFY(!error_of([&] { project::parse_project(j.dump(2), kFile); }).isEmpty());
+    project::Project p = project::parse_project(j.dump(2), kFile, project::Validation::Structure);
+    QVERIFY(!project::analyze_project(p).ok());
+    QCOMPARE(p.loss.output, std::string("gone"));
+    // Structure still refuses what is not a project.
+    j["graph"]["nodes"][0]["colour"] = "red";
+    VERIFY_CONTAINS(error_of([&] { project::parse_project(j.dump(2), kFile, project::Validation::Structure); }), "colour: unknown field");
+  }
+
+  void graphJsonRoundTrips() {
+    project::Project p = project::load_project(projects_dir() / "dot-relu-dot.shardlab.json");
+    const Json j = project::graph_to_json(p.graph, false);
+    graph::Graph g = project::graph_from_json(j, "copy", false);
+    QCOMPARE(project::graph_to_json(g, false), j);
+    VERIFY_CONTAINS(error_of([] { project::graph_from_json(Json::object(), "clipboard", false); }), "clipboard.nodes: missing");
+  }
+
   // ---- the base project -------------------------------------------------------------------------
 
   void smallProjectParses() {

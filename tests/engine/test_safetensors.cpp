@@ -183,6 +183,7 @@ class TestSafetensors : public QObject {
   void writeIsAtomic();
   void pythonReadsOurFile();
   void weReadPythonFile();
+  void fuzzCorpusIsAcceptedOrRejectedCleanly();
 
  private:
   QTemporaryDir tmp_;
@@ -684,6 +685,34 @@ void TestSafetensors::weReadPythonFile() {
   compare_files(got, expected_interop());
   QCOMPARE(to_tensor(*got.find("f16")).data, (std::vector<float>{1.0f, -2.5f, 65504.0f, 0x1p-24f}));
   QCOMPARE(to_tensor(*got.find("bool")).data, (std::vector<float>{1.0f, 0.0f, 1.0f}));
+}
+
+// Every file of the fuzzer's corpus (tests/fuzz/corpus/safetensors, seeds and findings alike) read
+// through the reader: a valid-* file is accepted, a bad-* file rejected, any other either; a
+// rejection is an Error naming the file, and anything else (another exception, a crash) fails.
+void TestSafetensors::fuzzCorpusIsAcceptedOrRejectedCleanly() {
+  const fs::path corpus = fs::path(SHARDLAB_SOURCE_DIR) / "tests/fuzz/corpus/safetensors";
+  QVERIFY2(fs::is_directory(corpus), corpus.c_str());
+  int accepted = 0, rejected = 0;
+  for (const auto& e : fs::directory_iterator(corpus)) {
+    const fs::path p = e.path();
+    const std::string name = p.filename().string();
+    QString msg;
+    try {
+      read_safetensors(p);
+    } catch (const Error& err) {
+      msg = QString::fromStdString(err.what());
+      VERIFY_CONTAINS(msg, QString::fromStdString(p.string()) + ": ");
+    } catch (const std::exception& err) {
+      QFAIL(qPrintable(QString("%1: not a shardlab::Error: %2").arg(QString::fromStdString(name), err.what())));
+    }
+    if (name.rfind("valid-", 0) == 0) QVERIFY2(msg.isEmpty(), qPrintable(QString::fromStdString(name) + ": " + msg));
+    if (name.rfind("bad-", 0) == 0) QVERIFY2(!msg.isEmpty(), qPrintable(QString::fromStdString(name) + " was accepted"));
+    ++(msg.isEmpty() ? accepted : rejected);
+  }
+  qInfo() << accepted << "corpus files accepted," << rejected << "rejected";
+  QVERIFY(accepted >= 10);
+  QVERIFY(rejected >= 40);
 }
 
 QTEST_APPLESS_MAIN(TestSafetensors)

@@ -1,13 +1,81 @@
 #include "ui/mesh/mesh_rules_tab.h"
 
-#include <QLabel>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QSplitter>
 #include <QVBoxLayout>
+
+#include "ui/document/project_document.h"
+#include "ui/mesh/issues_list.h"
+#include "ui/mesh/memory_bars.h"
+#include "ui/mesh/mesh_editor.h"
+#include "ui/mesh/rules_editor.h"
+#include "ui/mesh/spec_model.h"
+#include "ui/mesh/spec_table.h"
 
 namespace shardlab::ui {
 
-MeshRulesTab::MeshRulesTab(ProjectDocument*, QWidget* parent) : QWidget(parent) {
-  auto* l = new QVBoxLayout(this);
-  l->addWidget(new QLabel("MeshRulesTab", this));
+namespace {
+
+QGroupBox* boxed(const QString& title, QWidget* content, QWidget* parent) {
+  auto* box = new QGroupBox(title, parent);
+  auto* l = new QVBoxLayout(box);
+  l->setContentsMargins(6, 6, 6, 6);
+  l->addWidget(content);
+  return box;
+}
+
+}  // namespace
+
+MeshRulesTab::MeshRulesTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  mesh_ = new MeshEditor(doc_, this);
+  rules_ = new RulesEditor(doc_, this);
+  specs_ = new SpecTable(doc_, this);
+  bars_ = new MemoryBars(this);
+  bars_->setObjectName("memoryBars");
+  issues_ = new IssuesList(doc_, this);
+  issues_->setObjectName("issues");
+
+  auto* left = new QSplitter(Qt::Vertical, this);
+  left->addWidget(boxed(tr("Device mesh"), mesh_, left));
+  left->addWidget(boxed(tr("Logical axis rules"), rules_, left));
+  left->setStretchFactor(0, 1);
+  left->setStretchFactor(1, 1);
+
+  auto* right = new QSplitter(Qt::Vertical, this);
+  right->addWidget(boxed(tr("Arrays"), specs_, right));
+  memoryBox_ = boxed(tr("Memory per device"), bars_, right);
+  right->addWidget(memoryBox_);
+  issuesBox_ = boxed(tr("Problems"), issues_, right);
+  right->addWidget(issuesBox_);
+  right->setStretchFactor(0, 3);
+  right->setStretchFactor(1, 2);
+  right->setStretchFactor(2, 1);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(left);
+  split->addWidget(right);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(split);
+
+  connect(doc_, &ProjectDocument::changed, this, &MeshRulesTab::refresh);
+  refresh();
+}
+
+void MeshRulesTab::refresh() {
+  const api::Design& d = doc_->design();
+  if (d.sharding_ok) {
+    bars_->setMemory(d.sharding.devices, d.device_capacity_bytes);
+    memoryBox_->setTitle(tr("Memory per device (mesh %1)").arg(QString::fromStdString(d.sharding.mesh.str())));
+  } else {
+    bars_->setMemory({}, 0);
+    memoryBox_->setTitle(tr("Memory per device"));
+  }
+  const bool clean = !issues_->errorCount() && !issues_->warningCount();
+  issuesBox_->setTitle(clean ? tr("Problems") : tr("Problems: %1").arg(issues_->summary()));
 }
 
 }  // namespace shardlab::ui

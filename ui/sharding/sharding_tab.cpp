@@ -1,13 +1,332 @@
 #include "ui/sharding/sharding_tab.h"
 
+#include <QComboBox>
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
+#include <QLineEdit>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTreeView>
 #include <QVBoxLayout>
+#include <algorithm>
+
+#include "ui/document/project_document.h"
+#include "ui/sharding/array_tree_model.h"
+#include "ui/sharding/device_view.h"
+#include "ui/sharding/sharding_format.h"
+#include "ui/sharding/sharding_grid.h"
 
 namespace shardlab::ui {
 
-ShardingTab::ShardingTab(ProjectDocument*, QWidget* parent) : QWidget(parent) {
-  auto* l = new QVBoxLayout(this);
-  l->addWidget(new QLabel("ShardingTab", this));
+ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  setObjectName("sharding");
+
+  banner_ = new QLabel(this);
+  banner_->setObjectName("shardingBanner");
+  banner_->setWordWrap(true);
+  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  banner_->setStyleSheet("QLabel { color: #c0392b; padding: 4px; }");
+  banner_->hide();
+
+  // Left: the arrays.
+  filter_ = new QLineEdit(this);
+  filter_->setObjectName("arrayFilter");
+  filter_->setPlaceholderText(tr("Filter arrays (name, kind, axis, spec)"));
+  filter_->setClearButtonEnabled(true);
+  model_ = new ArrayTreeModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setRecursiveFilteringEnabled(true);
+  proxy_->setFilterRole(ArrayTreeModel::FilterTextRole);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  tree_ = new QTreeView(this);
+  tree_->setObjectName("arrayTree");
+  tree_->setModel(proxy_);
+  tree_->setUniformRowHeights(true);
+  tree_->setAlternatingRowColors(true);
+  tree_->setSelectionMode(QAbstractItemView::SingleSelection);
+  tree_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  tree_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  auto* left = new QWidget(this);
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addWidget(filter_);
+  leftLayout->addWidget(tree_, 1);
+
+  // Right, top: the legend, the dimension pickers and the grid (or the array's error).
+  title_ = new QLabel(this);
+  title_->setObjectName("arrayTitle");
+  QFont bold = title_->font();
+  bold.setBold(true);
+  bold.setPointSizeF(bold.pointSizeF() * 1.15);
+  title_->setFont(bold);
+  title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  details_ = new QLabel(this);
+  details_->setObjectName("arrayDetails");
+  details_->setWordWrap(true);
+  details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  rowCombo_ = new QComboBox(this);
+  rowCombo_->setObjectName("rowDim");
+  colCombo_ = new QComboBox(this);
+  colCombo_->setObjectName("columnDim");
+  rowCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  colCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  dimsRow_ = new QWidget(this);
+  auto* dims = new QHBoxLayout(dimsRow_);
+  dims->setContentsMargins(0, 0, 0, 0);
+  auto* rowsLabel = new QLabel(tr("&Rows:"), dimsRow_);
+  rowsLabel->setBuddy(rowCombo_);
+  auto* colsLabel = new QLabel(tr("&Columns:"), dimsRow_);
+  colsLabel->setBuddy(colCombo_);
+  dims->addWidget(rowsLabel);
+  dims->addWidget(rowCombo_);
+  dims->addSpacing(12);
+  dims->addWidget(colsLabel);
+  dims->addWidget(colCombo_);
+  dims->addStretch(1);
+  notes_ = new QLabel(this);
+  notes_->setObjectName("otherDims");
+  notes_->setWordWrap(true);
+  grid_ = new ShardingGrid(this);
+  grid_->setObjectName("shardingGrid");
+  error_ = new QLabel(this);
+  error_->setObjectName("arrayError");
+  error_->setWordWrap(true);
+  error_->setAlignment(Qt::AlignCenter);
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_->setStyleSheet("QLabel { color: #c0392b; padding: 12px; }");
+  stack_ = new QStackedWidget(this);
+  stack_->addWidget(grid_);
+  stack_->addWidget(error_);
+  auto* picture = new QWidget(this);
+  auto* pictureLayout = new QVBoxLayout(picture);
+  pictureLayout->setContentsMargins(4, 0, 0, 0);
+  pictureLayout->addWidget(title_);
+  pictureLayout->addWidget(details_);
+  pictureLayout->addWidget(dimsRow_);
+  pictureLayout->addWidget(notes_);
+  pictureLayout->addWidget(stack_, 1);
+
+  // Right, bottom: the reverse view.
+  devices_ = new DeviceView(this);
+  devices_->setObjectName("deviceView");
+
+  auto* right = new QSplitter(Qt::Vertical, this);
+  right->addWidget(picture);
+  right->addWidget(devices_);
+  right->setStretchFactor(0, 3);
+  right->setStretchFactor(1, 2);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(left);
+  split->addWidget(right);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 5);
+  split->setSizes({440, 860});
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(banner_);
+  layout->addWidget(split, 1);
+
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    proxy_->setFilterFixedString(text);
+    tree_->expandAll();
+    // The drawn array stays drawn; it is selected again when it passes the filter.
+    const QModelIndex shown = proxy_->mapFromSource(model_->indexOfArray(current_));
+    if (shown.isValid()) selectInTree(current_);
+  });
+  connect(tree_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &ShardingTab::onTreeSelection);
+  connect(rowCombo_, &QComboBox::currentIndexChanged, this, [this](int i) { onDimPicked(true, i); });
+  connect(colCombo_, &QComboBox::currentIndexChanged, this, [this](int i) { onDimPicked(false, i); });
+  connect(grid_, &ShardingGrid::cellClicked, this, [this](int cell) {
+    const std::vector<int64_t>& devs = grid_->cells()[size_t(cell)].devices;
+    // Clicking the cell that already holds the chosen device keeps it.
+    if (!std::binary_search(devs.begin(), devs.end(), devices_->device())) devices_->setDevice(devs.front());
+  });
+  connect(devices_, &DeviceView::deviceChanged, grid_, &ShardingGrid::setHighlightDevice);
+  connect(devices_, &DeviceView::arrayActivated, this, [this](const QString& name, int64_t device) {
+    showArray(name);
+    grid_->setHighlightDevice(device);
+  });
+  connect(doc_, &ProjectDocument::changed, this, &ShardingTab::rebuild);
+  connect(doc_, &ProjectDocument::opened, this, [this] {
+    // A different project: start from its first array rather than a name it may share by chance.
+    current_.clear();
+    rebuild();
+  });
+  connect(doc_, &ProjectDocument::arrayRequested, this, &ShardingTab::showArray);
+  rebuild();
 }
+
+void ShardingTab::rebuild() {
+  const api::Design& d = doc_->design();
+  if (!d.sharding_ok) {
+    QStringList lines;
+    for (size_t i = 0; i < d.errors.size() && i < 5; ++i) lines << QString::fromStdString(d.errors[i]);
+    if (d.errors.size() > 5) lines << tr("... and %1 more (see the Log)").arg(d.errors.size() - 5);
+    banner_->setText(tr("No sharding to show until the graph, mesh and rules check out:") + "\n" + lines.join('\n'));
+  }
+  banner_->setVisible(!d.sharding_ok);
+  model_->setArrays(d.sharding_ok ? d.sharding.arrays : std::vector<sharding::ArraySharding>{});
+  tree_->expandAll();
+  devices_->refresh(d);
+
+  QString name = current_;
+  if (name.isEmpty() || !model_->indexOfArray(name).isValid())
+    name = d.sharding_ok && !d.sharding.arrays.empty() ? QString::fromStdString(d.sharding.arrays.front().name)
+                                                       : QString();
+  if (name.isEmpty()) {
+    current_.clear();
+    draw({}, -1, -1);
+    return;
+  }
+  const bool same = name == current_;
+  selectInTree(name);
+  draw(name, same ? rowDim_ : -1, same ? colDim_ : -1);
+}
+
+void ShardingTab::selectInTree(const QString& name) {
+  const QModelIndex source = model_->indexOfArray(name);
+  QModelIndex index = proxy_->mapFromSource(source);
+  if (source.isValid() && !index.isValid()) {  // hidden by the filter: the request wins
+    const QSignalBlocker block(filter_);
+    filter_->clear();
+    proxy_->setFilterFixedString({});
+    tree_->expandAll();
+    index = proxy_->mapFromSource(source);
+  }
+  selecting_ = true;
+  if (index.isValid()) {
+    tree_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    tree_->scrollTo(index);
+  } else {
+    tree_->selectionModel()->clearSelection();
+  }
+  selecting_ = false;
+}
+
+bool ShardingTab::showArray(const QString& name) {
+  if (!model_->indexOfArray(name).isValid()) {
+    title_->setText(tr("There is no array '%1' in this project").arg(name));
+    details_->setText(tr("Pick one from the list: parameters are named like dense1/kernel, activations like dense1."));
+    return false;
+  }
+  const bool same = name == current_;
+  selectInTree(name);
+  draw(name, same ? rowDim_ : -1, same ? colDim_ : -1);
+  return true;
+}
+
+void ShardingTab::onTreeSelection() {
+  if (selecting_) return;
+  const QModelIndexList rows = tree_->selectionModel()->selectedRows();
+  if (rows.isEmpty()) return;
+  const QString name = rows.front().data(ArrayTreeModel::ArrayNameRole).toString();
+  if (!name.isEmpty() && name != current_) draw(name, -1, -1);
+}
+
+void ShardingTab::draw(const QString& name, int rowDim, int colDim) {
+  const api::Design& d = doc_->design();
+  const sharding::ArraySharding* a = d.sharding_ok && !name.isEmpty() ? d.sharding.find(name.toStdString()) : nullptr;
+  if (!a) {
+    current_.clear();
+    rowDim_ = colDim_ = -1;
+    grid_->clear();
+    stack_->setCurrentWidget(grid_);
+    title_->setText(d.sharding_ok ? tr("No arrays") : tr("No sharding"));
+    details_->clear();
+    notes_->clear();
+    notes_->hide();
+    dimsRow_->hide();
+    updateDeviceColors();
+    return;
+  }
+  current_ = name;
+  const sharding::Mesh& mesh = d.sharding.mesh;
+  grid_->setArray(*a, mesh, rowDim, colDim);
+  rowDim_ = grid_->rowDim();
+  colDim_ = grid_->colDim();
+  grid_->setHighlightDevice(devices_->device());
+
+  title_->setText(tr("%1  (%2)").arg(name, QString::fromUtf8(sharding::kind_name(a->kind))));
+  const QString devices = mesh.device_count() == 1 ? tr("1 device") : tr("%1 devices").arg(mesh.device_count());
+  details_->setText(tr("global shape %1 · logical %2 · %3 · shard shape %4 · %5 per device · mesh %6, %7")
+                        .arg(shardfmt::shapeText(a->shape), shardfmt::logicalText(a->logical),
+                             a->error.empty() ? QString::fromStdString(a->spec.str()) : tr("invalid PartitionSpec"),
+                             shardfmt::shapeText(a->shard), shardfmt::bytesText(a->bytes_per_device),
+                             mesh.axes().empty() ? tr("without axes") : QString::fromStdString(mesh.str()), devices));
+  if (!a->error.empty()) {
+    error_->setText(
+        tr("This array cannot be split as its rules say:\n%1\n\nUntil that is fixed it is counted as replicated on "
+           "every device. Change the rules or the mesh in Mesh & Rules, or the array's logical axes on its node.")
+            .arg(QString::fromStdString(a->error)));
+    stack_->setCurrentWidget(error_);
+  } else {
+    error_->clear();
+    stack_->setCurrentWidget(grid_);
+  }
+  const int rank = a->error.empty() ? int(a->shape.size()) : 0;
+  fillDimCombos(rank);
+  dimsRow_->setVisible(rank >= 2);
+  const QStringList notes = grid_->otherDimsNotes();
+  notes_->setText(notes.join('\n'));
+  notes_->setVisible(!notes.isEmpty());
+  updateDeviceColors();
+}
+
+void ShardingTab::fillDimCombos(int rank) {
+  const QSignalBlocker blockRows(rowCombo_), blockCols(colCombo_);
+  rowCombo_->clear();
+  colCombo_->clear();
+  if (rank < 2) return;
+  const sharding::ArraySharding& a = grid_->array();
+  for (int k = 0; k < rank; ++k) {
+    const QString text = shardfmt::dimText(a, size_t(k));
+    rowCombo_->addItem(text, k);
+    colCombo_->addItem(text, k);
+  }
+  rowCombo_->setCurrentIndex(rowDim_);
+  colCombo_->setCurrentIndex(colDim_);
+}
+
+void ShardingTab::onDimPicked(bool rows, int dim) {
+  if (current_.isEmpty() || dim < 0) return;
+  int r = rowDim_, c = colDim_;
+  // Picking the dimension the other axis shows swaps the two, so they always differ.
+  if (rows) {
+    if (dim == c) c = r;
+    r = dim;
+  } else {
+    if (dim == r) r = c;
+    c = dim;
+  }
+  draw(current_, r, c);
+}
+
+void ShardingTab::updateDeviceColors() {
+  std::vector<QColor> colors;
+  if (grid_->hasArray()) {
+    const int64_t count = doc_->design().sharding.mesh.device_count();
+    for (int64_t dev = 0; dev < count; ++dev) colors.push_back(grid_->cellFill(grid_->cellOfDevice(dev)));
+  }
+  devices_->setDeviceColors(std::move(colors));
+}
+
+void ShardingTab::changeEvent(QEvent* e) {
+  // A theme switch changes the cell colours; the device picture follows them.
+  if (e->type() == QEvent::PaletteChange) updateDeviceColors();
+  QWidget::changeEvent(e);
+}
+
+QString ShardingTab::headingText() const { return title_->text() + "\n" + details_->text(); }
+
+QString ShardingTab::notesText() const { return notes_->text(); }
+
+QString ShardingTab::arrayErrorText() const { return error_->text(); }
+
+QString ShardingTab::bannerText() const { return banner_->isVisibleTo(this) ? banner_->text() : QString(); }
 
 }  // namespace shardlab::ui

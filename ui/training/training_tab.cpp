@@ -1,13 +1,531 @@
 #include "ui/training/training_tab.h"
 
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStyle>
+#include <QTime>
 #include <QVBoxLayout>
+#include <climits>
+#include <cmath>
+#include <numeric>
+
+#include "ui/document/project_document.h"
+#include "ui/training/hyperparameter_form.h"
+#include "ui/training/line_chart.h"
+#include "ui/training/run_outputs_form.h"
+#include "ui/training/training_run.h"
 
 namespace shardlab::ui {
 
-TrainingTab::TrainingTab(ProjectDocument*, QWidget* parent) : QWidget(parent) {
-  auto* l = new QVBoxLayout(this);
-  l->addWidget(new QLabel("TrainingTab", this));
+namespace {
+
+constexpr size_t kEtaWindow = 20;  // the ETA uses the mean of this many recent steps
+constexpr int kLogLines = 20;      // about this many step lines per run in the log
+constexpr int kRefreshMs = 100;    // the progress bar and status line redraw at most this often
+
+QString clockText(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("--:--");
+  const qint64 t = qint64(seconds + 0.5);
+  if (t >= 3600)
+    return QStringLiteral("%1:%2:%3").arg(t / 3600).arg(t / 60 % 60, 2, 10, QChar('0')).arg(t % 60, 2, 10, QChar('0'));
+  return QStringLiteral("%1:%2").arg(t / 60).arg(t % 60, 2, 10, QChar('0'));
+}
+
+QString bytesText(double bytes) { return QString::fromStdString(runtime::format_bytes(bytes)); }
+
+QString number(double v, int precision = 4) { return QString::number(v, 'g', precision); }
+
+}  // namespace
+
+TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  run_ = new TrainingRun(this);
+
+  // Left: settings and controls.
+  form_ = new HyperparameterForm(this);
+  auto* settingsBox = new QGroupBox(tr("Run settings"), this);
+  auto* settingsLayout = new QVBoxLayout(settingsBox);
+  settingsLayout->addWidget(form_);
+  outputs_ = new RunOutputsForm(this);
+  auto* outputsBox = new QGroupBox(tr("Trace and checkpoints"), this);
+  auto* outputsLayout = new QVBoxLayout(outputsBox);
+  outputsLayout->addWidget(outputs_);
+
+  startButton_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), tr("Start"), this);
+  startButton_->setObjectName("start");
+  startButton_->setToolTip(tr("Train a copy of the project with these settings"));
+  pauseButton_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPause), tr("Pause"), this);
+  pauseButton_->setObjectName("pause");
+  pauseButton_->setToolTip(tr("Hold the run between two steps, or let it go on"));
+  stopButton_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), tr("Stop"), this);
+  stopButton_->setObjectName("stop");
+  stopButton_->setToolTip(tr("Cancel the run after the current step"));
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(startButton_);
+  buttons->addWidget(pauseButton_);
+  buttons->addWidget(stopButton_);
+
+  error_ = new QLabel(this);
+  error_->setObjectName("error");
+  error_->setWordWrap(true);
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
+  error_->hide();
+
+  auto* left = new QVBoxLayout;
+  left->addWidget(settingsBox);
+  left->addWidget(outputsBox);
+  left->addLayout(buttons);
+  left->addWidget(error_);
+  left->addStretch(1);
+
+  // Right: progress, charts and the log.
+  progress_ = new QProgressBar(this);
+  progress_->setObjectName("progress");
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(tr("%v / %m steps"));
+  status_ = new QLabel(tr("Idle"), this);
+  status_->setObjectName("status");
+  // Its text changes every refresh; it must not resize the window's layout each time.
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+
+  lossChart_ = new LineChart(tr("Loss"), this);
+  lossChart_->setObjectName("lossChart");
+  trainLoss_ = lossChart_->addSeries(tr("train"), QColor(31, 119, 180));
+  evalLoss_ = lossChart_->addSeries(tr("eval"), QColor(214, 39, 40), true);
+  accuracyChart_ = new LineChart(tr("Accuracy"), this);
+  accuracyChart_->setObjectName("accuracyChart");
+  trainAcc_ = accuracyChart_->addSeries(tr("train"), QColor(31, 119, 180));
+  evalAcc_ = accuracyChart_->addSeries(tr("eval"), QColor(214, 39, 40), true);
+  accuracyChart_->setYLimits(0, 1);
+  stepTimeChart_ = new LineChart(tr("Step time (ms)"), this);
+  stepTimeChart_->setObjectName("stepTimeChart");
+  computeMs_ = stepTimeChart_->addSeries(tr("step"), QColor(44, 160, 44));
+  waitMs_ = stepTimeChart_->addSeries(tr("data wait"), QColor(255, 127, 14));
+  stepTimeChart_->setIncludeZero(true);
+  throughputChart_ = new LineChart(tr("Throughput (examples/s)"), this);
+  throughputChart_->setObjectName("throughputChart");
+  examples_ = throughputChart_->addSeries(tr("examples/s"), QColor(148, 103, 189));
+  throughputChart_->setIncludeZero(true);
+  auto* charts = new QWidget(this);
+  auto* grid = new QGridLayout(charts);
+  grid->setContentsMargins(0, 0, 0, 0);
+  int i = 0;
+  for (LineChart* c : {lossChart_, accuracyChart_, stepTimeChart_, throughputChart_}) {
+    c->setXLabel(tr("step"));
+    c->setIntegerX(true);
+    grid->addWidget(c, i / 2, i % 2);
+    ++i;
+  }
+
+  log_ = new QPlainTextEdit(this);
+  log_->setObjectName("runLog");
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(5000);
+  log_->setPlaceholderText(tr("The run's log: devices, mesh, memory plan, evaluations, the end of each run."));
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(charts);
+  split->addWidget(log_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+
+  auto* right = new QVBoxLayout;
+  right->addWidget(progress_);
+  right->addWidget(status_);
+  right->addWidget(split, 1);
+
+  auto* layout = new QHBoxLayout(this);
+  layout->addLayout(left, 0);
+  layout->addLayout(right, 1);
+
+  refresh_.setSingleShot(true);
+  refresh_.setInterval(kRefreshMs);
+  connect(&refresh_, &QTimer::timeout, this, &TrainingTab::refreshProgress);
+
+  connect(startButton_, &QPushButton::clicked, this, &TrainingTab::start);
+  connect(pauseButton_, &QPushButton::clicked, this, &TrainingTab::togglePause);
+  connect(stopButton_, &QPushButton::clicked, this, &TrainingTab::stop);
+  connect(run_, &TrainingRun::prepared, this, &TrainingTab::onPrepared);
+  connect(run_, &TrainingRun::started, this, &TrainingTab::onStarted);
+  connect(run_, &TrainingRun::saved, this, &TrainingTab::onSaved);
+  connect(run_, &TrainingRun::stepped, this, &TrainingTab::onStep);
+  connect(run_, &TrainingRun::evaluated, this, &TrainingTab::onEval);
+  connect(run_, &TrainingRun::finished, this, &TrainingTab::onFinished);
+  connect(run_, &TrainingRun::failed, this, &TrainingTab::onFailed);
+  connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, &TrainingTab::checkpointDirChanged);
+  connect(doc_, &ProjectDocument::opened, this, &TrainingTab::projectOpened);
+  connect(doc_, &ProjectDocument::changed, this, &TrainingTab::projectChanged);
+
+  projectOpened();
+}
+
+TrainingTab::~TrainingTab() {
+  // Closing the window mid-run: cancel and wait for the worker (at most about one step).
+  run_->shutdown();
+}
+
+bool TrainingTab::isRunning() const { return run_->isRunning(); }
+bool TrainingTab::isPaused() const { return run_->isPaused(); }
+QString TrainingTab::errorText() const { return error_->text(); }
+
+int TrainingTab::meshDevices() const {
+  const api::Design& d = doc_->design();
+  if (d.sharding_ok) return int(d.sharding.mesh.device_count());
+  try {
+    return int(sharding::project_mesh(doc_->project()).device_count());
+  } catch (const std::exception&) {
+    return 1;  // the mesh is broken; the design errors say how, and start() refuses
+  }
+}
+
+void TrainingTab::projectOpened() {
+  // A run belongs to the project it was started from.
+  if (run_->isRunning()) {
+    log(tr("Another project was opened: stopping the run."));
+    run_->stop();
+  }
+  form_->loadDefaults(doc_->project(), meshDevices());
+  updateControls();
+}
+
+void TrainingTab::projectChanged() { form_->setMeshDevices(meshDevices()); }
+
+void TrainingTab::start() { launch(QString()); }
+
+void TrainingTab::resumeFrom(const QString& stepDir) {
+  if (run_->isRunning()) {
+    refuse(tr("Resume: stop the current run first"));
+    return;
+  }
+  const QFileInfo info(stepDir);
+  if (stepDir.isEmpty() || !info.isDir()) {
+    refuse(tr("Resume: '%1' is not a checkpoint directory (a step_NNNNNN folder)").arg(stepDir));
+    return;
+  }
+  // Further checkpoints of the continued run go beside the one it starts from.
+  if (outputs_->checkpointDir().isEmpty()) outputs_->setCheckpointDir(info.absolutePath());
+  launch(info.absoluteFilePath());
+}
+
+void TrainingTab::launch(const QString& resumeDir) {
+  if (run_->isRunning()) return;
+  error_->clear();
+  error_->hide();
+  const api::Design& design = doc_->design();
+  if (!design.ok()) {
+    QStringList lines;
+    for (const std::string& e : design.errors) lines << QStringLiteral("• ") + QString::fromStdString(e);
+    refuse(tr("The project has errors; fix them before training:\n%1").arg(lines.join('\n')));
+    return;
+  }
+  RunSettings settings;
+  QString problem;
+  if (!form_->settings(&settings, &problem) || !outputs_->apply(settings.options, &problem)) {
+    refuse(problem);
+    return;
+  }
+  settings.options.resume_from = resumeDir.toStdString();
+  // The run trains a copy: the learning rate set here does not touch the document.
+  project::Project copy = doc_->project();
+  overrideLearningRate(copy.optimizer.learning_rate, settings.learningRate);
+  QString meshText;
+  try {
+    // The engine's own check, here where it is instant rather than after building the trainer.
+    const sharding::Mesh mesh = sharding::project_mesh(copy);
+    sharding::check_device_count(mesh, settings.options.devices);
+    meshText = mesh.device_count() > 1 ? QString::fromStdString(mesh.str()) : tr("1 device");
+  } catch (const std::exception& e) {
+    refuse(tr("Virtual devices: %1").arg(QString::fromStdString(e.what())));
+    return;
+  }
+
+  runName_ = QString::fromStdString(copy.display_name());
+  runLabel_ = tr("run %1: %2").arg(++runCount_).arg(meshText);
+  trace_ = outputs_->makeTrace();
+  settings.options.trace = trace_;
+  runSavesCheckpoints_ = !settings.options.checkpoint_dir.empty();
+  pendingSave_ = false;
+  began_ = false;
+  info_ = {};
+  last_ = {};
+  recentStepSeconds_.clear();
+  resetCharts();
+  progress_->setRange(0, 0);  // busy until the trainer reports its step count
+  progress_->setValue(0);
+  if (!log_->document()->isEmpty()) log(QString());
+  const runtime::TrainOptions& o = settings.options;
+  log(tr("Starting %1: %2, batch %3, learning rate %4, seed %5, %6, %7 device(s)")
+          .arg(runName_, o.steps > 0 ? tr("%1 steps").arg(o.steps) : tr("%1 epoch(s)").arg(o.epochs))
+          .arg(o.batch_size)
+          .arg(number(settings.learningRate))
+          .arg(o.seed)
+          .arg(o.threads > 0 ? tr("%1 thread(s)").arg(o.threads) : tr("all cores"))
+          .arg(o.devices));
+  if (!resumeDir.isEmpty()) log(tr("Continuing from the checkpoint in %1").arg(resumeDir));
+  if (runSavesCheckpoints_)
+    log(tr("Checkpoints go to %1 (%2, keeping %3)")
+            .arg(QString::fromStdString(o.checkpoint_dir),
+                 o.save_every > 0 ? tr("every %1 steps and at the end").arg(o.save_every) : tr("at the end"))
+            .arg(o.keep));
+  clock_.start();
+  run_->start(std::move(copy), settings.options);
+  doc_->message("info", tr("Training %1 started").arg(runName_));
+  updateControls();
+  updateStatus();
+  emit runStarted();
+}
+
+void TrainingTab::pause() {
+  if (!run_->isRunning() || run_->isPaused() || run_->isStopping()) return;
+  run_->pause();
+  log(tr("Pausing after the current step (step %1 reported so far).").arg(last_.step));
+  updateControls();
+  updateStatus();
+}
+
+void TrainingTab::resume() {
+  if (!run_->isPaused()) return;
+  run_->resume();
+  log(tr("Resumed."));
+  updateControls();
+  updateStatus();
+}
+
+void TrainingTab::togglePause() {
+  if (run_->isPaused())
+    resume();
+  else
+    pause();
+}
+
+void TrainingTab::stop() {
+  if (!run_->isRunning() || run_->isStopping()) return;
+  run_->stop();
+  log(tr("Stopping after the current step."));
+  updateControls();
+  updateStatus();
+}
+
+void TrainingTab::saveCheckpointNow() {
+  if (!run_->isRunning() || run_->isStopping()) {
+    log(tr("Save checkpoint: no run is going."));
+    return;
+  }
+  if (!runSavesCheckpoints_) {
+    showError(tr("Save checkpoint: this run has no checkpoint directory (set Checkpoints before starting a run)"));
+    return;
+  }
+  if (run_->requestSave())
+    log(tr("A checkpoint will be saved after the current step."));
+  else
+    pendingSave_ = true;  // the trainer is still being built: ask once it starts
+}
+
+void TrainingTab::onPrepared(double peakFlops) { emit traceStarted(trace_, runLabel_, peakFlops); }
+
+void TrainingTab::onSaved(qint64 step, const QString& dir) {
+  log(tr("Checkpoint of step %1 saved in %2").arg(step).arg(dir));
+  emit checkpointSaved(step, dir);
+}
+
+void TrainingTab::onStarted(const runtime::StartInfo& s) {
+  began_ = true;
+  if (pendingSave_) {
+    pendingSave_ = false;
+    run_->requestSave();
+    log(tr("A checkpoint will be saved after the first step."));
+  }
+  info_ = s;
+  log(tr("Ready to train after %1 s (trainer built, data loaded).").arg(clock_.elapsed() / 1000.0, 0, 'f', 1));
+  clock_.restart();
+  progress_->setRange(0, int(std::min<int64_t>(s.total_steps, INT_MAX)));
+  progress_->setValue(0);
+  logEvery_ = std::max<int64_t>(1, s.total_steps / kLogLines);
+  log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s); %6 train / %7 test examples")
+          .arg(s.total_steps)
+          .arg(s.steps_per_epoch)
+          .arg(s.batch)
+          .arg(s.param_count)
+          .arg(s.threads)
+          .arg(s.train_examples)
+          .arg(s.test_examples));
+  if (s.devices > 1)
+    log(tr("SPMD on %1 virtual devices, mesh %2: %3 collectives per step, %4 moved per device per step")
+            .arg(s.devices)
+            .arg(QString::fromStdString(s.mesh))
+            .arg(s.collectives)
+            .arg(bytesText(s.comm_bytes)));
+  else
+    log(tr("One device (no mesh to shard over)."));
+  log(tr("Memory plan%1: parameters %2, optimizer state %3, step arena %4; total %5")
+          .arg(s.devices > 1 ? tr(" per device") : QString())
+          .arg(bytesText(s.param_bytes), bytesText(s.opt_state_bytes), bytesText(s.arena_bytes),
+               bytesText(s.total_bytes)));
+  updateStatus();
+}
+
+void TrainingTab::onStep(const runtime::StepEvent& e) {
+  last_ = e;
+  recentStepSeconds_.push_back(e.step_time_s + e.data_wait_s);
+  if (recentStepSeconds_.size() > kEtaWindow) recentStepSeconds_.pop_front();
+  const double x = double(e.step);
+  lossChart_->append(trainLoss_, x, e.loss);
+  if (std::isfinite(e.accuracy))
+    accuracyChart_->append(trainAcc_, x, e.accuracy);
+  else if (e.step == 1)
+    accuracyChart_->setPlaceholder(tr("No accuracy: the loss is not a classification loss"));
+  stepTimeChart_->append(computeMs_, x, e.step_time_s * 1000.0);
+  stepTimeChart_->append(waitMs_, x, e.data_wait_s * 1000.0);
+  throughputChart_->append(examples_, x, e.examples_per_s);
+  // QProgressBar repaints synchronously on every new value: at thousands of steps a second
+  // that alone would stall the UI, so the bar and the status line refresh on a timer.
+  if (e.step == e.total_steps)
+    refreshProgress();
+  else if (!refresh_.isActive())
+    refresh_.start();
+  if (e.step == 1 || e.step % logEvery_ == 0 || e.step == e.total_steps) {
+    QString line =
+        tr("step %1/%2 (epoch %3): loss %4").arg(e.step).arg(e.total_steps).arg(e.epoch + 1).arg(number(e.loss));
+    if (std::isfinite(e.accuracy)) line += tr(", accuracy %1").arg(e.accuracy, 0, 'f', 4);
+    line += tr(", %1 ms/step, %2 examples/s, lr %3")
+                .arg(e.step_time_s * 1000.0, 0, 'f', 1)
+                .arg(e.examples_per_s, 0, 'f', 0)
+                .arg(number(e.learning_rate));
+    log(line);
+  }
+  emit stepReported(e.step, e.loss);
+}
+
+void TrainingTab::onEval(const runtime::EvalEvent& e) {
+  lossChart_->append(evalLoss_, double(e.step), e.loss);
+  if (std::isfinite(e.accuracy)) accuracyChart_->append(evalAcc_, double(e.step), e.accuracy);
+  QString line = tr("eval after step %1 (epoch %2): loss %3").arg(e.step).arg(e.epoch + 1).arg(number(e.loss));
+  if (std::isfinite(e.accuracy)) line += tr(", accuracy %1").arg(e.accuracy, 0, 'f', 4);
+  line += tr(" on %1 test examples").arg(e.examples);
+  log(line);
+  emit evalReported(e.step, e.accuracy);
+}
+
+void TrainingTab::refreshProgress() {
+  refresh_.stop();
+  if (began_) {
+    if (progress_->maximum() < last_.total_steps)
+      progress_->setMaximum(int(std::min<int64_t>(last_.total_steps, INT_MAX)));
+    progress_->setValue(int(std::min<int64_t>(last_.step, INT_MAX)));
+  }
+  updateStatus();
+}
+
+void TrainingTab::onFinished(bool cancelled) {
+  refreshProgress();
+  const QString took = clockText(clock_.elapsed() / 1000.0);
+  if (cancelled) {
+    log(tr("Cancelled after %1 of %2 steps (%3).").arg(last_.step).arg(info_.total_steps).arg(took));
+    doc_->message("info", tr("Training %1 cancelled after %2 steps").arg(runName_).arg(last_.step));
+  } else {
+    log(tr("Done: %1 steps in %2.").arg(last_.step).arg(took));
+    doc_->message(
+        "info",
+        tr("Training %1 finished: %2 steps, final loss %3").arg(runName_).arg(last_.step).arg(number(last_.loss)));
+  }
+  updateControls();
+  status_->setText(cancelled ? tr("Cancelled at step %1 of %2").arg(last_.step).arg(info_.total_steps)
+                             : tr("Done: %1 steps in %2, final loss %3").arg(last_.step).arg(took, number(last_.loss)));
+  if (!began_) {
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+  }
+  emit runFinished(cancelled);
+}
+
+void TrainingTab::onFailed(const QString& message) {
+  refreshProgress();
+  log(tr("Error: %1").arg(message));
+  showError(tr("Training failed: %1").arg(message));
+  doc_->message("error", tr("Training %1 failed: %2").arg(runName_, message));
+  if (!began_ || progress_->maximum() == 0) {
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+  }
+  updateControls();
+  status_->setText(tr("Failed"));
+  emit runFailed(message);
+}
+
+void TrainingTab::refuse(const QString& message) {
+  showError(message);
+  log(tr("Not started: %1").arg(message));
+  doc_->message("error", tr("Training not started: %1").arg(message));
+  emit runFailed(message);
+}
+
+void TrainingTab::showError(const QString& message) {
+  error_->setText(message);
+  error_->show();
+}
+
+void TrainingTab::log(const QString& line) {
+  if (line.isEmpty()) {
+    log_->appendPlainText(QString());
+    return;
+  }
+  log_->appendPlainText(QStringLiteral("[%1] %2").arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")), line));
+}
+
+void TrainingTab::updateControls() {
+  const bool running = run_->isRunning();
+  const bool stopping = run_->isStopping();
+  startButton_->setEnabled(!running);
+  form_->setEnabled(!running);
+  outputs_->setEnabled(!running);
+  pauseButton_->setEnabled(running && !stopping);
+  stopButton_->setEnabled(running && !stopping);
+  const bool paused = run_->isPaused();
+  pauseButton_->setText(paused ? tr("Resume") : tr("Pause"));
+  pauseButton_->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
+}
+
+void TrainingTab::updateStatus() {
+  if (!run_->isRunning()) return;
+  if (run_->isStopping()) {
+    status_->setText(tr("Stopping after step %1…").arg(last_.step));
+    return;
+  }
+  if (!began_) {
+    status_->setText(run_->isPaused() ? tr("Building the trainer… (will pause before the first step)")
+                                      : tr("Building the trainer and loading data…"));
+    return;
+  }
+  if (run_->isPaused()) {
+    status_->setText(tr("Paused at step %1 of %2").arg(last_.step).arg(info_.total_steps));
+    return;
+  }
+  if (last_.step == 0) {
+    status_->setText(tr("Running the first step…"));
+    return;
+  }
+  const double mean = std::accumulate(recentStepSeconds_.begin(), recentStepSeconds_.end(), 0.0) /
+                      double(std::max<size_t>(1, recentStepSeconds_.size()));
+  const double eta = mean * double(info_.total_steps - last_.step);
+  status_->setText(tr("Step %1 / %2 · epoch %3 · loss %4 · %5 steps/s · elapsed %6 · ETA %7")
+                       .arg(last_.step)
+                       .arg(info_.total_steps)
+                       .arg(last_.epoch + 1)
+                       .arg(number(last_.loss))
+                       .arg(mean > 0 ? number(1.0 / mean, 3) : QStringLiteral("-"))
+                       .arg(clockText(clock_.elapsed() / 1000.0), clockText(eta)));
+}
+
+void TrainingTab::resetCharts() {
+  for (LineChart* c : {lossChart_, accuracyChart_, stepTimeChart_, throughputChart_}) c->clear();
+  accuracyChart_->setPlaceholder(QString());
 }
 
 }  // namespace shardlab::ui

@@ -1,17 +1,133 @@
-// PLACEHOLDER: replaced by the real TrainingTab.
+// The Training tab: run settings, Start / Pause / Stop, a progress bar with ETA, live charts of
+// loss, accuracy, step time and throughput, and the run's log. Each run trains a copy of the
+// open project on a worker thread (TrainingRun); the UI thread only draws what it reports. A run
+// shares its trace (for the Trace tab) and saves checkpoints where the tab says, on request too,
+// and a run can continue from a saved checkpoint.
 #pragma once
 
+#include <QElapsedTimer>
+#include <QTimer>
 #include <QWidget>
+#include <deque>
+#include <memory>
+
+#include "engine/api/engine.h"
+
+class QLabel;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
 
 namespace shardlab::ui {
 
+class HyperparameterForm;
+class LineChart;
 class ProjectDocument;
+class RunOutputsForm;
+class TrainingRun;
 
 class TrainingTab : public QWidget {
   Q_OBJECT
 
  public:
   explicit TrainingTab(ProjectDocument* doc, QWidget* parent = nullptr);
+  ~TrainingTab() override;  // stops a run and joins its thread
+
+  // From an accepted start() until runFinished() or runFailed().
+  bool isRunning() const;
+  bool isPaused() const;
+
+  HyperparameterForm* form() const { return form_; }
+  RunOutputsForm* outputsForm() const { return outputs_; }
+  LineChart* lossChart() const { return lossChart_; }
+  LineChart* accuracyChart() const { return accuracyChart_; }
+  LineChart* stepTimeChart() const { return stepTimeChart_; }
+  LineChart* throughputChart() const { return throughputChart_; }
+  QProgressBar* progressBar() const { return progress_; }
+  QPlainTextEdit* runLog() const { return log_; }
+  // The error banner's text ("" when there is none).
+  QString errorText() const;
+
+ public slots:
+  void start();
+  void pause();
+  void resume();
+  void togglePause();
+  void stop();
+  // Saves a checkpoint after the current step of the running run (its checkpoint directory must
+  // have been set when it started).
+  void saveCheckpointNow();
+  // Starts a run that continues from a checkpoint's step directory ("…/step_000120") with the
+  // form's settings; its further checkpoints go to the directory's parent unless one is set.
+  void resumeFrom(const QString& stepDir);
+
+ signals:
+  // runStarted() when a run is accepted (its trainer is then built on the worker); each run
+  // then ends with exactly one runFinished() or runFailed(). A start refused before any run
+  // (project errors, a bad field, devices not matching the mesh) emits runFailed() alone.
+  void runStarted();
+  void runFinished(bool cancelled);
+  void stepReported(qint64 step, double loss);
+  void evalReported(qint64 step, double accuracy);
+  void runFailed(const QString& message);
+  // Before the run's first step: the trace it records into (the Trace tab polls it live), a label
+  // naming the run ("run 2: data=2,model=4"), and the machine's peak FLOP/s for MFU.
+  void traceStarted(std::shared_ptr<shardlab::profiler::Trace> trace, const QString& label, double peakFlops);
+  void checkpointDirChanged(const QString& dir);
+  void checkpointSaved(qint64 step, const QString& dir);
+
+ private:
+  void launch(const QString& resumeDir);
+  void projectOpened();
+  void projectChanged();
+  int meshDevices() const;
+
+  void onPrepared(double peakFlops);
+  void onStarted(const runtime::StartInfo& info);
+  void onSaved(qint64 step, const QString& dir);
+  void onStep(const runtime::StepEvent& e);
+  void onEval(const runtime::EvalEvent& e);
+  void onFinished(bool cancelled);
+  void onFailed(const QString& message);
+
+  void refuse(const QString& message);
+  void showError(const QString& message);
+  void log(const QString& line);
+  void updateControls();
+  void updateStatus();
+  void refreshProgress();
+  void resetCharts();
+
+  ProjectDocument* doc_;
+  TrainingRun* run_;
+  HyperparameterForm* form_;
+  RunOutputsForm* outputs_;
+  QPushButton* startButton_;
+  QPushButton* pauseButton_;
+  QPushButton* stopButton_;
+  QLabel* error_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  LineChart* lossChart_;
+  LineChart* accuracyChart_;
+  LineChart* stepTimeChart_;
+  LineChart* throughputChart_;
+  QPlainTextEdit* log_;
+  int trainLoss_ = -1, evalLoss_ = -1, trainAcc_ = -1, evalAcc_ = -1, computeMs_ = -1, waitMs_ = -1, examples_ = -1;
+
+  // The current run, as far as the UI knows it.
+  QString runName_, runLabel_;
+  int runCount_ = 0;
+  std::shared_ptr<profiler::Trace> trace_;
+  bool runSavesCheckpoints_ = false;
+  bool pendingSave_ = false;  // asked for before the trainer was ready
+  bool began_ = false;        // on_start arrived
+  runtime::StartInfo info_;
+  runtime::StepEvent last_;
+  std::deque<double> recentStepSeconds_;  // the ETA averages these
+  QElapsedTimer clock_;
+  QTimer refresh_;
+  int64_t logEvery_ = 1;
 };
 
 }  // namespace shardlab::ui

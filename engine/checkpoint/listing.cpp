@@ -1,0 +1,42 @@
+#include "engine/checkpoint/listing.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "engine/checkpoint/checkpoint.h"
+
+namespace shardlab::checkpoint {
+
+namespace fs = std::filesystem;
+
+int64_t step_of(const fs::path& dir) {
+  const std::string n = dir.filename().string();
+  if (n.rfind("step_", 0) != 0 || n.size() == 5 || n.size() > 5 + 18) return -1;
+  for (size_t i = 5; i < n.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return -1;
+  return std::stoll(n.substr(5));
+}
+
+std::vector<Entry> list(const fs::path& root) {
+  std::vector<Entry> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const int64_t step = step_of(e.path());
+    if (step < 0 || !fs::exists(e.path() / kCommitFile, ec)) continue;
+    Entry x;
+    x.dir = e.path();
+    x.step = step;
+    std::ifstream in(e.path() / kMetaFile);
+    x.meta = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (x.meta.is_discarded() || !x.meta.is_object()) x.meta = {{"error", (e.path() / kMetaFile).string() + ": not readable JSON"}};
+    for (const auto& f : fs::directory_iterator(e.path(), ec))
+      if (f.is_regular_file(ec)) x.bytes += double(f.file_size(ec));
+    x.written = fs::last_write_time(e.path() / kCommitFile, ec);
+    out.push_back(std::move(x));
+  }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.step < b.step; });
+  return out;
+}
+
+}  // namespace shardlab::checkpoint

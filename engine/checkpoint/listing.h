@@ -1,0 +1,27 @@
+// What a checkpoint browser shows: the committed checkpoints under a root, newest last, each with
+// its step, the metrics and mesh its metadata recorded, its size on disk and when it was written.
+// Reads only checkpoint.json, never the tensors.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace shardlab::checkpoint {
+
+struct Entry {
+  std::filesystem::path dir;
+  int64_t step = 0;
+  nlohmann::ordered_json meta;  // checkpoint.json; {"error": ...} when it could not be read
+  double bytes = 0;             // every file of the directory
+  std::filesystem::file_time_type written{};
+};
+
+// Committed checkpoints under `root`, by step; an unreadable root gives an empty list.
+std::vector<Entry> list(const std::filesystem::path& root);
+
+// "step_000123" -> 123; -1 for anything else (temporaries of interrupted saves included).
+int64_t step_of(const std::filesystem::path& dir);
+
+}  // namespace shardlab::checkpoint

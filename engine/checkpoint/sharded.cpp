@@ -1,0 +1,278 @@
+#include "engine/checkpoint/sharded.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/util/atomic_file.h"
+#include "engine/util/error.h"
+
+namespace shardlab::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+// "model-00001-of-00003.safetensors": a name our writer (and Hugging Face's) gives shards.
+bool looks_like_shard(const std::string& n) {
+  // model-NNNNN-of-NNNNN.safetensors, with at least five digits each
+  const std::string head = "model-", mid = "-of-", tail = ".safetensors";
+  if (n.size() < head.size() + 5 + mid.size() + 5 + tail.size()) return false;
+  if (n.compare(0, head.size(), head) != 0 || n.compare(n.size() - tail.size(), tail.size(), tail) != 0) return false;
+  const std::string core = n.substr(head.size(), n.size() - head.size() - tail.size());
+  const size_t m = core.find(mid);
+  if (m == std::string::npos || m < 5 || core.size() - m - mid.size() < 5) return false;
+  auto digits = [](const std::string& s) {
+    for (char c : s)
+      if (c < '0' || c > '9') return false;
+    return true;
+  };
+  return digits(core.substr(0, m)) && digits(core.substr(m + mid.size()));
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw Error(p.string() + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The index's weight_map in file order, its total_size if given; an Error naming the index for a
+// malformed one. Duplicate tensor names are caught here: nlohmann would silently keep one.
+struct Index {
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  bool has_total = false;
+  uint64_t total_size = 0;
+};
+
+Index parse_index(const fs::path& path) {
+  const std::string who = path.string();
+  std::vector<std::set<std::string>> open;
+  std::vector<std::string> keys;  // the key whose value each open object is
+  std::string last_key, duplicate;
+  const Json::parser_callback_t note = [&](int depth, Json::parse_event_t ev, Json& parsed) {
+    switch (ev) {
+      case Json::parse_event_t::object_start:
+        open.emplace_back();
+        keys.push_back(depth == 0 ? std::string() : last_key);
+        break;
+      case Json::parse_event_t::object_end:
+        open.pop_back();
+        keys.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        last_key = parsed.get<std::string>();
+        if (!open.back().insert(last_key).second && duplicate.empty())
+          duplicate = open.size() == 2 && keys.back() == "weight_map" ? "weight_map lists tensor " + in_quotes(last_key) + " twice"
+                                                                     : "duplicate key " + in_quotes(last_key);
+        break;
+      default: break;
+    }
+    return true;
+  };
+  Json j;
+  try {
+    j = Json::parse(read_text(path), note);
+  } catch (const Json::exception& e) {
+    throw Error(who + ": malformed JSON: " + e.what());
+  }
+  if (!duplicate.empty()) throw Error(who + ": " + duplicate);
+  if (!j.is_object()) throw Error(who + ": not a JSON object");
+  if (!j.contains("weight_map") || !j["weight_map"].is_object())
+    throw Error(who + ": weight_map: missing or not an object of tensor name -> shard file");
+  Index out;
+  if (j.contains("metadata")) {
+    const Json& m = j["metadata"];
+    if (!m.is_object()) throw Error(who + ": metadata: not an object");
+    if (m.contains("total_size")) {
+      if (!m["total_size"].is_number_unsigned()) throw Error(who + ": metadata.total_size: not a non-negative integer");
+      out.has_total = true;
+      out.total_size = m["total_size"].get<uint64_t>();
+    }
+  }
+  for (const auto& [tensor, file] : j["weight_map"].items()) {
+    if (!file.is_string()) throw Error(who + ": weight_map: tensor " + in_quotes(tensor) + ": the shard is not a file name string");
+    const std::string f = file.get<std::string>();
+    // Shards lie beside the index: no directories, so an index cannot point outside the checkpoint.
+    if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos || f.find('\\') != std::string::npos ||
+        f.find('\0') != std::string::npos)
+      throw Error(who + ": weight_map: tensor " + in_quotes(tensor) + ": shard " + in_quotes(f) +
+                  " is not a plain file name beside the index");
+    out.weight_map.push_back({tensor, f});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string shard_name(size_t index, size_t count) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", index, count);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------- writing
+
+std::vector<std::string> write_model(const fs::path& dir, const SafetensorsFile& f, uint64_t max_shard_bytes) {
+  uint64_t total = 0;
+  for (const StoredTensor& t : f.tensors) total += t.bytes.size();
+  std::vector<std::string> written;
+  if (max_shard_bytes == 0 || total <= max_shard_bytes) {
+    write_safetensors(dir / kSingleFile, f);
+    written.push_back(kSingleFile);
+  } else {
+    // Greedy in the given order, as Hugging Face's split_torch_state_dict_into_shards.
+    std::vector<SafetensorsFile> shards;
+    uint64_t in_current = 0;
+    for (const StoredTensor& t : f.tensors) {
+      if (shards.empty() || (in_current + t.bytes.size() > max_shard_bytes && !shards.back().tensors.empty())) {
+        shards.emplace_back();
+        shards.back().metadata = f.metadata;
+        in_current = 0;
+      }
+      shards.back().tensors.push_back(t);
+      in_current += t.bytes.size();
+    }
+    Json weight_map = Json::object();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::string name = shard_name(i + 1, shards.size());
+      write_safetensors(dir / name, shards[i]);
+      written.push_back(name);
+      for (const StoredTensor& t : shards[i].tensors) weight_map[t.name] = name;
+    }
+    Json index = Json::object();
+    index["metadata"] = Json{{"total_size", total}};
+    index["weight_map"] = std::move(weight_map);
+    util::write_file_atomically(dir / kIndexFile, index.dump(2) + "\n");
+    written.push_back(kIndexFile);
+  }
+  // What an earlier write of the other layout, or of another shard count, left behind.
+  const std::set<std::string> keep(written.begin(), written.end());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (!keep.count(n) && (n == kSingleFile || n == kIndexFile || looks_like_shard(n))) fs::remove(e.path(), ec);
+  }
+  return written;
+}
+
+// ---------------------------------------------------------------------------------------- reading
+
+bool has_model(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / kSingleFile, ec) || fs::exists(dir / kIndexFile, ec);
+}
+
+SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
+  std::error_code ec;
+  const bool single = fs::exists(dir / kSingleFile, ec), indexed = fs::exists(dir / kIndexFile, ec);
+  if (single && indexed)
+    throw Error(dir.string() + ": holds both " + kSingleFile + " and " + kIndexFile +
+                " (one model in two layouts: remove the one that is stale)");
+  ModelFiles local;
+  ModelFiles& w = where ? *where : local;
+  w = ModelFiles{};
+  if (!indexed) {
+    if (!single) throw Error(dir.string() + ": no " + kSingleFile + " nor " + kIndexFile + " (no tensors saved here)");
+    SafetensorsFile f = read_safetensors(dir / kSingleFile);
+    w.files = {kSingleFile};
+    for (const StoredTensor& t : f.tensors) w.file_of[t.name] = kSingleFile;
+    return f;
+  }
+
+  const fs::path index_path = dir / kIndexFile;
+  const Index index = parse_index(index_path);
+  w.sharded = true;
+  std::map<std::string, std::string> placed;  // tensor -> shard, from the index
+  std::map<std::string, std::vector<std::string>> listed;  // shard -> its tensors
+  for (const auto& [tensor, file] : index.weight_map) {
+    placed[tensor] = file;
+    if (!listed.count(file)) w.files.push_back(file);
+    listed[file].push_back(tensor);
+  }
+  // Every shard-named file beside the index must be one it lists.
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (looks_like_shard(n) && !listed.count(n))
+      throw Error((dir / n).string() + ": a shard file that " + kIndexFile + " does not list (left from another save?)");
+  }
+
+  SafetensorsFile out;
+  std::map<std::string, std::string> found_in;
+  uint64_t total = 0;
+  for (const std::string& file : w.files) {
+    const fs::path p = dir / file;
+    if (!fs::exists(p, ec)) {
+      const auto& names = listed[file];
+      throw Error(p.string() + ": missing (" + kIndexFile + " places " + std::to_string(names.size()) + " tensor" +
+                  (names.size() == 1 ? "" : "s") + " there, e.g. " + in_quotes(names.front()) + ")");
+    }
+    SafetensorsFile shard = read_safetensors(p);
+    if (out.tensors.empty() && out.metadata.empty()) out.metadata = shard.metadata;
+    for (StoredTensor& t : shard.tensors) {
+      if (auto prev = found_in.find(t.name); prev != found_in.end())
+        throw Error(p.string() + ": tensor " + in_quotes(t.name) + " is also in " + (dir / prev->second).string() +
+                    " (a tensor may be in one shard only)");
+      auto it = placed.find(t.name);
+      if (it == placed.end())
+        throw Error(p.string() + ": tensor " + in_quotes(t.name) + " is not in " + kIndexFile + "'s weight_map");
+      if (it->second != file)
+        throw Error(p.string() + ": holds tensor " + in_quotes(t.name) + ", which " + kIndexFile + " places in " +
+                    it->second);
+      found_in[t.name] = file;
+      total += t.bytes.size();
+      out.tensors.push_back(std::move(t));
+    }
+    for (const std::string& name : listed[file])
+      if (!found_in.count(name))
+        throw Error(p.string() + ": has no tensor " + in_quotes(name) + ", which " + kIndexFile + " places there");
+  }
+  if (index.has_total && index.total_size != total)
+    throw Error(index_path.string() + ": metadata.total_size is " + std::to_string(index.total_size) +
+                " but the shards hold " + std::to_string(total) + " bytes of tensor data");
+  w.file_of = std::move(found_in);
+  return out;
+}
+
+// ----------------------------------------------------------------------------------------- sizes
+
+uint64_t parse_size(const std::string& text) {
+  auto bad = [&](const std::string& why) -> Error {
+    return Error("size '" + text + "': " + why + " (expected bytes, or a number with KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
+  };
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number = text.substr(0, i);
+  std::string unit;
+  for (size_t k = i; k < text.size(); ++k) {
+    if (text[k] == ' ' && unit.empty()) continue;
+    unit += char(std::tolower(static_cast<unsigned char>(text[k])));
+  }
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) throw bad("no number");
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1.0},          {"k", 1e3},          {"m", 1e6},          {"g", 1e9},          {"t", 1e12},
+      {"ki", 1024.0},     {"mi", 1048576.0},   {"gi", 1073741824.0}, {"ti", 1099511627776.0}};
+  double scale = 0;
+  for (const auto& [u, s] : kUnits)
+    if (unit == u) scale = s;
+  if (scale == 0) throw bad("unknown unit");
+  if (scale == 1.0 && number.find('.') != std::string::npos) throw bad("a fraction of a byte");
+  const double v = std::stod(number) * scale;
+  if (!(v >= 1.0)) throw bad("must be at least one byte");
+  if (v >= 9e18) throw bad("too large");
+  return uint64_t(std::llround(v));
+}
+
+}  // namespace shardlab::checkpoint

@@ -1,0 +1,56 @@
+// A model's tensors in a directory, in either layout Hugging Face uses:
+//
+//   model.safetensors                              everything in one file, or
+//   model-00001-of-00003.safetensors ...           shards of at most a given size of tensor data, and
+//   model.safetensors.index.json                   {"metadata": {"total_size": N}, "weight_map": {tensor: shard}}
+//
+// The reader takes either and checks the index against the shards: every shard it names exists and
+// holds the tensors it places there, no tensor is in two shards or missing from the index, no shard
+// file lies beside the index unlisted, and total_size is the shards' tensor bytes. Every error names
+// the file at fault.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint/safetensors.h"
+
+namespace shardlab::checkpoint {
+
+inline constexpr const char* kSingleFile = "model.safetensors";
+inline constexpr const char* kIndexFile = "model.safetensors.index.json";
+
+// "model-00002-of-00005.safetensors" (1-based `index`).
+std::string shard_name(size_t index, size_t count);
+
+// Writes f's tensors into `dir` (which must exist): one model.safetensors when max_shard_bytes is 0
+// or all tensor data fits in it; else shards filled in f's tensor order, each holding at most
+// max_shard_bytes of tensor data (a tensor larger than that gets a shard of its own, as Hugging
+// Face's split does), every shard with f's metadata, then the index. Each file is written
+// atomically; files of the other layout or of an earlier, different shard count left in `dir` are
+// removed afterwards. Returns the file names written, index last.
+std::vector<std::string> write_model(const std::filesystem::path& dir, const SafetensorsFile& f, uint64_t max_shard_bytes);
+
+// Where read_model found each tensor.
+struct ModelFiles {
+  bool sharded = false;
+  std::vector<std::string> files;               // model.safetensors, or the shards in index order
+  std::map<std::string, std::string> file_of;   // tensor -> file name
+};
+
+// Reads `dir` in either layout, validating it as described above. Tensors come back file by file in
+// `files` order, each file's in header order; the metadata is the first file's.
+SafetensorsFile read_model(const std::filesystem::path& dir, ModelFiles* where = nullptr);
+
+// True if `dir` holds a model in either layout (it may still be invalid).
+bool has_model(const std::filesystem::path& dir);
+
+// "2GB" -> 2'000'000'000, "500MiB" -> 524'288'000, "4096" -> 4096: decimal (KB, MB, GB, TB) and
+// binary (KiB, MiB, GiB, TiB) units as Hugging Face's max_shard_size, case-insensitive, optional B;
+// a fraction is allowed with a unit ("1.5GB"). Throws Error quoting the text for anything else or 0.
+uint64_t parse_size(const std::string& text);
+
+}  // namespace shardlab::checkpoint

@@ -1,0 +1,297 @@
+// The ONNX exporter proper, built where CMake found ONNX and protobuf (onnx_unavailable.cpp stands in
+// elsewhere). It walks the analysed layer graph, not the lowered primitives, so the ONNX graph keeps
+// the project's node names and reads like the model that was drawn.
+#include "engine/export/onnx_export.h"
+
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include <onnx/onnx_pb.h>
+
+#include "engine/util/atomic_file.h"
+#include "engine/util/error.h"
+
+namespace shardlab::interop {
+
+namespace {
+
+namespace fs = std::filesystem;
+using graph::NodeReport;
+
+static_assert(std::endian::native == std::endian::little, "initializers are written as the host's floats");
+
+// A parameter's values as the current scope sees them: a whole array, or one layer's slice of a
+// Repeat's stacked array.
+struct ParamRef {
+  Shape shape;
+  const float* data = nullptr;
+};
+using ParamFn = std::function<ParamRef(const std::string& path)>;
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+// A layer field as the node has it, else the layer's default (so the defaults live in one place).
+graph::Json field(const graph::Node& node, const std::string& key) {
+  if (node.params.contains(key)) return node.params[key];
+  auto layer = graph::create_layer(node.type);
+  if (layer)
+    for (const graph::FieldInfo& f : layer->fields())
+      if (f.key == key) return f.value;
+  throw Error("node " + in_quotes(node.name) + ": no field " + in_quotes(key));
+}
+
+bool has_param(const NodeReport& r, const std::string& name) {
+  for (const graph::ParamInfo& p : r.params)
+    if (p.name == name) return true;
+  return false;
+}
+
+void set_shape(onnx::ValueInfoProto& v, const Shape& per_example) {
+  auto* t = v.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  auto* shape = t->mutable_shape();
+  shape->add_dim()->set_dim_param("batch");
+  for (int64_t d : per_example) shape->add_dim()->set_dim_value(d);
+}
+
+class Exporter {
+ public:
+  explicit Exporter(onnx::GraphProto& g) : g_(g) {}
+
+  // Emits the nodes of `g` (analysed as `nodes`, whose names start with `report_prefix`) with
+  // names under `scope`; `carry` feeds a block's "@in". Returns each local node's output tensor.
+  std::map<std::string, std::string> emit(const graph::Graph& g, const std::vector<NodeReport>& nodes,
+                                          const std::string& report_prefix, const std::string& scope,
+                                          const std::string& carry, const ParamFn& param) {
+    std::map<std::string, std::string> out;
+    if (!carry.empty()) out[graph::kCarryNode] = carry;
+    std::map<std::string, std::string> source;
+    for (const graph::Edge& e : g.edges) source[e.to.str()] = e.from.node;
+    for (const NodeReport& r : nodes) {
+      const std::string local = r.name.substr(report_prefix.size());
+      const graph::Node* node = g.find(local);
+      if (!node || !r.layer) throw Error("node " + in_quotes(r.name) + ": not analysed (the project has errors)");
+      std::vector<std::string> in;
+      for (const std::string& port : r.layer->input_ports()) {
+        auto s = source.find(local + "." + port);
+        if (s == source.end() || !out.count(s->second))
+          throw Error("node " + in_quotes(r.name) + ": input " + in_quotes(port) + " is not connected");
+        in.push_back(out.at(s->second));
+      }
+      out[local] = emit_node(r, *node, scope + local, in, [&](const std::string& p) { return param(local + "/" + p); });
+    }
+    return out;
+  }
+
+ private:
+  // One layer's ONNX nodes named under `name`; returns the tensor it outputs (named `name` where it
+  // makes one). `node_param` resolves the layer's own parameters ("kernel"; "W1/kernel" in a Repeat).
+  std::string emit_node(const NodeReport& r, const graph::Node& node, const std::string& name,
+                        const std::vector<std::string>& in, const ParamFn& node_param) {
+    const std::string& type = r.type;
+    auto param = [&](const std::string& p) { return initializer(name + "/" + p, r, p, node_param(p)); };
+    if (type == "Input") {
+      if (!in.empty() || r.output.shape.empty()) throw unsupported(r, "an Input inside a block");
+      auto* v = g_.add_input();
+      v->set_name(name);
+      set_shape(*v, Shape(r.output.shape.begin() + 1, r.output.shape.end()));
+      return name;
+    }
+    if (type == "Dense") {
+      const std::string kernel = param("kernel");
+      if (!has_param(r, "bias")) return op("MatMul", name + "/MatMul", {in.at(0), kernel}, name);
+      const std::string y = op("MatMul", name + "/MatMul", {in.at(0), kernel}, name + "/MatMul");
+      return op("Add", name + "/Add", {y, param("bias")}, name);
+    }
+    if (type == "ReLU") return op("Relu", name + "/Relu", {in.at(0)}, name);
+    if (type == "Tanh") return op("Tanh", name + "/Tanh", {in.at(0)}, name);
+    if (type == "GELU") {
+      // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), in the engine's order of operations.
+      const std::string& x = in.at(0);
+      const std::string x2 = op("Mul", name + "/x2", {x, x}, name + "/x2");
+      const std::string x3 = op("Mul", name + "/x3", {x2, x}, name + "/x3");
+      const std::string kx3 = op("Mul", name + "/k_x3", {x3, scalar("gelu/k", 0.044715f)}, name + "/k_x3");
+      const std::string inner = op("Add", name + "/inner", {x, kx3}, name + "/inner");
+      const std::string scaled =
+          op("Mul", name + "/scaled", {inner, scalar("gelu/sqrt_2_over_pi", 0.7978845608028654f)}, name + "/scaled");
+      const std::string t = op("Tanh", name + "/Tanh", {scaled}, name + "/Tanh");
+      const std::string one_t = op("Add", name + "/one_plus", {t, scalar("one", 1.0f)}, name + "/one_plus");
+      const std::string half_x = op("Mul", name + "/half_x", {x, scalar("half", 0.5f)}, name + "/half_x");
+      return op("Mul", name + "/Mul", {half_x, one_t}, name);
+    }
+    if (type == "LayerNorm") {
+      const int64_t features = r.output.shape.back();
+      const std::string scale = has_param(r, "scale") ? param("scale") : ones(name + "/scale", features);
+      std::vector<std::string> inputs{in.at(0), scale};
+      if (has_param(r, "bias")) inputs.push_back(param("bias"));
+      const std::string y = op("LayerNormalization", name + "/LayerNormalization", inputs, name);
+      auto* n = g_.mutable_node(g_.node_size() - 1);
+      auto* axis = n->add_attribute();
+      axis->set_name("axis");
+      axis->set_type(onnx::AttributeProto_AttributeType_INT);
+      axis->set_i(-1);
+      auto* eps = n->add_attribute();
+      eps->set_name("epsilon");
+      eps->set_type(onnx::AttributeProto_AttributeType_FLOAT);
+      eps->set_f(field(node, "epsilon").get<float>());
+      return y;
+    }
+    if (type == "Add") return op("Add", name + "/Add", {in.at(0), in.at(1)}, name);
+    if (type == "Flatten") {
+      const std::string y = op("Flatten", name + "/Flatten", {in.at(0)}, name);
+      auto* axis = g_.mutable_node(g_.node_size() - 1)->add_attribute();
+      axis->set_name("axis");
+      axis->set_type(onnx::AttributeProto_AttributeType_INT);
+      axis->set_i(1);
+      return y;
+    }
+    if (type == "Dropout") return op("Identity", name + "/Identity", {in.at(0)}, name);  // off at inference
+    if (type == "Repeat") {
+      if (!node.body) throw unsupported(r, "a Repeat without a block");
+      const int64_t count = field(node, "count").get<int64_t>();
+      std::string carry = in.at(0);
+      for (int64_t i = 0; i < count; ++i) {
+        // Layer i sees the i-th slice of each stacked parameter ("W1/kernel" -> "blocks/W1/kernel"[i]).
+        const ParamFn slice = [&, i](const std::string& path) {
+          const ParamRef whole = node_param(path);
+          if (whole.shape.empty() || whole.shape[0] != count)
+            throw Error("parameter " + in_quotes(r.name + "/" + path) + ": shape " + shape_str(whole.shape) +
+                        " is not stacked over the Repeat's " + std::to_string(count) + " layers");
+          ParamRef one{Shape(whole.shape.begin() + 1, whole.shape.end()), nullptr};
+          one.data = whole.data + i * numel(one.shape);
+          return one;
+        };
+        auto outs = emit(*node.body, r.body, r.name + "/", name + "/" + std::to_string(i) + "/", carry, slice);
+        auto it = outs.find(node.body->output);
+        if (it == outs.end()) throw Error("node " + in_quotes(r.name) + ": block output " + in_quotes(node.body->output) + " not found");
+        carry = it->second;
+      }
+      return carry;
+    }
+    throw unsupported(r, "");
+  }
+
+  Error unsupported(const NodeReport& r, const std::string& what) const {
+    return Error("node " + in_quotes(r.name) + " (type " + in_quotes(r.type) + "): ONNX export does not support " +
+                 (what.empty() ? "this layer type" : what) +
+                 " (it exports Input, Dense, ReLU, GELU, Tanh, LayerNorm, Add, Flatten, Dropout and Repeat)");
+  }
+
+  std::string op(const std::string& type, const std::string& name, const std::vector<std::string>& inputs,
+                 const std::string& output) {
+    auto* n = g_.add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const std::string& i : inputs) n->add_input(i);
+    n->add_output(output);
+    return output;
+  }
+
+  void add_initializer(const std::string& name, const Shape& shape, const float* data) {
+    if (!initializers_.insert(name).second) return;
+    auto* t = g_.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    for (int64_t d : shape) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(data), size_t(numel(shape)) * sizeof(float)));
+  }
+
+  // Node r's parameter `pname` as an initializer called `name`, checked against the shape the
+  // project gives it (one layer's shape inside a Repeat).
+  std::string initializer(const std::string& name, const NodeReport& r, const std::string& pname, const ParamRef& p) {
+    for (const graph::ParamInfo& info : r.params)
+      if (info.name == pname && info.shape != p.shape)
+        throw Error("parameter " + in_quotes(r.name + "/" + pname) + ": shape " + shape_str(p.shape) + " given, node " +
+                    in_quotes(r.name) + " needs " + shape_str(info.shape));
+    add_initializer(name, p.shape, p.data);
+    return name;
+  }
+
+  std::string scalar(const std::string& name, float v) {
+    const std::string full = "const/" + name;
+    add_initializer(full, {}, &v);
+    return full;
+  }
+
+  std::string ones(const std::string& name, int64_t n) {
+    const std::vector<float> v(size_t(n), 1.0f);
+    add_initializer(name, {n}, v.data());
+    return name;
+  }
+
+  onnx::GraphProto& g_;
+  std::set<std::string> initializers_;
+};
+
+}  // namespace
+
+bool onnx_available() { return true; }
+
+OnnxModel onnx_model(const project::Project& project, const std::map<std::string, Tensor>& params, const std::string& doc) {
+  return onnx_model(project, project::analyze_project(project), params, doc);
+}
+
+OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& report,
+                     const std::map<std::string, Tensor>& params, const std::string& doc) {
+  if (!report.ok()) throw Error(project.display_name() + ": " + report.errors.front());
+  onnx::ModelProto model;
+  model.set_ir_version(kOnnxIrVersion);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOnnxOpset);
+  model.set_producer_name("Shardlab");
+  model.set_doc_string(doc);
+  auto* meta = model.add_metadata_props();
+  meta->set_key("shardlab.project");
+  meta->set_value(project.name);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name(project.name.empty() ? "shardlab" : project.name);
+
+  Exporter ex(g);
+  const ParamFn whole = [&](const std::string& path) {
+    auto it = params.find(path);
+    if (it == params.end()) throw Error("parameter " + in_quotes(path) + ": not among the given parameters");
+    if (it->second.size() != numel(it->second.shape))
+      throw Error("parameter " + in_quotes(path) + ": holds " + std::to_string(it->second.size()) + " values for shape " +
+                  shape_str(it->second.shape));
+    return ParamRef{it->second.shape, it->second.ptr()};
+  };
+  auto outs = ex.emit(project.graph, report.nodes, "", "", "", whole);
+
+  OnnxModel m;
+  const NodeReport* out_node = report.find(project.loss.output);
+  auto it = outs.find(project.loss.output);
+  if (!out_node || it == outs.end()) throw Error("loss.output: there is no node " + in_quotes(project.loss.output) + " to export");
+  if (g.input_size() != 1) throw Error(project.display_name() + ": ONNX export needs exactly one Input node");
+  m.input = g.input(0).name();
+  // The graph output carries the output node's name whichever node made the tensor.
+  m.output = project.loss.output;
+  if (it->second == m.input) m.output += "/output";
+  if (it->second != m.output) {
+    auto* n = g.add_node();
+    n->set_op_type("Identity");
+    n->set_name(m.output + "/output");
+    n->add_input(it->second);
+    n->add_output(m.output);
+  }
+  set_shape(*g.add_output(), Shape(out_node->output.shape.begin() + 1, out_node->output.shape.end()));
+  g.mutable_output(0)->set_name(m.output);
+
+  m.nodes = g.node_size();
+  m.initializers = g.initializer_size();
+  if (!model.SerializeToString(&m.bytes)) throw Error("ONNX export: the model could not be serialised");
+  return m;
+}
+
+std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params, const fs::path& out,
+                        const std::string& doc) {
+  const OnnxModel m = onnx_model(project, params, doc);
+  util::write_file_atomically(out, m.bytes);
+  return "wrote " + out.string() + ": ONNX IR " + std::to_string(kOnnxIrVersion) + ", opset " + std::to_string(kOnnxOpset) + ", " +
+         std::to_string(m.nodes) + " nodes, " + std::to_string(m.initializers) + " initializers, input '" + m.input +
+         "', output '" + m.output + "'";
+}
+
+}  // namespace shardlab::interop

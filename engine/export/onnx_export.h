@@ -1,0 +1,58 @@
+// ONNX export: a project's inference graph (dropout off) with given parameters as initializers, as
+// an ONNX model of IR version 8 and opset 17 (what Debian's ONNX 1.12 writes and checks).
+//
+// Layer by layer:
+//   Input      the graph input, named after the node, float [batch, ...] with a symbolic batch
+//   Dense      MatMul, then Add of the bias (if any)
+//   ReLU, Tanh Relu, Tanh
+//   GELU       the engine's tanh approximation spelt out exactly with basic ops,
+//              0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), not ONNX's erf form (opset 20's
+//              Gelu, or 0.5 * x * (1 + erf(x / sqrt 2))), which differs from it by up to 4.7e-4 (at |x| = 2.7)
+//   LayerNorm  LayerNormalization over the last axis with the layer's epsilon (a ones scale when
+//              the layer learns none)
+//   Add        Add;  Flatten: Flatten(axis=1);  Dropout: Identity
+//   Repeat     unrolled: layer i's nodes are "<repeat>/<i>/<node>" and its parameters the i-th
+//              slices of the stacked ones, "<repeat>/<i>/<node>/<param>"
+// Every tensor between nodes is named after the node that makes it; the graph output is the
+// loss's output node (the logits or prediction, before any loss). Anything else is refused with an
+// Error naming the node and its type.
+//
+// Built only where CMake finds ONNX and protobuf (libonnx-dev); elsewhere every function but
+// onnx_available() throws an Error saying the build has no ONNX.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "engine/graph/analysis.h"
+#include "engine/project/project.h"
+#include "engine/tensor/tensor.h"
+
+namespace shardlab::interop {
+
+inline constexpr int kOnnxIrVersion = 8;
+inline constexpr int kOnnxOpset = 17;
+
+// False when this build has no ONNX.
+bool onnx_available();
+
+struct OnnxModel {
+  std::string bytes;  // the serialised ModelProto
+  int64_t nodes = 0, initializers = 0;
+  std::string input, output;  // graph input and output names
+};
+
+// `params`: parameter path ("dense1/kernel", "blocks/W1/kernel" stacked) -> values, each of the
+// shape the project gives it. `report` is analyze_project(project)'s; the first form makes it.
+// `doc` goes into the model's doc_string.
+OnnxModel onnx_model(const project::Project& project, const std::map<std::string, Tensor>& params,
+                     const std::string& doc = "");
+OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& report,
+                     const std::map<std::string, Tensor>& params, const std::string& doc = "");
+
+// onnx_model() written atomically to `out`; returns a one-line summary.
+std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params,
+                        const std::filesystem::path& out, const std::string& doc = "");
+
+}  // namespace shardlab::interop

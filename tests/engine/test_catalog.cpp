@@ -1,0 +1,104 @@
+// The layer catalog an editor builds its palette and forms from: every registered type is listed,
+// a fresh node of each type is valid as created, every field the catalog offers is one the layer
+// accepts, and each optional field's advertised default is what the layer does without it.
+#include <QtTest>
+
+#include "engine/graph/analysis.h"
+#include "engine/graph/catalog.h"
+#include "engine/util/error.h"
+#include "tests/engine/test_support.h"
+
+using namespace shardlab;
+using graph::Json;
+
+namespace {
+
+// input (Input [12]) -> node (the layer under test, both ports fed by the input for Add).
+graph::Graph wired(const graph::Node& n) {
+  graph::Graph g;
+  graph::Node in = graph::new_node("Input", "x");
+  in.params["shape"] = Json::array({12});
+  g.nodes.push_back(in);
+  if (n.type == "Input") return g;
+  g.nodes.push_back(n);
+  for (const std::string& port : graph::layer_info(n.type).inputs) g.edges.push_back({{"x", "out"}, {n.name, port}});
+  return g;
+}
+
+std::string summary(const graph::GraphReport& r) {
+  std::string s;
+  for (const auto& n : r.nodes) {
+    s += n.name + graph::describe(n.output);
+    for (const auto& p : n.params) s += " " + p.name + shape_str(p.shape) + p.init.type;
+  }
+  return s;
+}
+
+}  // namespace
+
+class TestCatalog : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void everyRegisteredTypeIsListedWithASummaryAndGroup() {
+    const auto cat = graph::layer_catalog();
+    QCOMPARE(cat.size(), graph::layer_types().size());
+    for (const auto& info : cat) {
+      QVERIFY2(!info.summary.empty(), info.type.c_str());
+      QVERIFY2(!info.category.empty(), info.type.c_str());
+    }
+    QCOMPARE(graph::layer_info("Add").inputs, (std::vector<std::string>{"a", "b"}));
+    QVERIFY(graph::layer_info("Input").inputs.empty());
+    VERIFY_CONTAINS(testing::error_of([] { graph::layer_info("Conv9D"); }), "unknown layer type 'Conv9D'");
+  }
+
+  void freshNodeOfEveryTypeIsValid_data() {
+    QTest::addColumn<QString>("type");
+    for (const std::string& t : graph::layer_types()) QTest::newRow(t.c_str()) << QString::fromStdString(t);
+  }
+  void freshNodeOfEveryTypeIsValid() {
+    QFETCH(QString, type);
+    graph::Node n = graph::new_node(type.toStdString(), "node");
+    graph::GraphReport r = graph::analyze(wired(n), 4);
+    QVERIFY2(r.ok(), r.errors.empty() ? "" : r.errors.front().c_str());
+  }
+
+  void everyOfferedFieldIsAcceptedAndItsDefaultIsTheBehaviour_data() { freshNodeOfEveryTypeIsValid_data(); }
+  void everyOfferedFieldIsAcceptedAndItsDefaultIsTheBehaviour() {
+    QFETCH(QString, type);
+    const graph::Node fresh = graph::new_node(type.toStdString(), "node");
+    const std::string plain = summary(graph::analyze(wired(fresh), 4));
+    for (const graph::FieldInfo& f : graph::layer_info(type.toStdString()).fields) {
+      if (f.required) {
+        QVERIFY2(fresh.params.contains(f.key), f.key.c_str());
+        continue;
+      }
+      // Input's "axes" default depends on the shape; an empty list is not a name list it takes.
+      if (f.kind == graph::FieldInfo::Kind::NameList && f.value.empty()) continue;
+      graph::Node explicit_default = fresh;
+      explicit_default.params[f.key] = f.value;
+      graph::GraphReport r = graph::analyze(wired(explicit_default), 4);
+      QVERIFY2(r.ok(), (f.key + ": " + (r.errors.empty() ? "" : r.errors.front())).c_str());
+      QCOMPARE(summary(r), plain);
+    }
+  }
+
+  void repeatStartsWithABlockThatKeepsTheShape() {
+    graph::Node r = graph::new_node("Repeat", "blocks");
+    QVERIFY(r.body);
+    QCOMPARE(r.body->output, std::string("relu"));
+    QCOMPARE(r.params["count"].get<int>(), 2);
+  }
+
+  void uniqueNamesCountUpFromTheStem() {
+    graph::Graph g;
+    QCOMPARE(graph::unique_node_name(g, "dense"), std::string("dense"));
+    g.nodes.push_back(graph::new_node("Dense", "dense"));
+    QCOMPARE(graph::unique_node_name(g, "dense"), std::string("dense2"));
+    g.nodes.push_back(graph::new_node("Dense", "dense2"));
+    QCOMPARE(graph::unique_node_name(g, "dense2"), std::string("dense3"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCatalog)
+#include "test_catalog.moc"

@@ -1,0 +1,414 @@
+// The Inspector as a person uses it: select nodes, type into field and axis editors, click check
+// boxes, pick from menus, rename, and edit the project's settings with nothing selected; checked
+// against the project, the design check and the undo stack.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPointer>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QtTest>
+
+#include "tests/engine/test_support.h"
+#include "ui/document/graph_edits.h"
+#include "ui/document/project_document.h"
+#include "ui/inspector/inspector.h"
+#include "ui/inspector/inspector_page.h"
+
+using namespace shardlab;
+using namespace shardlab::ui;
+using graph::Json;
+
+class TestInspector : public QObject {
+  Q_OBJECT
+
+ private:
+  ProjectDocument* doc_ = nullptr;
+  Inspector* inspector_ = nullptr;
+
+  void open(const QString& name) {
+    doc_->open(QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/") + name);
+  }
+  // Removed rows and replaced pages go with deleteLater(); let them go before looking things up.
+  void settle() { QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete); }
+  template <class T>
+  T* find(const QString& name) {
+    settle();
+    return inspector_->findChild<T*>(name);
+  }
+  QLabel* label(const QString& name) { return find<QLabel>(name); }
+  // Click into the editor, select everything in it and type, as a person replacing a value.
+  void typeInto(QLineEdit* e, const QString& text) {
+    QVERIFY(e);
+    QTest::mouseClick(e, Qt::LeftButton);
+    QTest::keyClick(e, Qt::Key_A, Qt::ControlModifier);
+    if (text.isEmpty()) QTest::keyClick(e, Qt::Key_Backspace);
+    else QTest::keyClicks(e, text);
+  }
+  const graph::Node& node(const std::string& path) {
+    const graph::Node* n = edits::find_node(doc_->project(), path);
+    if (!n) qFatal("no node %s", path.c_str());
+    return *n;
+  }
+  const graph::NodeReport* report(const std::string& path) { return doc_->design().graph.find(path); }
+  static bool shown(QWidget* w) { return w && !w->isHidden(); }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots");
+  }
+
+  void init() {
+    doc_ = new ProjectDocument;
+    open("fashion-mlp.shardlab.json");
+    inspector_ = new Inspector(doc_);
+    inspector_->resize(380, 900);
+    inspector_->show();
+    inspector_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowExposed(inspector_));
+  }
+
+  void cleanup() {
+    delete inspector_;
+    delete doc_;
+    inspector_ = nullptr;
+    doc_ = nullptr;
+  }
+
+  void nothingSelectedShowsTheProject() {
+    QVERIFY(find<QWidget>("projectPage"));
+    QCOMPARE(find<QLineEdit>("projectName")->text(), QString("fashion-mlp"));
+    VERIFY_CONTAINS(find<QPlainTextEdit>("projectDescription")->toPlainText(), "Fashion-MNIST");
+    QCOMPARE(find<QComboBox>("lossType")->currentText(), QString("softmax_cross_entropy"));
+    QCOMPARE(find<QComboBox>("lossOutput")->currentText(), QString("dense2"));
+    // 784*256 + 256 + 256*10 + 10 parameters.
+    VERIFY_CONTAINS(label("projectSummary")->text(), "203,530 parameters");
+    VERIFY_CONTAINS(label("projectSummary")->text(), "0 error(s)");
+  }
+
+  void typingAFieldAppliesAsOneUndoStep() {
+    doc_->setSelection({"dense1"});
+    QVERIFY(find<QWidget>("nodePage"));
+    QCOMPARE(label("nodeTitle")->text(), QString("Dense"));
+    QPointer<QLineEdit> features = find<QLineEdit>("field:features");
+    QCOMPARE(features->text(), QString("256"));
+    VERIFY_CONTAINS(label("shape:output")->text(), "256");
+    const int before = doc_->undoStack()->count();
+
+    typeInto(features, "512");
+    QCOMPARE(node("dense1").params["features"], Json(512));
+    QCOMPARE(report("dense1")->output.shape, (Shape{128, 512}));
+    VERIFY_CONTAINS(label("shape:output")->text(), "512");
+    VERIFY_CONTAINS(label("shape:kernel")->text(), "784, mlp 512");
+    // The editor was updated in place, not rebuilt: same widget, focus and text kept.
+    QVERIFY(features);
+    QCOMPARE(find<QLineEdit>("field:features"), features.data());
+    QVERIFY(features->hasFocus());
+    QCOMPARE(features->text(), QString("512"));
+    QCOMPARE(doc_->undoStack()->count(), before + 1);
+
+    doc_->undoStack()->undo();
+    QCOMPARE(node("dense1").params["features"], Json(256));
+    QCOMPARE(report("dense1")->output.shape, (Shape{128, 256}));
+    QCOMPARE(features->text(), QString("256"));
+    VERIFY_CONTAINS(label("shape:output")->text(), "256");
+  }
+
+  void badValuesAreRedAndNotApplied() {
+    doc_->setSelection({"dense1"});
+    QLineEdit* features = find<QLineEdit>("field:features");
+    QLabel* error = label("error:features");
+    const int before = doc_->undoStack()->count();
+    typeInto(features, "abc");
+    QVERIFY(shown(error));
+    VERIFY_CONTAINS(error->text(), "features: 'abc' is not a whole number");
+    QVERIFY(features->property("invalid").toBool());
+    QCOMPARE(node("dense1").params["features"], Json(256));
+
+    typeInto(features, "0");
+    VERIFY_CONTAINS(error->text(), "positive integer");
+    typeInto(features, "");
+    VERIFY_CONTAINS(error->text(), "required");
+    QCOMPARE(node("dense1").params["features"], Json(256));
+    QCOMPARE(doc_->undoStack()->count(), before);
+
+    typeInto(features, "64");
+    QVERIFY(!shown(error));
+    QVERIFY(!features->property("invalid").toBool());
+    QCOMPARE(node("dense1").params["features"], Json(64));
+  }
+
+  void numberFieldChecksItsRange() {
+    std::string path;
+    QVERIFY(doc_->edit("add", [&](project::Project& p) { path = edits::add_node(p, "Dropout", "", 0, 0); }));
+    doc_->setSelection({QString::fromStdString(path)});
+    QLineEdit* rate = find<QLineEdit>("field:rate");
+    QVERIFY(rate);
+    QCOMPARE(rate->text(), QString());  // unset: the default shows as the placeholder
+    QCOMPARE(rate->placeholderText(), QString("0.5"));
+    typeInto(rate, "2");
+    VERIFY_CONTAINS(label("error:rate")->text(), "out of range");
+    QVERIFY(!node(path).params.contains("rate"));
+    typeInto(rate, "0.25");
+    QVERIFY(!shown(label("error:rate")));
+    QCOMPARE(node(path).params["rate"], Json(0.25));
+    // Typing the default back removes the key: files keep only what differs.
+    typeInto(rate, "0.5");
+    QVERIFY(!node(path).params.contains("rate"));
+  }
+
+  void appliedValueTheDesignRejectsShowsItsError() {
+    doc_->setSelection({"image"});
+    QVERIFY(!shown(label("nodeError")));
+    typeInto(find<QLineEdit>("field:axes"), "a, b, c");
+    // A well-formed list is applied; the check then says why the node is wrong, and the edit stays.
+    QCOMPARE(node("image").params["axes"], Json::array({"a", "b", "c"}));
+    QVERIFY(shown(label("nodeError")));
+    VERIFY_CONTAINS(label("nodeError")->text(), "axes: 3 names for a shape of rank 2");
+    typeInto(find<QLineEdit>("field:axes"), "h, w");
+    QVERIFY(!shown(label("nodeError")));
+    VERIFY_CONTAINS(label("shape:output")->text(), "h 28, w 28");
+  }
+
+  void useBiasRemovesTheBiasParameter() {
+    doc_->setSelection({"dense1"});
+    QCheckBox* bias = find<QCheckBox>("field:use_bias");
+    QVERIFY(bias->isChecked());
+    QVERIFY(find<QLineEdit>("axes:bias"));
+    QTest::mouseClick(bias, Qt::LeftButton, {}, QPoint(6, bias->height() / 2));
+    QCOMPARE(node("dense1").params["use_bias"], Json(false));
+    QCOMPARE(report("dense1")->params.size(), size_t(1));
+    QCOMPARE(report("dense1")->params[0].name, std::string("kernel"));
+    QVERIFY(!find<QLineEdit>("axes:bias"));
+    QTest::mouseClick(bias, Qt::LeftButton, {}, QPoint(6, bias->height() / 2));
+    QVERIFY(!node("dense1").params.contains("use_bias"));  // the default again: the key goes
+    QCOMPARE(report("dense1")->params.size(), size_t(2));
+    QVERIFY(find<QLineEdit>("axes:bias"));
+  }
+
+  void initializerMenuAndStddev() {
+    doc_->setSelection({"dense1"});
+    QComboBox* init = find<QComboBox>("field:kernel_init");
+    QLineEdit* stddev = find<QLineEdit>("field:kernel_init.stddev");
+    QCOMPARE(init->currentText(), QString("lecun_normal"));
+    QVERIFY(stddev->isHidden());
+    init->setFocus();
+    QTest::keyClick(init, Qt::Key_Down);
+    QTest::keyClick(init, Qt::Key_Down);
+    QCOMPARE(init->currentText(), QString("xavier_uniform"));
+    QCOMPARE(node("dense1").params["kernel_init"], Json("xavier_uniform"));
+    QCOMPARE(report("dense1")->params[0].init.type, std::string("xavier_uniform"));
+
+    QTest::keyClick(init, Qt::Key_Down);
+    QCOMPARE(node("dense1").params["kernel_init"], (Json{{"type", "normal"}, {"stddev", 0.02}}));
+    QVERIFY(!stddev->isHidden());
+    typeInto(stddev, "-1");
+    VERIFY_CONTAINS(label("error:kernel_init")->text(), "kernel_init.stddev");
+    QCOMPARE(node("dense1").params["kernel_init"]["stddev"], Json(0.02));
+    typeInto(stddev, "0.05");
+    QCOMPARE(node("dense1").params["kernel_init"], (Json{{"type", "normal"}, {"stddev", 0.05}}));
+    QCOMPARE(report("dense1")->params[0].init.stddev, 0.05);
+
+    for (int i = 0; i < 3; ++i) QTest::keyClick(init, Qt::Key_Up);
+    QCOMPARE(init->currentText(), QString("lecun_normal"));
+    QVERIFY(!node("dense1").params.contains("kernel_init"));
+  }
+
+  void kernelAxes() {
+    doc_->setSelection({"dense1"});
+    QPointer<QLineEdit> kernel = find<QLineEdit>("axes:kernel");
+    QCOMPARE(kernel->text(), QString());
+    QCOMPARE(kernel->placeholderText(), QString("embed, mlp"));
+    const int before = doc_->undoStack()->count();
+    typeInto(kernel, "embed, hidden");
+    QCOMPARE(node("dense1").param_axes["kernel"], Json::array({"embed", "hidden"}));
+    QCOMPARE(report("dense1")->params[0].axes, (std::vector<std::string>{"embed", "hidden"}));
+    VERIFY_CONTAINS(label("shape:kernel")->text(), "(embed 784, hidden 256)");
+    QCOMPARE(find<QLineEdit>("axes:kernel"), kernel.data());  // updated in place while typing
+    QVERIFY(kernel->hasFocus());
+    // The bias follows the kernel's output name by default, and the output is named after it.
+    QCOMPARE(find<QLineEdit>("axes:bias")->placeholderText(), QString("hidden"));
+    VERIFY_CONTAINS(label("shape:output")->text(), "hidden 256");
+    QCOMPARE(doc_->undoStack()->count(), before + 1);
+
+    // One name for a rank-2 kernel: refused at every key, so nothing of it is applied.
+    typeInto(kernel, "hidden");
+    QVERIFY(kernel->property("invalid").toBool());
+    VERIFY_CONTAINS(label("error:axes:kernel")->text(), "kernel axes: 1 name for 2 dimensions");
+    QCOMPARE(node("dense1").param_axes["kernel"], Json::array({"embed", "hidden"}));
+    // Three: the two-name prefix typed on the way was a valid edit, the third name is refused.
+    typeInto(kernel, "x, y, z");
+    VERIFY_CONTAINS(label("error:axes:kernel")->text(), "kernel axes: 3 names for 2 dimensions");
+    QCOMPARE(node("dense1").param_axes["kernel"], Json::array({"x", "y"}));
+    typeInto(kernel, "embed, hidden");
+    QCOMPARE(node("dense1").param_axes["kernel"], Json::array({"embed", "hidden"}));
+
+    typeInto(kernel, "");  // empty: back to the layer's default
+    QVERIFY(!kernel->property("invalid").toBool());
+    QVERIFY(!node("dense1").param_axes.contains("kernel"));
+    QCOMPARE(report("dense1")->params[0].axes, (std::vector<std::string>{"embed", "mlp"}));
+  }
+
+  void outputAxes() {
+    doc_->setSelection({"dense1"});
+    QLineEdit* out = find<QLineEdit>("axes:output");
+    QCOMPARE(out->placeholderText(), QString("batch, mlp"));
+    typeInto(out, "batch");
+    VERIFY_CONTAINS(label("error:axes:output")->text(), "1 name for 2 dimensions");
+    QVERIFY(node("dense1").output_axes.is_null());
+    typeInto(out, "batch, act");
+    QCOMPARE(node("dense1").output_axes, Json::array({"batch", "act"}));
+    QCOMPARE(report("dense1")->output.axes, (std::vector<std::string>{"batch", "act"}));
+    QCOMPARE(report("relu")->output.axes, (std::vector<std::string>{"batch", "act"}));
+  }
+
+  void renameNode() {
+    doc_->setSelection({"dense1"});
+    QPointer<QWidget> page = find<QWidget>("nodePage");
+    QLineEdit* name = find<QLineEdit>("nodeName");
+    QCOMPARE(name->text(), QString("dense1"));
+    typeInto(name, "hidden");
+    QVERIFY(edits::find_node(doc_->project(), "dense1"));  // applied on Enter, not per key
+    QTest::keyClick(name, Qt::Key_Return);
+    QVERIFY(!edits::find_node(doc_->project(), "dense1"));
+    QCOMPARE(node("hidden").params["features"], Json(256));
+    QCOMPARE(doc_->selection(), QStringList{"hidden"});
+    QVERIFY(page);  // the same page follows the node under its new name
+    QCOMPARE(find<QWidget>("nodePage"), page.data());
+    QCOMPARE(name->text(), QString("hidden"));
+
+    const int before = doc_->undoStack()->count();
+    typeInto(name, "dense2");
+    VERIFY_CONTAINS(label("error:nodeName")->text(), "a node named 'dense2' already exists");
+    QTest::keyClick(name, Qt::Key_Return);
+    QVERIFY(edits::find_node(doc_->project(), "hidden"));
+    QVERIFY(shown(label("error:nodeName")));
+    typeInto(name, "a b");
+    VERIFY_CONTAINS(label("error:nodeName")->text(), "'a b' is not a valid name");
+    QTest::keyClick(name, Qt::Key_Return);
+    QCOMPARE(doc_->undoStack()->count(), before);
+    QVERIFY(edits::find_node(doc_->project(), "hidden"));
+  }
+
+  void multipleNodesShareFieldsAndEditInOneStep() {
+    doc_->setSelection({"dense1", "dense2"});
+    VERIFY_CONTAINS(label("nodeTitle")->text(), "2 Dense nodes");
+    QVERIFY(!find<QLineEdit>("nodeName"));
+    QLineEdit* features = find<QLineEdit>("field:features");
+    QCOMPARE(features->text(), QString());
+    QCOMPARE(features->placeholderText(), QString("(mixed)"));
+    QVERIFY(find<QCheckBox>("field:use_bias")->isChecked());  // both at the default
+
+    const int before = doc_->undoStack()->count();
+    typeInto(features, "64");
+    QCOMPARE(node("dense1").params["features"], Json(64));
+    QCOMPARE(node("dense2").params["features"], Json(64));
+    QCOMPARE(doc_->undoStack()->count(), before + 1);
+    QCOMPARE(features->text(), QString("64"));
+    doc_->undoStack()->undo();
+    QCOMPARE(node("dense1").params["features"], Json(256));
+    QCOMPARE(node("dense2").params["features"], Json(10));
+    QCOMPARE(features->text(), QString());
+    QCOMPARE(features->placeholderText(), QString("(mixed)"));
+
+    QCheckBox* bias = find<QCheckBox>("field:use_bias");
+    QTest::mouseClick(bias, Qt::LeftButton, {}, QPoint(6, bias->height() / 2));
+    QCOMPARE(node("dense1").params["use_bias"], Json(false));
+    QCOMPARE(node("dense2").params["use_bias"], Json(false));
+    QCOMPARE(doc_->undoStack()->count(), before + 1);
+  }
+
+  void differentTypesShowOnlyTheSelection() {
+    doc_->setSelection({"dense1", "relu"});
+    QVERIFY(find<QWidget>("mixedPage"));
+    QVERIFY(!find<QLineEdit>("field:features"));
+    VERIFY_CONTAINS(label("nodeMembers")->text(), "dense1  (Dense)");
+    VERIFY_CONTAINS(label("nodeMembers")->text(), "relu  (ReLU)");
+  }
+
+  void projectSettings() {
+    QLineEdit* name = find<QLineEdit>("projectName");
+    typeInto(name, "my-net");
+    QCOMPARE(doc_->project().name, std::string("my-net"));
+    typeInto(name, "");
+    VERIFY_CONTAINS(label("error:projectName")->text(), "name: required");
+    QCOMPARE(doc_->project().name, std::string("my-net"));
+
+    QPlainTextEdit* description = find<QPlainTextEdit>("projectDescription");
+    description->setFocus();
+    description->selectAll();
+    QTest::keyClicks(description, "A small MLP");
+    QCOMPARE(doc_->project().description, std::string("A small MLP"));
+
+    QComboBox* output = find<QComboBox>("lossOutput");
+    QCOMPARE(output->count(), 5);  // image, flatten, dense1, relu, dense2
+    output->setFocus();
+    QTest::keyClick(output, Qt::Key_Up);
+    QCOMPARE(doc_->project().loss.output, std::string("relu"));
+    QCOMPARE(doc_->project().loss_json["output"], Json("relu"));
+    QComboBox* type = find<QComboBox>("lossType");
+    type->setFocus();
+    QTest::keyClick(type, Qt::Key_Down);
+    QCOMPARE(doc_->project().loss.type, std::string("mean_squared_error"));
+    QCOMPARE(doc_->project().loss_json["type"], Json("mean_squared_error"));
+    // The file written back holds what was set.
+    const Json saved = Json::parse(project::to_json_string(doc_->project()));
+    QCOMPARE(saved["loss"], (Json{{"type", "mean_squared_error"}, {"output", "relu"}}));
+    QCOMPARE(saved["name"], Json("my-net"));
+
+    doc_->undoStack()->undo();
+    QCOMPARE(type->currentText(), QString("softmax_cross_entropy"));
+  }
+
+  void nodeInsideARepeatBlock() {
+    open("dot-relu-dot.shardlab.json");
+    doc_->setSelection({"blocks/W1"});
+    QCOMPARE(find<QLineEdit>("field:features")->text(), QString("1024"));
+    QCOMPARE(find<QLineEdit>("axes:kernel")->text(), QString("embed, hidden"));
+    VERIFY_CONTAINS(label("shape:kernel")->text(), "(embed 1024, hidden 1024)");
+    VERIFY_CONTAINS(label("sharding:kernel")->text(), "model");
+    QVERIFY(!shown(label("nodeError")));
+    // W1's width is free (W2 maps back), so that edit is fine.
+    typeInto(find<QLineEdit>("field:features"), "512");
+    QCOMPARE(node("blocks/W1").params["features"], Json(512));
+    QVERIFY(!shown(label("nodeError")));
+    VERIFY_CONTAINS(label("shape:kernel")->text(), "(embed 1024, hidden 512)");
+    // W2's is not: the block's output must match its input. The edit stays and the node says why.
+    doc_->setSelection({"blocks/W2"});
+    typeInto(find<QLineEdit>("field:features"), "512");
+    QCOMPARE(node("blocks/W2").params["features"], Json(512));
+    QVERIFY(shown(label("nodeError")));
+    VERIFY_CONTAINS(label("nodeError")->text(), "block 'blocks'");
+    VERIFY_CONTAINS(label("nodeError")->text(), "differs from its input");
+
+    doc_->setSelection({"blocks"});
+    QCOMPARE(find<QLineEdit>("field:count")->text(), QString("4"));
+  }
+
+  void screenshot() {
+    doc_->setSelection({"dense2"});
+    QApplication::processEvents();
+    QVERIFY(inspector_->grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/inspector.png"));
+    // The same in a dark palette, for review that every label stays readable.
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(45, 45, 48));
+    dark.setColor(QPalette::WindowText, QColor(220, 220, 220));
+    dark.setColor(QPalette::Base, QColor(30, 30, 32));
+    dark.setColor(QPalette::Text, QColor(220, 220, 220));
+    dark.setColor(QPalette::Button, QColor(45, 45, 48));
+    dark.setColor(QPalette::ButtonText, QColor(220, 220, 220));
+    dark.setColor(QPalette::PlaceholderText, QColor(140, 140, 140));
+    dark.setColor(QPalette::Link, QColor(42, 130, 218));
+    inspector_->setPalette(dark);
+    typeInto(find<QLineEdit>("field:features"), "x");
+    QApplication::processEvents();
+    QVERIFY(inspector_->grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/inspector-dark.png"));
+  }
+};
+
+QTEST_MAIN(TestInspector)
+#include "test_inspector.moc"

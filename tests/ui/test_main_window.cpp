@@ -1,0 +1,197 @@
+// The main window as a user meets it: every example opens, the title carries the file and the
+// modified mark, save and reopen give the same project, recent files, drag-and-drop opening, the
+// unsaved-changes prompt, clipboard commands, themes, and a rendering of every tab kept as a
+// review artifact.
+#include <QAbstractButton>
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QUndoStack>
+#include <QUrl>
+#include <QtTest>
+#include <fstream>
+
+#include "tests/engine/test_support.h"
+#include "ui/canvas/graph_view.h"
+#include "ui/document/project_document.h"
+#include "ui/main_window.h"
+
+using namespace shardlab;
+using namespace shardlab::ui;
+
+namespace {
+
+QString example(const QString& name) { return QString(SHARDLAB_SOURCE_DIR "/projects/") + name + ".shardlab.json"; }
+
+// Answers the next modal message box with `button` once it shows.
+void answerNextMessageBox(QMessageBox::StandardButton button, QString* text = nullptr) {
+  QTimer::singleShot(0, [=] {
+    for (int i = 0; i < 200; ++i) {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+        if (text) *text = box->text();
+        box->button(button)->click();
+        return;
+      }
+      QTest::qWait(10);
+    }
+  });
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().clear();
+    QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots");
+  }
+
+  void everyExampleOpens_data() {
+    QTest::addColumn<QString>("name");
+    for (const QFileInfo& f : QDir(SHARDLAB_SOURCE_DIR "/projects").entryInfoList({"*.shardlab.json"}))
+      QTest::newRow(qPrintable(f.fileName())) << f.fileName().remove(".shardlab.json");
+  }
+  void everyExampleOpens() {
+    QFETCH(QString, name);
+    MainWindow w;
+    QVERIFY(w.openFile(example(name)));
+    QVERIFY(w.document()->design().ok());
+    VERIFY_CONTAINS(w.windowTitle(), name + ".shardlab.json");
+    QVERIFY(!w.isWindowModified());
+    QCOMPARE(w.recentFiles().first(), QFileInfo(example(name)).absoluteFilePath());
+  }
+
+  void defaultProjectIsFashionMlpUntitled() {
+    MainWindow w;
+    QVERIFY(w.openDefaultProject());
+    QCOMPARE(QString::fromStdString(w.document()->project().name), QString("fashion-mlp"));
+    VERIFY_CONTAINS(w.windowTitle(), "untitled");
+  }
+
+  void titleShowsTheModifiedMarkUntilSaved() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.openFile(example("fashion-mlp"));
+    w.document()->edit("Rename", [](project::Project& p) { p.name = "renamed"; });
+    QVERIFY(w.isWindowModified());
+    const QString out = dir.filePath("renamed.shardlab.json");
+    QVERIFY(w.saveAs(out));
+    QVERIFY(!w.isWindowModified());
+    VERIFY_CONTAINS(w.windowTitle(), "renamed.shardlab.json");
+    // Reopen: the same project.
+    MainWindow again;
+    QVERIFY(again.openFile(out));
+    QCOMPARE(project::to_json_string(again.document()->project()), project::to_json_string(w.document()->project()));
+  }
+
+  void aBrokenFileIsReportedAndTheProjectStays() {
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("broken.shardlab.json");
+    std::ofstream(bad.toStdString()) << "not json";
+    MainWindow w;
+    w.openFile(example("fashion-mlp"));
+    QString shown;
+    answerNextMessageBox(QMessageBox::Ok, &shown);
+    QVERIFY(!w.openFile(bad));
+    VERIFY_CONTAINS(shown, "broken.shardlab.json: malformed JSON");
+    VERIFY_CONTAINS(w.windowTitle(), "fashion-mlp.shardlab.json");
+    auto* log = w.findChild<QPlainTextEdit*>("log");
+    QVERIFY(log);
+    VERIFY_CONTAINS(log->toPlainText(), "broken.shardlab.json");
+  }
+
+  void closingWithUnsavedChangesAsks() {
+    MainWindow w;
+    w.openFile(example("fashion-mlp"));
+    w.show();
+    w.document()->edit("Rename", [](project::Project& p) { p.name = "changed"; });
+    QString asked;
+    answerNextMessageBox(QMessageBox::Cancel, &asked);
+    QVERIFY(!w.close());  // cancelled: the window stays
+    VERIFY_CONTAINS(asked, "unsaved changes");
+    QVERIFY(w.isVisible());
+    answerNextMessageBox(QMessageBox::Discard);
+    QVERIFY(w.close());
+  }
+
+  void droppingAFileOpensIt() {
+    MainWindow w;
+    w.openDefaultProject();
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(example("dot-relu-dot"))});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &drop);
+    QCOMPARE(QString::fromStdString(w.document()->project().name), QString("dot-relu-dot"));
+  }
+
+  void copyPasteDuplicateAndDeleteGoThroughTheUndoStack() {
+    MainWindow w;
+    w.openFile(example("fashion-mlp"));
+    ProjectDocument* doc = w.document();
+    doc->setSelection({"dense1", "relu"});
+    w.copySelection();
+    w.paste();
+    QVERIFY(doc->project().graph.find("dense3"));
+    QVERIFY(doc->project().graph.find("relu2"));
+    QCOMPARE(doc->selection(), (QStringList{"dense3", "relu2"}));
+    w.duplicateSelection();
+    QVERIFY(doc->project().graph.find("dense4"));
+    w.deleteSelection();
+    QVERIFY(!doc->project().graph.find("dense4"));
+    QCOMPARE(doc->undoStack()->count(), 3);
+    while (doc->undoStack()->canUndo()) doc->undoStack()->undo();
+    QVERIFY(!doc->project().graph.find("dense3"));
+    QVERIFY(!w.isWindowModified());
+  }
+
+  void menusHoldTheExpectedCommands() {
+    MainWindow w;
+    QStringList texts;
+    for (QAction* menu : w.menuBar()->actions())
+      for (QAction* a : menu->menu()->actions()) texts << a->text().remove('&');
+    for (const char* want : {"Open...", "Save", "Save As...", "Close Project", "Cut", "Copy", "Paste", "Duplicate", "Delete",
+                             "Select All", "Zoom In", "Zoom Out", "Zoom to Fit", "Arrange Graph"})
+      QVERIFY2(texts.contains(want), want);
+  }
+
+  void themesSwitchThePalette() {
+    MainWindow w;
+    w.setTheme("Dark");
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 100);
+    w.setTheme("Light");
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 150);
+  }
+
+  void everyTabRendersToAnImage() {
+    MainWindow w;
+    w.openFile(example("dot-relu-dot"));
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (int i = 0; i < w.tabs()->count(); ++i) {
+      w.tabs()->setCurrentIndex(i);
+      const QString name = w.tabs()->tabText(i).remove('&').replace(' ', '_').toLower();
+      const QString file = SHARDLAB_BINARY_DIR "/ui-screenshots/main_window_" + name + ".png";
+      QVERIFY(w.saveScreenshot(file));
+      QVERIFY(QImage(file).width() >= 1400);
+    }
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

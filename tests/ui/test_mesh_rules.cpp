@@ -1,0 +1,527 @@
+// The Mesh & Rules tab used as a person would: edit the mesh and the rules of the dot-relu-dot
+// project (seed 002's model) and watch the PartitionSpecs, per-device memory and problems follow;
+// undo every step; apply presets; drag rules; and check every item model with Qt's tester.
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QDir>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMimeData>
+#include <QPointer>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QToolButton>
+#include <QtTest>
+#include <memory>
+
+#include "tests/engine/test_support.h"
+#include "ui/document/project_document.h"
+#include "ui/mesh/device_grid.h"
+#include "ui/mesh/format.h"
+#include "ui/mesh/issues_list.h"
+#include "ui/mesh/memory_bars.h"
+#include "ui/mesh/mesh_axes_model.h"
+#include "ui/mesh/mesh_editor.h"
+#include "ui/mesh/mesh_rules_tab.h"
+#include "ui/mesh/presets.h"
+#include "ui/mesh/rules_editor.h"
+#include "ui/mesh/rules_model.h"
+#include "ui/mesh/rules_view.h"
+#include "ui/mesh/spec_model.h"
+#include "ui/mesh/spec_table.h"
+
+using namespace shardlab;
+using namespace shardlab::ui;
+
+namespace {
+
+QString projectPath(const char* name) {
+  return QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/%1.shardlab.json").arg(name);
+}
+
+// One open project with the tab showing it.
+struct Fixture {
+  ProjectDocument doc;
+  std::unique_ptr<MeshRulesTab> tab;
+
+  explicit Fixture(const char* project = "dot-relu-dot") {
+    doc.open(projectPath(project));
+    tab = std::make_unique<MeshRulesTab>(&doc, nullptr);
+    tab->resize(1400, 820);
+    tab->show();
+  }
+  RulesModel* rules() const { return tab->rulesEditor()->model(); }
+  MeshAxesModel* axes() const { return tab->meshEditor()->model(); }
+  SpecModel* specs() const { return tab->specTable()->model(); }
+
+  int ruleRow(const QString& logical) const {
+    for (int r = 0; r < rules()->rowCount(); ++r)
+      if (rules()->index(r, RulesModel::LogicalColumn).data().toString() == logical) return r;
+    return -1;
+  }
+  int axisRow(const QString& name) const {
+    for (int r = 0; r < axes()->rowCount(); ++r)
+      if (axes()->index(r, MeshAxesModel::NameColumn).data().toString() == name) return r;
+    return -1;
+  }
+  // What the spec table shows for an array in a column.
+  QString spec(const QString& array, int column = SpecModel::SpecColumn) const {
+    const int row = specs()->rowOf(array);
+    return row < 0 ? QStringLiteral("<no row for %1>").arg(array) : specs()->index(row, column).data().toString();
+  }
+  QStringList ruleTexts() const {
+    QStringList out;
+    for (int r = 0; r < rules()->rowCount(); ++r)
+      out << rules()->index(r, RulesModel::LogicalColumn).data().toString() + "=" +
+                 rules()->index(r, RulesModel::MeshColumn).data().toString();
+    return out;
+  }
+  QStringList issueTexts() const {
+    QStringList out;
+    for (int i = 0; i < tab->issues()->count(); ++i) out << tab->issues()->item(i)->text();
+    return out;
+  }
+  QString meshText() const { return QString::fromStdString(doc.project().mesh.dump()); }
+  QSpinBox* sizeSpin(const QString& axis) const {
+    return qobject_cast<QSpinBox*>(
+        tab->meshEditor()->axesView()->indexWidget(axes()->index(axisRow(axis), MeshAxesModel::SizeColumn)));
+  }
+};
+
+// Types into the editor the view opens on `index` and presses Enter, as a person does.
+void typeIntoCell(QTableView* view, const QModelIndex& index, const QString& text) {
+  view->setCurrentIndex(index);
+  view->edit(index);
+  auto* editor = qobject_cast<QLineEdit*>(view->indexWidget(index));
+  QVERIFY2(editor, "the cell opened no line editor");
+  editor->selectAll();
+  QTest::keyClicks(editor, text);
+  QTest::keyClick(editor, Qt::Key_Return);
+  // The delegate commits and closes the editor from a queued call.
+  const QPointer<QLineEdit> open(editor);
+  QTRY_VERIFY(open.isNull());
+}
+
+}  // namespace
+
+class TestMeshRules : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots");
+  }
+
+  void opensWithTheProjectsMeshRulesAndSpecs() {
+    Fixture f;
+    QCOMPARE(f.axes()->rowCount(), 2);
+    QCOMPARE(f.axes()->index(0, 0).data().toString(), QString("data"));
+    QCOMPARE(f.axes()->index(1, 1).data().toLongLong(), 4LL);
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "hidden=model", "embed=None", "layer=None"}));
+    // Seed 002: W1 is (layer, embed, hidden) with hidden over 'model'.
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, 'model')"));
+    QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ShardColumn), QString("4 × 1024 × 256"));
+    QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::BytesColumn), bytesText(4.0 * 1024 * 256 * 4));
+    QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::LogicalColumn), QString("layer, embed, hidden"));
+    QVERIFY(f.specs()->rowOf("d_blocks/W1/kernel") >= 0);   // gradient
+    QVERIFY(f.specs()->rowOf("blocks/W1/kernel/mu") >= 0);  // Adam state
+    QCOMPARE(f.tab->issues()->errorCount(), 0);
+    QCOMPARE(f.tab->meshEditor()->deviceCountLabel()->text(), QString("8 devices = data 2 × model 4"));
+  }
+
+  void everyModelPassesTheTesterThroughEdits() {
+    Fixture f;
+    using Mode = QAbstractItemModelTester::FailureReportingMode;
+    QAbstractItemModelTester t1(f.rules(), Mode::QtTest);
+    QAbstractItemModelTester t2(f.axes(), Mode::QtTest);
+    QAbstractItemModelTester t3(f.specs(), Mode::QtTest);
+    QAbstractItemModelTester t4(f.tab->specTable()->filter(), Mode::QtTest);
+    QVERIFY(f.rules()->setData(f.rules()->index(1, RulesModel::MeshColumn), "None"));
+    QVERIFY(f.rules()->insertRows(1, 1));
+    QVERIFY(f.rules()->moveRows({}, 0, 1, {}, 3));
+    QVERIFY(f.rules()->removeRows(2, 1));
+    QVERIFY(f.axes()->setData(f.axes()->index(1, MeshAxesModel::SizeColumn), 3));
+    QVERIFY(f.axes()->insertRows(2, 1));
+    QVERIFY(f.axes()->removeRows(0, 1));
+    QVERIFY(f.tab->rulesEditor()->applyPreset("megatron"));
+    f.tab->specTable()->kindButton(int(sharding::ArrayKind::Gradient))->click();
+    f.tab->specTable()->view()->sortByColumn(SpecModel::BytesColumn, Qt::DescendingOrder);
+    while (f.doc.undoStack()->canUndo()) f.doc.undoStack()->undo();
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "hidden=model", "embed=None", "layer=None"}));
+    f.doc.open(projectPath("fashion-mlp"));  // a different project: every model resets
+    QCOMPARE(f.axes()->rowCount(), 0);
+  }
+
+  void editingARuleInItsCellChangesThePartitionSpec() {
+    Fixture f;
+    RulesView* view = f.tab->rulesEditor()->view();
+    const int hidden = f.ruleRow("hidden");
+    QVERIFY(hidden >= 0);
+    typeIntoCell(view, f.rules()->index(hidden, RulesModel::MeshColumn), "None");
+    QCOMPARE(f.rules()->index(hidden, RulesModel::MeshColumn).data().toString(), QString("None"));
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, None)"));
+    QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ShardColumn), QString("4 × 1024 × 1024"));
+    QCOMPARE(QString::fromStdString(f.doc.project().logical_axis_rules.dump()),
+             QString(R"([["batch","data"],["hidden",null],["embed",null],["layer",null]])"));
+    // Nothing shards over 'model' now: the check says so.
+    VERIFY_CONTAINS(f.issueTexts().join('\n'), "mesh axis 'model' (size 4) shards no array");
+
+    // Two axes at once, written data+model: the hidden dimension splits 8 ways.
+    typeIntoCell(view, f.rules()->index(hidden, RulesModel::MeshColumn), "data+model");
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, ('data', 'model'))"));
+    QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ShardColumn), QString("4 × 1024 × 128"));
+
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, None)"));
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, 'model')"));
+  }
+
+  void badRuleTextIsRefusedAndUnknownAxesAreFlagged() {
+    Fixture f;
+    const int hidden = f.ruleRow("hidden");
+    const int steps = f.doc.undoStack()->count();
+    QSignalSpy refused(f.rules(), &RulesModel::refused);
+    QVERIFY(!f.rules()->setData(f.rules()->index(hidden, RulesModel::MeshColumn), "data++model"));
+    QCOMPARE(refused.count(), 1);
+    VERIFY_CONTAINS(refused.last().at(0).toString(), "rule 'hidden'");
+    QVERIFY(!f.rules()->setData(f.rules()->index(hidden, RulesModel::LogicalColumn), "two words"));
+    VERIFY_CONTAINS(f.tab->rulesEditor()->errorLabel()->text(), "logical axis");
+    QVERIFY(f.tab->rulesEditor()->errorLabel()->isVisibleTo(f.tab.get()));
+    QCOMPARE(f.doc.undoStack()->count(), steps);
+
+    // An axis the mesh lacks is kept, flagged in the table, and the arrays it touches fail.
+    QVERIFY(f.rules()->setData(f.rules()->index(hidden, RulesModel::MeshColumn), "tensor"));
+    QVERIFY(f.rules()->index(hidden, 0).data(RulesModel::ProblemRole).toBool());
+    VERIFY_CONTAINS(f.rules()->index(hidden, RulesModel::StatusColumn).data().toString(), "no axis 'tensor'");
+    QVERIFY(!f.rules()->index(f.ruleRow("batch"), 0).data(RulesModel::ProblemRole).toBool());
+    VERIFY_CONTAINS(f.spec("blocks/W1/kernel", SpecModel::ErrorColumn), "tensor");
+    // Adding the axis to the mesh clears the flag.
+    QVERIFY(f.axes()->insertRows(2, 1));
+    QVERIFY(f.axes()->setData(f.axes()->index(2, MeshAxesModel::NameColumn), "tensor"));
+    QVERIFY(!f.rules()->index(hidden, 0).data(RulesModel::ProblemRole).toBool());
+    QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ErrorColumn), QString());
+  }
+
+  void anIndivisibleMeshSizeNamesTheArray() {
+    Fixture f;
+    QSpinBox* spin = f.sizeSpin("model");
+    QVERIFY2(spin, "no spin box on model's size");
+    QCOMPARE(spin->value(), 4);
+    const int steps = f.doc.undoStack()->count();
+    spin->setFocus();
+    spin->selectAll();
+    QTest::keyClicks(spin, "3");
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":2,"model":3}})"));
+    // 1024 does not split 3 ways: the error names the array and the dimension.
+    VERIFY_CONTAINS(f.spec("blocks/W1/kernel", SpecModel::ErrorColumn), "blocks/W1/kernel");
+    VERIFY_CONTAINS(f.spec("blocks/W1/kernel", SpecModel::ErrorColumn), "not divisible by 3");
+    bool named = false;
+    for (const QString& issue : f.issueTexts())
+      named |= issue.contains("blocks/W1/kernel") && issue.contains("divisible");
+    QVERIFY2(named, qPrintable(f.issueTexts().join('\n')));
+    QVERIFY(f.tab->issues()->errorCount() > 0);
+    QCOMPARE(f.tab->meshEditor()->deviceGrid()->deviceCount(), 6);
+    QCOMPARE(f.tab->memoryBars()->barCount(), 6);
+    VERIFY_CONTAINS(f.tab->meshEditor()->deviceCountLabel()->text(), "6 devices");
+
+    // Spinning on is the same field: still one undo step, which restores model=4.
+    QTest::keyClick(spin, Qt::Key_Up);
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":2,"model":4}})"));
+    QTest::keyClick(spin, Qt::Key_Up);
+    QCOMPARE(f.doc.undoStack()->count(), steps + 1);
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":2,"model":4}})"));
+    QCOMPARE(f.sizeSpin("model")->value(), 4);
+    QCOMPARE(f.tab->issues()->errorCount(), 0);
+    QCOMPARE(f.tab->memoryBars()->barCount(), 8);
+  }
+
+  void invalidMeshNamesAreRefusedWithTheReason() {
+    Fixture f;
+    const QString before = f.meshText();
+    QTableView* view = f.tab->meshEditor()->axesView();
+    typeIntoCell(view, f.axes()->index(f.axisRow("model"), MeshAxesModel::NameColumn), "data");
+    QCOMPARE(f.meshText(), before);
+    QLabel* error = f.tab->meshEditor()->errorLabel();
+    QVERIFY(error->isVisibleTo(f.tab.get()));
+    VERIFY_CONTAINS(error->text(), "'data' appears twice");
+    QVERIFY(!f.axes()->setData(f.axes()->index(0, MeshAxesModel::NameColumn), "none"));
+    VERIFY_CONTAINS(error->text(), "replicated");
+    QVERIFY(!f.axes()->setData(f.axes()->index(0, MeshAxesModel::NameColumn), ""));
+    VERIFY_CONTAINS(error->text(), "empty");
+    QVERIFY(!f.axes()->setData(f.axes()->index(0, MeshAxesModel::SizeColumn), 0));
+    VERIFY_CONTAINS(error->text(), "size 0");
+    QVERIFY(!f.axes()->setData(f.axes()->index(0, MeshAxesModel::SizeColumn), 4096));
+    VERIFY_CONTAINS(error->text(), "at most 1024");
+    QCOMPARE(f.meshText(), before);
+    QCOMPARE(f.doc.undoStack()->count(), 0);
+
+    // A good rename is applied, takes the rules with it, and undoes in one step.
+    typeIntoCell(view, f.axes()->index(f.axisRow("model"), MeshAxesModel::NameColumn), "tensor");
+    QVERIFY(!error->isVisibleTo(f.tab.get()));
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":2,"tensor":4}})"));
+    QCOMPARE(f.ruleTexts().at(f.ruleRow("hidden")), QString("hidden=tensor"));
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, 'tensor')"));
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.meshText(), before);
+    QCOMPARE(f.ruleTexts().at(f.ruleRow("hidden")), QString("hidden=model"));
+  }
+
+  void addAndRemoveMeshAxesWithTheButtons() {
+    Fixture f;
+    MeshEditor* m = f.tab->meshEditor();
+    QTest::mouseClick(m->addButton(), Qt::LeftButton);
+    QCOMPARE(f.axes()->rowCount(), 3);
+    QCOMPARE(f.axes()->index(2, 0).data().toString(), QString("axis2"));
+    QVERIFY(f.sizeSpin("axis2"));  // the new row has its spin box too
+    QCOMPARE(f.tab->meshEditor()->deviceGrid()->deviceCount(), 8);
+    m->axesView()->setCurrentIndex(f.axes()->index(0, 0));
+    QTest::mouseClick(m->removeButton(), Qt::LeftButton);
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"model":4,"axis2":1}})"));
+    // The rule batch -> data now names a missing axis.
+    QVERIFY(f.rules()->index(f.ruleRow("batch"), 0).data(RulesModel::ProblemRole).toBool());
+    QCOMPARE(f.tab->memoryBars()->barCount(), 4);
+    f.doc.undoStack()->undo();
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":2,"model":4}})"));
+    QCOMPARE(f.axes()->rowCount(), 2);
+    QCOMPARE(f.sizeSpin("model")->value(), 4);
+  }
+
+  void addRemoveAndReorderRulesUndoEachStep() {
+    Fixture f;
+    RulesEditor* e = f.tab->rulesEditor();
+    const QStringList original = f.ruleTexts();
+    QUndoStack* undo = f.doc.undoStack();
+
+    // Add after the selected rule: a new rule, one step, undone.
+    e->view()->setCurrentIndex(f.rules()->index(0, 0));
+    QTest::mouseClick(e->addButton(), Qt::LeftButton);
+    QCOMPARE(f.rules()->rowCount(), 5);
+    QCOMPARE(f.ruleTexts().at(1), QString("axis=None"));  // every used name already has a rule
+    QCOMPARE(undo->count(), 1);
+    undo->undo();
+    QCOMPARE(f.ruleTexts(), original);
+
+    // Remove the selected rule: 'hidden' loses its rule and the check reports it.
+    e->view()->setCurrentIndex(f.rules()->index(f.ruleRow("hidden"), 0));
+    QTest::mouseClick(e->removeButton(), Qt::LeftButton);
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "embed=None", "layer=None"}));
+    VERIFY_CONTAINS(f.issueTexts().join('\n'), "logical axis 'hidden' has no rule");
+    undo->undo();
+    QCOMPARE(f.ruleTexts(), original);
+
+    // Up and down buttons; the selection follows the moved rule.
+    e->view()->setCurrentIndex(f.rules()->index(2, 0));
+    QTest::mouseClick(e->upButton(), Qt::LeftButton);
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "embed=None", "hidden=model", "layer=None"}));
+    QCOMPARE(e->view()->currentIndex().row(), 1);
+    QTest::mouseClick(e->upButton(), Qt::LeftButton);
+    QCOMPARE(f.ruleTexts(), QStringList({"embed=None", "batch=data", "hidden=model", "layer=None"}));
+    QVERIFY(!e->upButton()->isEnabled());
+    QCOMPARE(undo->undoText(), QString("Move rule 'embed' up"));
+    undo->undo();
+    undo->undo();
+    QCOMPARE(f.ruleTexts(), original);
+    e->view()->setCurrentIndex(f.rules()->index(0, 0));
+    QTest::mouseClick(e->downButton(), Qt::LeftButton);
+    QCOMPARE(f.ruleTexts(), QStringList({"hidden=model", "batch=data", "embed=None", "layer=None"}));
+    undo->undo();
+    QCOMPARE(f.ruleTexts(), original);
+  }
+
+  void orderDecidesWhoGetsAMeshAxis() {
+    // Flax semantics: with both batch and hidden on 'data', the earlier rule wins the axis in an
+    // activation that has both; dragging the later rule first flips the winner.
+    Fixture f;
+    QVERIFY(f.rules()->setData(f.rules()->index(f.ruleRow("hidden"), RulesModel::MeshColumn), "data"));
+    QCOMPARE(f.spec("blocks/W1"), QString("PartitionSpec('data', None)"));
+    RulesView* view = f.tab->rulesEditor()->view();
+    std::unique_ptr<QMimeData> mime(f.rules()->mimeData({f.rules()->index(f.ruleRow("hidden"), 0)}));
+    // Drag onto the upper half of the first row: the dragged rule goes in front of it.
+    const QRect first = view->visualRect(f.rules()->index(0, 0));
+    const QPoint top(first.center().x(), first.top() + 2);
+    QDragEnterEvent enter(top, Qt::MoveAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(view->viewport(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(top, Qt::MoveAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(view->viewport(), &drop);
+    QVERIFY(drop.isAccepted());
+    QCOMPARE(f.ruleTexts(), QStringList({"hidden=data", "batch=data", "embed=None", "layer=None"}));
+    QCOMPARE(f.spec("blocks/W1"), QString("PartitionSpec(None, 'data')"));
+    QCOMPARE(f.doc.undoStack()->undoText(), QString("Move rule 'hidden' up"));
+    // Drop below the last row: to the end.
+    std::unique_ptr<QMimeData> again(f.rules()->mimeData({f.rules()->index(0, 1)}));
+    const QPoint bottom(first.center().x(), view->viewport()->height() - 2);
+    QDragEnterEvent enterAgain(bottom, Qt::MoveAction, again.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(view->viewport(), &enterAgain);
+    QDropEvent toEnd(bottom, Qt::MoveAction, again.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(view->viewport(), &toEnd);
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "embed=None", "layer=None", "hidden=data"}));
+    f.doc.undoStack()->undo();
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "hidden=data", "embed=None", "layer=None"}));
+    QCOMPARE(f.spec("blocks/W1"), QString("PartitionSpec('data', None)"));
+    // Data that is not this model's rows is not a move.
+    QMimeData foreign;
+    foreign.setData(RulesModel::kMimeType, QByteArray("junk"));
+    QVERIFY(!f.rules()->canDropMimeData(&foreign, Qt::MoveAction, 0, 0, {}));
+  }
+
+  void aPresetIsOneUndoStep() {
+    Fixture f;
+    const QString meshBefore = f.meshText();
+    const QStringList rulesBefore = f.ruleTexts();
+    QToolButton* presets = f.tab->rulesEditor()->presetsButton();
+    QAction* fsdp = presets->menu()->findChild<QAction*>("preset_fsdp");
+    QVERIFY(fsdp);
+    fsdp->trigger();
+    QCOMPARE(f.doc.undoStack()->count(), 1);
+    QCOMPARE(f.doc.undoStack()->undoText(), QString("Apply preset FSDP"));
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":8}})"));
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "embed=data", "layer=None", "hidden=None"}));
+    // Parameters are now split along data (FSDP); activations along the batch.
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, 'data', None)"));
+    QCOMPARE(f.spec("blocks/W1/kernel/mu"), QString("PartitionSpec(None, 'data', None)"));
+    QCOMPARE(f.spec("blocks/W2"), QString("PartitionSpec('data', None)"));
+    QCOMPARE(f.tab->meshEditor()->deviceGrid()->rows(), 8);
+    QCOMPARE(f.tab->meshEditor()->deviceGrid()->columns(), 1);
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.meshText(), meshBefore);
+    QCOMPARE(f.ruleTexts(), rulesBefore);
+
+    presets->menu()->findChild<QAction*>("preset_data_parallel")->trigger();
+    QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "embed=None", "layer=None", "hidden=None"}));
+    QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, None)"));
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.ruleTexts(), rulesBefore);
+  }
+
+  void presetsUseTheProjectsOwnNames() {
+    // fashion-mlp has no mesh and names its Dense axes embed/mlp and classes: Megatron shards mlp
+    // over 'model' on the 2 x 4 mesh and leaves no name without a rule.
+    Fixture f("fashion-mlp");
+    QCOMPARE(f.axes()->rowCount(), 0);
+    QCOMPARE(f.tab->meshEditor()->deviceGrid()->deviceCount(), 1);
+    QVERIFY(f.tab->rulesEditor()->applyPreset("megatron"));
+    QCOMPARE(f.meshText(), QString(R"({"axes":{"data":2,"model":4}})"));
+    const QStringList rules = f.ruleTexts();
+    QVERIFY2(rules.contains("mlp=model") && rules.contains("batch=data") && rules.contains("embed=None"),
+             qPrintable(rules.join(',')));
+    QVERIFY2(!rules.contains("heads=model") && !rules.contains("hidden=model"), qPrintable(rules.join(',')));
+    VERIFY_LACKS(f.issueTexts().join('\n'), "has no rule");
+    QCOMPARE(f.spec("dense2/kernel"), QString("PartitionSpec('model', None)"));
+    QVERIFY(!f.tab->rulesEditor()->applyPreset("no_such_preset"));
+    VERIFY_CONTAINS(f.tab->rulesEditor()->errorLabel()->text(), "no_such_preset");
+    QCOMPARE(f.doc.undoStack()->count(), 1);
+  }
+
+  void deviceGridAndMemoryBarsFollowTheMesh() {
+    Fixture f;
+    DeviceGrid* grid = f.tab->meshEditor()->deviceGrid();
+    QCOMPARE(grid->deviceCount(), 8);
+    QCOMPARE(grid->rows(), 2);
+    QCOMPARE(grid->columns(), 4);
+    QCOMPARE(grid->deviceAt(1, 2), 6);  // row-major, as jax's create_device_mesh
+    // Cells are laid out as numbered: device 5 is below device 1, right of device 4.
+    QCOMPARE(grid->cellRect(5).left(), grid->cellRect(1).left());
+    QVERIFY(grid->cellRect(5).top() > grid->cellRect(1).top());
+    QVERIFY(grid->cellRect(5).left() > grid->cellRect(4).left());
+    MemoryBars* bars = f.tab->memoryBars();
+    QCOMPARE(bars->barCount(), grid->deviceCount());
+    QCOMPARE(bars->capacity(), f.doc.design().device_capacity_bytes);
+    QVERIFY(!bars->overCapacity(0));
+
+    QComboBox* kind = f.tab->meshEditor()->deviceKind();
+    QCOMPARE(kind->currentText(), QString("CPU (virtual devices)"));
+    auto* items = qobject_cast<QStandardItemModel*>(kind->model());
+    QVERIFY(items);
+    QVERIFY(!items->item(1)->isEnabled());
+    QCOMPARE(items->item(1)->toolTip(), QString("needs the CUDA backend"));
+  }
+
+  void overCapacityBarsAreRed() {
+    MemoryBars bars;
+    bars.resize(400, 200);
+    sharding::DeviceMemory fits{10, 10, 10, 10}, over{100, 50, 50, 40};
+    bars.setMemory({fits, over}, 100);
+    QVERIFY(bars.capacityOnScale());
+    QVERIFY(!bars.overCapacity(0));
+    QVERIFY(bars.overCapacity(1));
+    const QImage img = bars.grab().toImage();
+    const QRect slot = bars.barRect(1);
+    const QColor c = img.pixelColor(slot.center().x(), slot.bottom() - 3);
+    QVERIFY2(c.red() > c.green() + 60 && c.red() > c.blue() + 40, qPrintable(c.name()));
+    const QColor ok = img.pixelColor(bars.barRect(0).center().x(), slot.bottom() - 3);
+    QVERIFY2(ok.blue() > ok.red(), qPrintable(ok.name()));  // the parameters' blue, unwashed
+    // A capacity far above every bar is stated in words rather than squashing the bars.
+    bars.setMemory({fits}, 1e12);
+    QVERIFY(!bars.capacityOnScale());
+  }
+
+  void clickingAnArrayRowRequestsIt() {
+    Fixture f;
+    QSignalSpy requested(&f.doc, &ProjectDocument::arrayRequested);
+    SpecTable* t = f.tab->specTable();
+    const QModelIndex at = t->filter()->mapFromSource(f.specs()->index(f.specs()->rowOf("blocks/W1/kernel"), 0));
+    t->view()->scrollTo(at);
+    QTest::mouseClick(t->view()->viewport(), Qt::LeftButton, {}, t->view()->visualRect(at).center());
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.at(0).at(0).toString(), QString("blocks/W1/kernel"));
+    // A request from elsewhere selects the row here.
+    f.doc.requestArray("blocks/W2/kernel");
+    QCOMPARE(t->view()->currentIndex().data().toString(), QString("blocks/W2/kernel"));
+  }
+
+  void kindTogglesFilterTheTable() {
+    Fixture f;
+    SpecTable* t = f.tab->specTable();
+    auto count = [&](sharding::ArrayKind k) {
+      int n = 0;
+      for (int r = 0; r < t->filter()->rowCount(); ++r)
+        n += t->filter()->index(r, 0).data(SpecModel::KindRole).toInt() == int(k);
+      return n;
+    };
+    const int all = t->filter()->rowCount();
+    QCOMPARE(count(sharding::ArrayKind::Gradient), 2);
+    QCOMPARE(count(sharding::ArrayKind::OptimizerState), 4);  // Adam: mu and nu per kernel
+    QTest::mouseClick(t->kindButton(int(sharding::ArrayKind::Gradient)), Qt::LeftButton);
+    QCOMPARE(count(sharding::ArrayKind::Gradient), 0);
+    QCOMPARE(t->filter()->rowCount(), all - 2);
+    QTest::mouseClick(t->kindButton(int(sharding::ArrayKind::OptimizerState)), Qt::LeftButton);
+    QCOMPARE(t->filter()->rowCount(), all - 6);
+    QTest::mouseClick(t->kindButton(int(sharding::ArrayKind::Gradient)), Qt::LeftButton);
+    QCOMPARE(count(sharding::ArrayKind::Gradient), 2);
+  }
+
+  void fallbackComboWritesTheProject() {
+    Fixture f;
+    QComboBox* combo = f.tab->rulesEditor()->fallbackCombo();
+    QCOMPARE(combo->currentIndex(), 0);
+    combo->setFocus();
+    QTest::keyClick(combo, Qt::Key_Down);
+    QCOMPARE(f.doc.project().constraint_fallback, std::string("error"));
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.doc.project().constraint_fallback, std::string());
+    QCOMPARE(combo->currentIndex(), 0);
+  }
+
+  void screenshot() {
+    Fixture f;
+    f.tab->specTable()->view()->setCurrentIndex(f.tab->specTable()->filter()->index(0, 0));
+    QVERIFY(QTest::qWaitForWindowExposed(f.tab.get()));
+    const QString path = SHARDLAB_BINARY_DIR "/ui-screenshots/mesh_rules.png";
+    QVERIFY(f.tab->grab().save(path));
+    QVERIFY(QFileInfo(path).size() > 10000);
+  }
+};
+
+QTEST_MAIN(TestMeshRules)
+#include "test_mesh_rules.moc"

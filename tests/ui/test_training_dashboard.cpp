@@ -1,0 +1,601 @@
+// The Training tab as a user drives it: settings typed into the form, Start / Pause / Stop clicked,
+// live charts, progress and log filled from a real run on the worker thread, engine errors shown,
+// and the UI thread kept responsive while steps run.
+#include <QAbstractSpinBox>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <memory>
+
+#include "tests/engine/test_support.h"
+#include "ui/document/project_document.h"
+#include "ui/training/hyperparameter_form.h"
+#include "ui/training/line_chart.h"
+#include "ui/training/run_outputs_form.h"
+#include "ui/training/training_tab.h"
+
+using namespace shardlab;
+using namespace shardlab::ui;
+
+namespace {
+
+const QString kDeepMlpSmall = SHARDLAB_SOURCE_DIR "/projects/deep-mlp-small.shardlab.json";
+const QString kDotReluDot = SHARDLAB_SOURCE_DIR "/projects/dot-relu-dot.shardlab.json";
+
+// A small classifier on synthetic blobs: builds in milliseconds, takes thousands of steps a second,
+// and has an accuracy and a test split (so evaluations) that deep-mlp-small lacks.
+QString tinyProject(const QString& data = {}, const QString& lossOutput = "logits") {
+  const QString blobs = QStringLiteral(
+      R"({"type": "synthetic", "kind": "blobs", "feature_shape": [16], "classes": 4, "examples": 512,
+          "test_fraction": 0.25})");
+  return QStringLiteral(R"({"format": "shardlab.project", "version": 1, "name": "tiny-blobs",
+  "graph": {"nodes": [
+      {"name": "x", "type": "Input", "params": {"shape": [16], "axes": ["embed"]}},
+      {"name": "hidden", "type": "Dense", "params": {"features": 32}},
+      {"name": "relu", "type": "ReLU"},
+      {"name": "logits", "type": "Dense", "params": {"features": 4}}],
+    "edges": [{"from": "x.out", "to": "hidden.in"}, {"from": "hidden.out", "to": "relu.in"},
+              {"from": "relu.out", "to": "logits.in"}]},
+  "loss": {"type": "softmax_cross_entropy", "output": "%1"},
+  "optimizer": {"type": "adam", "learning_rate": 0.01},
+  "data": %2,
+  "training": {"batch_size": 32, "epochs": 2, "seed": 0}})")
+      .arg(lossOutput, data.isEmpty() ? blobs : data);
+}
+
+// Types into a spin box or line edit as a person would: select all, type, Enter.
+void typeInto(QWidget* field, const QString& text) {
+  field->setFocus();
+  QTest::keyClick(field, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(field, text);
+  QTest::keyClick(field, Qt::Key_Enter);
+}
+
+QPushButton* button(TrainingTab& tab, const char* name) { return tab.findChild<QPushButton*>(name); }
+
+// Measures the longest the UI thread went without running a 10 ms timer.
+class GapMeter {
+ public:
+  GapMeter() {
+    timer_.setInterval(10);
+    QObject::connect(&timer_, &QTimer::timeout, [this] {
+      const qint64 now = clock_.elapsed();
+      const double cpu = threadCpuMs();
+      if (now - last_ > max_) {
+        max_ = now - last_;
+        maxCpu_ = cpu - lastCpu_;
+      }
+      maxBusy_ = std::max(maxBusy_, cpu - lastCpu_);
+      if (qEnvironmentVariableIsSet("SHARDLAB_GAP_TRACE") && now - last_ > 30)
+        qInfo("gap %lld ms (UI thread on the CPU %.0f ms of it) at %lld ms", now - last_, cpu - lastCpu_, now);
+      last_ = now;
+      lastCpu_ = cpu;
+    });
+    clock_.start();
+    timer_.start();
+  }
+  qint64 maxGapMs() const { return max_; }
+  // How much of the largest gap the UI thread spent running (the rest it waited for a core:
+  // on a loaded machine the scheduler, not the UI, makes long gaps).
+  double maxGapCpuMs() const { return maxCpu_; }
+  // The most CPU time the UI thread spent between two ticks: how long our code kept it from
+  // the event loop, whatever the machine's load.
+  double maxBusyMs() const { return maxBusy_; }
+
+ private:
+  static double threadCpuMs() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+  }
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 last_ = 0, max_ = 0;
+  double lastCpu_ = threadCpuMs(), maxCpu_ = 0, maxBusy_ = 0;
+};
+
+}  // namespace
+
+class TestTrainingDashboard : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir tmp_;
+  QString writeProject(const QString& name, const QString& text) {
+    const QString path = tmp_.filePath(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return {};
+    f.write(text.toUtf8());
+    return path;
+  }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY(tmp_.isValid());
+  }
+
+  void formFillsDefaultsFromProject() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(kDeepMlpSmall);
+    HyperparameterForm* f = tab.form();
+    QCOMPARE(f->stepsBox()->value(), 20);
+    QVERIFY(!f->epochsBox()->isEnabled());  // steps > 0: epochs do not count
+    QCOMPARE(f->batchBox()->value(), 512);
+    QCOMPARE(f->learningRateEdit()->text(), QString("0.0001"));
+    QCOMPARE(f->devicesBox()->value(), 1);
+    doc.open(kDotReluDot);  // mesh data=2, model=4
+    QCOMPARE(f->devicesBox()->value(), 8);
+    QCOMPARE(f->batchBox()->value(), 8);
+    QCOMPARE(f->stepsBox()->value(), 10);
+    // Steps 0 trains by epochs: the epochs field comes alive.
+    typeInto(f->stepsBox(), "0");
+    QCOMPARE(f->stepsBox()->value(), 0);
+    QVERIFY(f->epochsBox()->isEnabled());
+    // A bad learning rate is refused with the field's name, and nothing starts.
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    typeInto(f->learningRateEdit(), "fast");
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(started.count(), 0);
+    VERIFY_CONTAINS(failed.at(0).at(0).toString(), "Learning rate");
+    VERIFY_CONTAINS(tab.errorText(), "'fast'");
+    QVERIFY(!tab.isRunning());
+  }
+
+  // deep-mlp-small takes ~2.5 s a step at its batch of 512 on one core; batch 32 takes ~0.3 s.
+  void threeStepRun() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    tab.resize(1360, 860);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    doc.open(kDeepMlpSmall);
+    typeInto(tab.form()->stepsBox(), "3");
+    typeInto(tab.form()->batchBox(), "32");
+    typeInto(tab.form()->learningRateEdit(), "0.0005");
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    QSignalSpy steps(&tab, &TrainingTab::stepReported);
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QElapsedTimer clock;
+    clock.start();
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QCOMPARE(started.count(), 1);
+    QVERIFY(tab.isRunning());
+    QVERIFY(!button(tab, "start")->isEnabled());
+    QVERIFY(!tab.form()->isEnabled());
+    QVERIFY(button(tab, "stop")->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 40000);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(finished.at(0).at(0).toBool(), false);
+    qInfo("3 steps of deep-mlp-small (batch 32) took %.1f s including building the trainer", clock.elapsed() / 1000.0);
+
+    QCOMPARE(steps.count(), 3);
+    for (int i = 0; i < 3; ++i) {
+      QCOMPARE(steps.at(i).at(0).toLongLong(), qint64(i + 1));
+      QVERIFY(std::isfinite(steps.at(i).at(1).toDouble()));
+    }
+    LineChart* loss = tab.lossChart();
+    QCOMPARE(loss->pointCount(loss->seriesIndex("train")), 3);
+    QCOMPARE(loss->lastPoint(loss->seriesIndex("train"))->y(), steps.at(2).at(1).toDouble());
+    QCOMPARE(tab.stepTimeChart()->pointCount(tab.stepTimeChart()->seriesIndex("step")), 3);
+    QCOMPARE(tab.throughputChart()->pointCount(0), 3);
+    QCOMPARE(tab.accuracyChart()->pointCount(tab.accuracyChart()->seriesIndex("train")), 0);  // MSE: no accuracy
+    const double stepMs = tab.stepTimeChart()->lastPoint(tab.stepTimeChart()->seriesIndex("step"))->y();
+    qInfo("deep-mlp-small step time at batch 32: %.0f ms", stepMs);
+    QVERIFY(stepMs > 0 && stepMs < 5000);
+    QCOMPARE(tab.progressBar()->maximum(), 3);
+    QCOMPARE(tab.progressBar()->value(), 3);
+
+    // Controls are back; the log has the plan and the end; the learning rate typed reached the
+    // engine but the document did not change.
+    QVERIFY(!tab.isRunning());
+    QVERIFY(button(tab, "start")->isEnabled());
+    QVERIFY(!button(tab, "stop")->isEnabled());
+    QVERIFY(!button(tab, "pause")->isEnabled());
+    const QString log = tab.runLog()->toPlainText();
+    VERIFY_CONTAINS(log, "Training 3 steps");
+    VERIFY_CONTAINS(log, "Memory plan: parameters 120.14 MiB");
+    VERIFY_CONTAINS(log, "lr 0.0005");
+    VERIFY_CONTAINS(log, "Done: 3 steps");
+    QCOMPARE(doc.project().optimizer.learning_rate.value, 1e-4);
+    QVERIFY(!doc.isModified());
+
+    // Hovering the loss chart reads out the step under the mouse.
+    QVERIFY(loss->hoverText().isEmpty());
+    QTest::mouseMove(loss, QPoint(loss->width() - 30, loss->height() / 2));
+    QTRY_VERIFY(!loss->hoverText().isEmpty());
+    VERIFY_CONTAINS(loss->hoverText(), "step 3");
+    VERIFY_CONTAINS(loss->hoverText(), "train: ");
+
+    QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots");
+    QVERIFY(tab.grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/training.png"));
+  }
+
+  // A long run on deep-mlp-small with one engine thread (a core stays free for the UI): pause
+  // holds it, resume continues, Stop cancels within a step, and the UI thread never stalls.
+  void pauseResumeStopAndResponsiveness() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    tab.resize(1200, 800);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    doc.open(kDeepMlpSmall);
+    typeInto(tab.form()->stepsBox(), "1000");
+    typeInto(tab.form()->batchBox(), "32");
+    typeInto(tab.form()->threadsBox(), "1");
+    QCOMPARE(tab.form()->threadsBox()->value(), 1);
+    QSignalSpy steps(&tab, &TrainingTab::stepReported);
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    GapMeter meter;
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 3 || failed.count() > 0, 40000);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(tab.progressBar()->maximum(), 1000);
+
+    QTest::mouseClick(button(tab, "pause"), Qt::LeftButton);
+    QVERIFY(tab.isPaused());
+    QCOMPARE(button(tab, "pause")->text(), QString("Resume"));
+    // The step in flight finishes, then nothing: wait until the count holds for a few step
+    // times, then check it holds on.
+    const LineChart* times = tab.stepTimeChart();
+    const int quiet = std::max(1000, int(3 * times->lastPoint(times->seriesIndex("step"))->y()));
+    int atPause = -1;
+    for (int tries = 0; tries < 10 && atPause != int(steps.count()); ++tries) {
+      atPause = int(steps.count());
+      QTest::qWait(quiet);
+    }
+    QTest::qWait(quiet);
+    QCOMPARE(int(steps.count()), atPause);
+    VERIFY_CONTAINS(tab.findChild<QLabel*>("status")->text(), "Paused at step");
+
+    QTest::mouseClick(button(tab, "pause"), Qt::LeftButton);  // Resume
+    QVERIFY(!tab.isPaused());
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= atPause + 2, 20000);
+
+    QElapsedTimer stopClock;
+    stopClock.start();
+    QTest::mouseClick(button(tab, "stop"), Qt::LeftButton);
+    QVERIFY(!button(tab, "stop")->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    const qint64 stopMs = stopClock.elapsed();
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+    const qint64 done = steps.count();
+    qInfo("Stop took %lld ms; the run ended after %lld of 1000 steps", stopMs, done);
+    QVERIFY(stopMs < 5000);
+    QVERIFY(done < 1000);
+    QCOMPARE(tab.progressBar()->value(), int(done));
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), QString("Cancelled after %1 of 1000 steps").arg(done));
+    QVERIFY(button(tab, "start")->isEnabled());
+    qInfo("largest UI-thread gap while deep-mlp-small trained: %lld ms (%.0f ms of it running)", meter.maxGapMs(),
+          meter.maxGapCpuMs());
+    QVERIFY2(meter.maxGapMs() < 100, qPrintable(QString("UI thread blocked for %1 ms").arg(meter.maxGapMs())));
+  }
+
+  // Thousands of tiny steps a second must not flood the UI thread; Stop works while paused.
+  void floodOfTinyStepsStaysResponsive() {
+    const QString path = writeProject("tiny.shardlab.json", tinyProject());
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    tab.resize(1200, 800);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    doc.open(path);
+    typeInto(tab.form()->stepsBox(), "1000000");
+    typeInto(tab.form()->threadsBox(), "1");
+    QSignalSpy steps(&tab, &TrainingTab::stepReported);
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    GapMeter meter;
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 5000, 30000);
+    LineChart* loss = tab.lossChart();
+    const int train = loss->seriesIndex("train");
+    QVERIFY(loss->pointCount(train) >= 5000);
+    QVERIFY(loss->storedCount(train) <= LineChart::kMaxStored);
+    QTest::mouseClick(button(tab, "pause"), Qt::LeftButton);
+    QTest::qWait(300);
+    QTest::mouseClick(button(tab, "stop"), Qt::LeftButton);  // stop while paused
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+    qInfo(
+        "tiny model: %lld steps reported; largest UI-thread gap %lld ms (%.0f ms of it running); longest busy "
+        "stretch %.0f ms",
+        qint64(steps.count()), meter.maxGapMs(), meter.maxGapCpuMs(), meter.maxBusyMs());
+    // The worker here spins a whole core, so on a loaded 2-core machine the wall-clock gap also
+    // measures the scheduler; what the UI's own code may not do is keep the thread busy.
+    QVERIFY2(meter.maxBusyMs() < 100, qPrintable(QString("UI thread busy for %1 ms").arg(meter.maxBusyMs())));
+  }
+
+  // Epochs with a test split: an evaluation after each epoch, with accuracy on its chart.
+  void epochsEvaluateWithAccuracy() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(writeProject("tiny.shardlab.json", tinyProject()));
+    QCOMPARE(tab.form()->stepsBox()->value(), 0);
+    QCOMPARE(tab.form()->epochsBox()->value(), 2);
+    QSignalSpy evals(&tab, &TrainingTab::evalReported);
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+    // 384 training examples at batch 32: 12 steps an epoch.
+    QCOMPARE(tab.progressBar()->maximum(), 24);
+    QCOMPARE(tab.progressBar()->value(), 24);
+    QCOMPARE(evals.count(), 2);
+    QCOMPARE(evals.at(0).at(0).toLongLong(), qint64(12));
+    QCOMPARE(evals.at(1).at(0).toLongLong(), qint64(24));
+    const double acc = evals.at(1).at(1).toDouble();
+    QVERIFY(acc >= 0 && acc <= 1);
+    LineChart* accuracy = tab.accuracyChart();
+    QCOMPARE(accuracy->pointCount(accuracy->seriesIndex("eval")), 2);
+    QCOMPARE(accuracy->pointCount(accuracy->seriesIndex("train")), 24);
+    QCOMPARE(tab.lossChart()->pointCount(tab.lossChart()->seriesIndex("eval")), 2);
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "eval after step 12 (epoch 1)");
+  }
+
+  // The data file is missing: the engine's message shows in the tab, and Start works again.
+  void missingDataFailsAndStartComesBack() {
+    const QString missing = tmp_.filePath("no-such-dataset");
+    ProjectDocument doc;
+    QSignalSpy docMessages(&doc, &ProjectDocument::message);
+    TrainingTab tab(&doc);
+    doc.open(writeProject("missing.shardlab.json",
+                          tinyProject(QStringLiteral(R"({"type": "fashion_mnist", "dir": "%1"})").arg(missing))));
+    QVERIFY(doc.design().ok());
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+      QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+      QCOMPARE(started.count(), attempt);
+      QTRY_COMPARE_WITH_TIMEOUT(failed.count(), attempt, 20000);
+      VERIFY_CONTAINS(failed.last().at(0).toString(), "no-such-dataset");
+      VERIFY_CONTAINS(tab.errorText(), "Training failed");
+      VERIFY_CONTAINS(tab.errorText(), "no-such-dataset");
+      QVERIFY(!tab.isRunning());
+      QVERIFY(button(tab, "start")->isEnabled());
+      QVERIFY(tab.form()->isEnabled());
+    }
+    QCOMPARE(finished.count(), 0);
+    bool reported = false;
+    for (const QList<QVariant>& m : docMessages)
+      reported |= m.at(0).toString() == "error" && m.at(1).toString().contains("no-such-dataset");
+    QVERIFY(reported);
+  }
+
+  void devicesNotMatchingTheMeshAreRefused() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(writeProject("tiny.shardlab.json", tinyProject()));
+    typeInto(tab.form()->devicesBox(), "2");
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(started.count(), 0);
+    VERIFY_CONTAINS(failed.at(0).at(0).toString(), "has 1 devices but 2 are available");
+    VERIFY_CONTAINS(tab.errorText(), "Virtual devices");
+    QVERIFY(button(tab, "start")->isEnabled());
+    // Back to the mesh's count, it trains.
+    typeInto(tab.form()->devicesBox(), "1");
+    typeInto(tab.form()->stepsBox(), "2");
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+    QVERIFY(tab.errorText().isEmpty());
+  }
+
+  void projectWithGraphErrorsIsRefused() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(writeProject("broken.shardlab.json", tinyProject({}, "nowhere")));
+    QVERIFY(!doc.design().ok());
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QCOMPARE(started.count(), 0);
+    QCOMPARE(failed.count(), 1);
+    VERIFY_CONTAINS(tab.errorText(), "The project has errors");
+    VERIFY_CONTAINS(tab.errorText(), "nowhere");
+    QVERIFY(!tab.isRunning());
+  }
+
+  // Checkpoints every N steps keeping K, the run's trace handed out live, a save on request, and
+  // a run continuing from a saved step.
+  void checkpointsTraceAndResume() {
+    const QString root = QDir::cleanPath(tmp_.filePath("ckpt"));
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(writeProject("tiny.shardlab.json", tinyProject()));
+    RunOutputsForm* out = tab.outputsForm();
+    QSignalSpy dirChanged(&tab, &TrainingTab::checkpointDirChanged);
+    typeInto(out->checkpointDirEdit(), root);
+    QCOMPARE(dirChanged.count(), 1);
+    QCOMPARE(dirChanged.at(0).at(0).toString(), root);
+    typeInto(out->saveEveryBox(), "10");
+    typeInto(out->keepBox(), "2");
+    std::shared_ptr<profiler::Trace> trace;
+    QString label;
+    double peak = 0;
+    connect(&tab, &TrainingTab::traceStarted, this,
+            [&](std::shared_ptr<profiler::Trace> t, const QString& l, double p) {
+              trace = t;
+              label = l;
+              peak = p;
+            });
+    QList<std::pair<qint64, QString>> saved;
+    connect(&tab, &TrainingTab::checkpointSaved, this, [&](qint64 step, const QString& dir) {
+      saved.push_back({step, dir});
+    });
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);  // 2 epochs: 24 steps
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 20000);
+    QCOMPARE(failed.count(), 0);
+    QVERIFY(trace != nullptr);
+    QCOMPARE(label, QString("run 1: 1 device"));
+    QVERIFY(peak > 0);
+    QCOMPARE(int(trace->summaries().size()), 24);  // light trace: every step's totals
+    QCOMPARE(saved.size(), 3);
+    QCOMPARE(saved[0].first, qint64(10));
+    QCOMPARE(saved[1].first, qint64(20));
+    QCOMPARE(saved[2].first, qint64(24));
+    for (const auto& [step, dir] : saved) QCOMPARE(QFileInfo(dir).absolutePath(), root);
+    QVERIFY(!QFileInfo::exists(saved[0].second));  // keep 2: the oldest went
+    QVERIFY(QFileInfo(saved[1].second).isDir());
+    QVERIFY(QFileInfo(saved[2].second).isDir());
+
+    // Continue from step 20 up to step 30.
+    typeInto(tab.form()->stepsBox(), "30");
+    QSignalSpy steps(&tab, &TrainingTab::stepReported);
+    tab.resumeFrom(saved[1].second);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 2, 20000);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(steps.count(), 10);
+    QCOMPARE(steps.first().at(0).toLongLong(), qint64(21));
+    QCOMPARE(steps.last().at(0).toLongLong(), qint64(30));
+    QCOMPARE(label, QString("run 2: 1 device"));
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Continuing from the checkpoint in");
+    QCOMPARE(saved.last().first, qint64(30));
+
+    // A save on request during a long run, which then stops (and saves its last step too).
+    typeInto(tab.form()->stepsBox(), "1000000");
+    typeInto(out->saveEveryBox(), "0");
+    saved.clear();
+    steps.clear();
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 20, 20000);
+    tab.saveCheckpointNow();
+    QTRY_VERIFY_WITH_TIMEOUT(saved.size() >= 1, 10000);
+    QVERIFY(saved[0].first >= 20);
+    QTest::mouseClick(button(tab, "stop"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 10000);
+    QCOMPARE(finished.last().at(0).toBool(), true);
+    QCOMPARE(saved.last().first, steps.last().at(0).toLongLong());
+
+    // Without a directory, Save Checkpoint Now says what is missing; resuming needs a real step dir.
+    typeInto(out->checkpointDirEdit(), "");
+    out->checkpointDirEdit()->clear();
+    QCOMPARE(dirChanged.last().at(0).toString(), QString());
+    typeInto(tab.form()->stepsBox(), "100000");
+    steps.clear();
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 1, 20000);
+    tab.saveCheckpointNow();
+    VERIFY_CONTAINS(tab.errorText(), "no checkpoint directory");
+    tab.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 4, 10000);
+    tab.resumeFrom(tmp_.filePath("nowhere"));
+    VERIFY_CONTAINS(failed.last().at(0).toString(), "not a checkpoint directory");
+  }
+
+  // Closing the tab mid-run (paused, even) cancels and joins the worker promptly.
+  void destroyingTheTabMidRunJoins() {
+    ProjectDocument doc;
+    auto tab = std::make_unique<TrainingTab>(&doc);
+    doc.open(writeProject("tiny.shardlab.json", tinyProject()));
+    typeInto(tab->form()->stepsBox(), "1000000");
+    QSignalSpy steps(tab.get(), &TrainingTab::stepReported);
+    QTest::mouseClick(button(*tab, "start"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.count() >= 10, 20000);
+    QTest::mouseClick(button(*tab, "pause"), Qt::LeftButton);
+    QElapsedTimer clock;
+    clock.start();
+    tab.reset();
+    qInfo("destroying the tab mid-run took %lld ms", clock.elapsed());
+    QVERIFY(clock.elapsed() < 2000);
+  }
+
+  // A chart fed a long run keeps a bounded number of points and draws quickly.
+  void chartStaysBoundedOnLongRuns() {
+    LineChart chart("Loss");
+    chart.resize(600, 300);
+    const int s = chart.addSeries("train", Qt::blue);
+    for (int i = 1; i <= 200000; ++i) chart.append(s, i, 1.0 / i + (i % 100 == 0 ? 0.5 : 0));
+    chart.append(s, 200001, NAN);  // skipped
+    QCOMPARE(chart.pointCount(s), qint64(200000));
+    QVERIFY(chart.storedCount(s) <= LineChart::kMaxStored);
+    QVERIFY(chart.storedCount(s) >= LineChart::kMaxStored / 2);
+    QCOMPARE(chart.lastPoint(s)->x(), 200000.0);
+    QElapsedTimer clock;
+    clock.start();
+    for (int i = 0; i < 10; ++i) chart.grab();
+    qInfo("10 redraws of a 200000-point chart: %lld ms", clock.elapsed());
+    QVERIFY(clock.elapsed() < 1000);
+    // Hovering a merged stretch says it is a mean and gives its range; every stretch of the run
+    // keeps the same resolution (as many points per bucket at its start as in its middle).
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    const QRegularExpression meanOf("mean of (\\d+)");
+    QTest::mouseMove(&chart, QPoint(chart.width() / 2, chart.height() / 2));
+    QTRY_VERIFY(!chart.hoverText().isEmpty());
+    VERIFY_CONTAINS(chart.hoverText(), "train: ");
+    const QString middleText = chart.hoverText();
+    const QRegularExpressionMatch middle = meanOf.match(middleText);
+    QVERIFY2(middle.hasMatch(), qPrintable(middleText));
+    QTest::mouseMove(&chart, QPoint(chart.width() / 8, chart.height() / 2));
+    QTRY_VERIFY(chart.hoverText() != middleText && !chart.hoverText().isEmpty());
+    const QRegularExpressionMatch early = meanOf.match(chart.hoverText());
+    QVERIFY2(early.hasMatch(), qPrintable(chart.hoverText()));
+    QCOMPARE(early.captured(1), middle.captured(1));
+    QVERIFY(middle.captured(1).toInt() <= 2 * 200000 / LineChart::kMaxStored);
+    QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots");
+    QVERIFY(chart.grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/training-long-chart.png"));
+  }
+
+  // Axes: ticks span the data on round numbers; times start at zero; accuracy stays in [0, 1].
+  void chartAxesScaleToTheData() {
+    LineChart times("Step time (ms)");
+    times.resize(500, 300);
+    times.setIncludeZero(true);
+    const int s = times.addSeries("step", Qt::green);
+    for (int i = 1; i <= 3; ++i) times.append(s, i, 290 + 5 * i);
+    const auto [lo, hi] = times.yAxisRange();
+    QCOMPARE(lo, 0.0);
+    QVERIFY(hi >= 305 && hi < 400);
+    const QVector<double> ticks = times.yTicks();
+    QVERIFY(ticks.size() >= 3);
+    QCOMPARE(ticks.first(), 0.0);
+    QVERIFY(std::is_sorted(ticks.begin(), ticks.end()));
+
+    LineChart accuracy("Accuracy");
+    accuracy.resize(500, 300);
+    accuracy.setYLimits(0, 1);
+    const int a = accuracy.addSeries("eval", Qt::red);
+    accuracy.append(a, 1, 0.62);
+    accuracy.append(a, 2, 0.97);
+    const auto [alo, ahi] = accuracy.yAxisRange();
+    QVERIFY(alo >= 0 && alo <= 0.62);
+    QVERIFY(ahi >= 0.97 && ahi <= 1.0);
+
+    // One value: the axis opens a window around it rather than collapsing.
+    LineChart flat("Loss");
+    flat.resize(500, 300);
+    const int f = flat.addSeries("train", Qt::blue);
+    flat.append(f, 1, 2.0);
+    const auto [flo, fhi] = flat.yAxisRange();
+    QVERIFY(flo < 2.0 && fhi > 2.0);
+  }
+};
+
+QTEST_MAIN(TestTrainingDashboard)
+#include "test_training_dashboard.moc"

@@ -1,0 +1,79 @@
+#include "ui/canvas/edge_item.h"
+
+#include <QApplication>
+#include <QFontMetricsF>
+#include <QGraphicsScene>
+#include <QPainter>
+#include <QPainterPathStroker>
+#include <cmath>
+
+#include "ui/canvas/canvas_style.h"
+#include "ui/canvas/node_item.h"
+#include "ui/canvas/port_item.h"
+
+namespace shardlab::ui {
+
+EdgeItem::EdgeItem(PortItem* from, PortItem* to, const QString& label, const QString& array, QGraphicsItem* parent)
+    : QGraphicsItem(parent), from_(from), to_(to), label_(label), array_(array) {
+  setFlag(ItemIsSelectable);
+  setZValue(-1);  // under the nodes it joins
+  setCursor(Qt::PointingHandCursor);
+  setToolTip(label.isEmpty() ? QObject::tr("%1 → %2.%3 (shape unknown: see the node's error)")
+                                   .arg(from->nodeName(), to->nodeName(), to->name())
+                             : QObject::tr("%1 → %2.%3 %4").arg(from->nodeName(), to->nodeName(), to->name(), label));
+  from->setConnected(true);
+  to->setConnected(true);
+  from->node()->addEdge(this);
+  to->node()->addEdge(this);
+  updatePath();
+}
+
+QString EdgeItem::key() const { return to_->graphParent() + "|" + to_->nodeName() + "|" + to_->name(); }
+
+QPainterPath EdgeItem::curve(const QPointF& a, const QPointF& b) {
+  // Horizontal tangents at both ends; a backwards edge bends out further so it stays readable.
+  const double reach = std::max(50.0, std::abs(b.x() - a.x()) / 2);
+  QPainterPath p(a);
+  p.cubicTo(a + QPointF(reach, 0), b - QPointF(reach, 0), b);
+  return p;
+}
+
+void EdgeItem::updatePath() {
+  prepareGeometryChange();
+  const QPointF a = mapFromScene(from_->scenePos()), b = mapFromScene(to_->scenePos());
+  path_ = curve(a, b);
+  labelRect_ = QRectF();
+  if (!label_.isEmpty()) {
+    const QFontMetricsF fm(style::smallFont(scene() ? scene()->font() : QApplication::font()));
+    const QSizeF size(fm.horizontalAdvance(label_) + 10, fm.height() + 4);
+    labelRect_ = QRectF(path_.pointAtPercent(0.5) - QPointF(size.width() / 2, size.height() / 2), size);
+  }
+}
+
+QRectF EdgeItem::boundingRect() const { return path_.boundingRect().adjusted(-6, -6, 6, 6).united(labelRect_.adjusted(-2, -2, 2, 2)); }
+
+QPainterPath EdgeItem::shape() const {
+  QPainterPathStroker stroker;
+  stroker.setWidth(10);  // easy to click without being pixel-exact
+  QPainterPath s = stroker.createStroke(path_);
+  if (!labelRect_.isEmpty()) s.addRect(labelRect_);
+  return s;
+}
+
+void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const QPalette pal = scene() ? scene()->palette() : QApplication::palette();
+  const QColor color = isSelected() ? style::selection(pal) : style::edge(pal);
+  painter->setRenderHint(QPainter::Antialiasing);
+  painter->setPen(QPen(color, isSelected() ? 3 : 1.8));
+  painter->setBrush(Qt::NoBrush);
+  painter->drawPath(path_);
+  if (labelRect_.isEmpty()) return;
+  painter->setPen(QPen(color, 1));
+  painter->setBrush(style::nodeFill(pal));
+  painter->drawRoundedRect(labelRect_, 4, 4);
+  painter->setFont(style::smallFont(scene() ? scene()->font() : QApplication::font()));
+  painter->setPen(style::text(pal));
+  painter->drawText(labelRect_, Qt::AlignCenter, label_);
+}
+
+}  // namespace shardlab::ui

@@ -1,0 +1,44 @@
+// The inspector page when nothing is selected: the project's name and description, its loss (type
+// and the node whose output is the prediction), and a read-only summary of the design check
+// (parameters, FLOPs, errors and warnings).
+#pragma once
+
+#include "ui/inspector/inspector_page.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+
+namespace shardlab::ui {
+
+class ProjectDocument;
+
+class ProjectPage : public InspectorPage {
+  Q_OBJECT
+
+ public:
+  explicit ProjectPage(ProjectDocument* doc, QWidget* parent = nullptr);
+  void refresh() override;
+
+ private:
+  void nameEdited(const QString& text);
+  void descriptionEdited();
+  void lossTypeChosen();
+  void lossOutputChosen();
+  void refreshSummary();
+
+  ProjectDocument* doc_;
+  bool updating_ = false;  // setting the description from the project is not an edit
+  QString lastName_;
+  QLineEdit* name_;
+  QLabel* nameError_;
+  QPlainTextEdit* description_;
+  QComboBox* lossType_;
+  QComboBox* lossOutput_;
+  QLabel* lossError_;
+  QLabel* summary_;
+  QLabel* errors_;
+};
+
+}  // namespace shardlab::ui

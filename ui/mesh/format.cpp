@@ -1,0 +1,22 @@
+#include "ui/mesh/format.h"
+
+#include <QLocale>
+#include <QObject>
+#include <QStringList>
+
+namespace shardlab::ui {
+
+QString shapeText(const Shape& s) {
+  if (s.empty()) return QObject::tr("(scalar)");
+  QStringList dims;
+  for (int64_t d : s) dims << QString::number(d);
+  return dims.join(QStringLiteral(" × "));
+}
+
+QString bytesText(double bytes) { return QLocale().formattedDataSize(qint64(bytes + 0.5)); }
+
+QString counted(qlonglong n, const QString& one, const QString& many) {
+  return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
+}
+
+}  // namespace shardlab::ui

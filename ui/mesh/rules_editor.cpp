@@ -1,0 +1,155 @@
+#include "ui/mesh/rules_editor.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QMenu>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "ui/document/project_document.h"
+#include "ui/mesh/presets.h"
+#include "ui/mesh/rules_model.h"
+#include "ui/mesh/rules_view.h"
+
+namespace shardlab::ui {
+
+RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  model_ = new RulesModel(doc_, this);
+  view_ = new RulesView(this);
+  view_->setObjectName("rules");
+  view_->setModel(model_);
+  view_->horizontalHeader()->setSectionResizeMode(RulesModel::LogicalColumn, QHeaderView::ResizeToContents);
+  view_->horizontalHeader()->setSectionResizeMode(RulesModel::MeshColumn, QHeaderView::ResizeToContents);
+  view_->horizontalHeader()->setStretchLastSection(true);
+  view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  view_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
+                         QAbstractItemView::SelectedClicked);
+
+  presets_ = new QToolButton(this);
+  presets_->setObjectName("presets");
+  presets_->setText(tr("Presets"));
+  presets_->setToolTip(tr("Replace the rules (and the mesh, where needed) with a common strategy; one undo step"));
+  presets_->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(presets_);
+  menu->setToolTipsVisible(true);
+  for (const MeshPreset& preset : meshPresets()) {
+    QAction* a = menu->addAction(preset.title);
+    a->setObjectName("preset_" + preset.id);
+    a->setToolTip(preset.description);
+    a->setData(preset.id);
+    connect(a, &QAction::triggered, this, [this, id = preset.id] { applyPreset(id); });
+  }
+  presets_->setMenu(menu);
+
+  fallback_ = new QComboBox(this);
+  fallback_->setObjectName("constraintFallback");
+  fallback_->addItem(tr("replicated (unsharded)"), QString());
+  fallback_->addItem(tr("an error"), QStringLiteral("error"));
+  fallback_->addItem(tr("left to propagation (no constraint)"), QStringLiteral("no_constraint"));
+  fallback_->setToolTip(
+      tr("What an activation's logical name that no rule maps means when training "
+         "(Flax's RulesFallback): kept replicated, an error, or no constraint at all"));
+
+  add_ = new QPushButton(tr("Add"), this);
+  add_->setObjectName("addRule");
+  add_->setToolTip(tr("Add a rule after the selected one, for a logical name that has none yet"));
+  remove_ = new QPushButton(tr("Remove"), this);
+  remove_->setObjectName("removeRule");
+  up_ = new QPushButton(tr("Up"), this);
+  up_->setObjectName("ruleUp");
+  up_->setToolTip(tr("Earlier rules win a mesh axis over later ones"));
+  down_ = new QPushButton(tr("Down"), this);
+  down_->setObjectName("ruleDown");
+  error_ = new QLabel(this);
+  error_->setObjectName("rulesError");
+  error_->setWordWrap(true);
+  error_->setStyleSheet("color: #c62828;");
+  error_->hide();
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(presets_);
+  top->addStretch(1);
+  top->addWidget(new QLabel(tr("Names without a rule are"), this));
+  top->addWidget(fallback_);
+  auto* buttons = new QHBoxLayout;
+  for (QPushButton* b : {add_, remove_, up_, down_}) buttons->addWidget(b);
+  buttons->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(top);
+  layout->addWidget(view_, 1);
+  layout->addLayout(buttons);
+  layout->addWidget(error_);
+
+  connect(add_, &QPushButton::clicked, this, [this] {
+    const QModelIndex current = view_->currentIndex();
+    const int row = current.isValid() ? current.row() + 1 : model_->rowCount();
+    if (model_->insertRows(row, 1)) view_->setCurrentIndex(model_->index(row, RulesModel::LogicalColumn));
+  });
+  connect(remove_, &QPushButton::clicked, this, [this] {
+    const QModelIndex current = view_->currentIndex();
+    if (current.isValid()) model_->removeRows(current.row(), 1);
+  });
+  connect(up_, &QPushButton::clicked, this, [this] { moveCurrent(-1); });
+  connect(down_, &QPushButton::clicked, this, [this] { moveCurrent(+1); });
+  connect(fallback_, &QComboBox::activated, this, [this](int i) {
+    const std::string value = fallback_->itemData(i).toString().toStdString();
+    doc_->edit(tr("Set unmatched logical names to %1").arg(fallback_->itemText(i)),
+               [&](project::Project& p) { p.constraint_fallback = value; });
+  });
+  connect(model_, &RulesModel::refused, this, &RulesEditor::showError);
+  connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this, &RulesEditor::refresh);
+  connect(model_, &QAbstractItemModel::modelReset, this, &RulesEditor::refresh);
+  connect(model_, &QAbstractItemModel::rowsMoved, this, &RulesEditor::refresh);
+  connect(doc_, &ProjectDocument::changed, this, [this] {
+    error_->clear();
+    error_->hide();
+    refresh();
+  });
+  refresh();
+}
+
+bool RulesEditor::applyPreset(const QString& id) {
+  QString title = id;
+  for (const MeshPreset& p : meshPresets())
+    if (p.id == id) title = p.title;
+  const std::vector<std::string> names = logicalNamesOf(doc_->design().graph);
+  const bool ok =
+      doc_->edit(tr("Apply preset %1").arg(title), [&](project::Project& p) { ui::applyPreset(id, names, p); });
+  if (!ok) showError(doc_->lastError());
+  return ok;
+}
+
+void RulesEditor::moveCurrent(int delta) {
+  const QModelIndex current = view_->currentIndex();
+  if (!current.isValid()) return;
+  const int row = current.row();
+  const int target = row + delta;
+  if (target < 0 || target >= model_->rowCount()) return;
+  // moveRows puts the row before `destinationChild`: one further when moving down.
+  model_->moveRows(QModelIndex(), row, 1, QModelIndex(), delta > 0 ? target + 1 : target);
+}
+
+void RulesEditor::showError(const QString& reason) {
+  error_->setText(reason);
+  error_->setToolTip(reason);
+  error_->show();
+}
+
+void RulesEditor::refresh() {
+  const QModelIndex current = view_->currentIndex();
+  remove_->setEnabled(current.isValid());
+  up_->setEnabled(current.isValid() && current.row() > 0);
+  down_->setEnabled(current.isValid() && current.row() + 1 < model_->rowCount());
+  const QSignalBlocker block(fallback_);
+  const int at = fallback_->findData(QString::fromStdString(
+      doc_->project().constraint_fallback == "unsharded" ? std::string() : doc_->project().constraint_fallback));
+  fallback_->setCurrentIndex(at < 0 ? 0 : at);
+}
+
+}  // namespace shardlab::ui

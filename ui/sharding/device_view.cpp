@@ -1,0 +1,132 @@
+#include "ui/sharding/device_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "ui/sharding/device_blocks_model.h"
+#include "ui/sharding/device_picker.h"
+#include "ui/sharding/sharding_format.h"
+
+namespace shardlab::ui {
+
+DeviceView::DeviceView(QWidget* parent) : QWidget(parent) {
+  combo_ = new QComboBox(this);
+  combo_->setObjectName("deviceCombo");
+  combo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  picker_ = new DevicePicker(this);
+  picker_->setObjectName("devicePicker");
+  picker_->setToolTip(tr("Click a device to list the blocks it holds"));
+  summary_ = new QLabel(this);
+  summary_->setObjectName("deviceMemory");
+  // Two lines of its own (total, then by kind); not wrapped, so a squeezed pane never hides one.
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  model_ = new DeviceBlocksModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(DeviceBlocksModel::SortRole);
+  table_ = new QTableView(this);
+  table_->setObjectName("deviceBlocks");
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(-1, Qt::AscendingOrder);  // the report's order until a header is clicked
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setAlternatingRowColors(true);
+  table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+
+  auto* top = new QHBoxLayout;
+  auto* pick = new QLabel(tr("&Device:"), this);
+  pick->setBuddy(combo_);
+  top->addWidget(pick);
+  top->addWidget(combo_);
+  top->addSpacing(8);
+  top->addWidget(picker_);
+  top->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(top);
+  layout->addWidget(summary_);
+  layout->addWidget(table_, 1);
+
+  connect(combo_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0) setDevice(combo_->itemData(i).toLongLong());
+  });
+  connect(picker_, &DevicePicker::deviceClicked, this, &DeviceView::setDevice);
+  connect(table_, &QTableView::clicked, this, &DeviceView::activateRow);
+  connect(table_, &QTableView::activated, this, &DeviceView::activateRow);
+}
+
+void DeviceView::refresh(const api::Design& design) {
+  shardingOk_ = design.sharding_ok;
+  report_ = design.sharding;
+  capacity_ = design.device_capacity_bytes;
+  copies_ = shardfmt::activationCopies(design.graph);
+  const int64_t count = shardingOk_ ? report_.mesh.device_count() : 0;
+  if (device_ >= count) device_ = 0;
+  {
+    const QSignalBlocker block(combo_);
+    combo_->clear();
+    for (int64_t d = 0; d < count; ++d) {
+      const QString coords = shardfmt::deviceCoordsText(report_.mesh, d);
+      combo_->addItem(coords.isEmpty() ? tr("Device %1").arg(d) : tr("Device %1 (%2)").arg(d).arg(coords),
+                      qlonglong(d));
+    }
+    combo_->setCurrentIndex(count > 0 ? int(device_) : -1);
+  }
+  picker_->setMesh(shardingOk_ ? report_.mesh : sharding::Mesh());
+  picker_->setVisible(count > 0);
+  showDevice();
+}
+
+void DeviceView::setDevice(int64_t device) {
+  if (!shardingOk_ || device < 0 || device >= report_.mesh.device_count()) return;
+  const bool moved = device != device_;
+  device_ = device;
+  {
+    const QSignalBlocker block(combo_);
+    combo_->setCurrentIndex(int(device));
+  }
+  showDevice();
+  if (moved) emit deviceChanged(device_);
+}
+
+void DeviceView::setDeviceColors(std::vector<QColor> colors) { picker_->setColors(std::move(colors)); }
+
+void DeviceView::showDevice() {
+  picker_->setCurrent(device_);
+  model_->setDevice(report_, copies_, shardingOk_ ? device_ : -1);
+  summary_->setText(memorySummary());
+}
+
+QString DeviceView::memorySummary() const {
+  if (!shardingOk_ || device_ >= int64_t(report_.devices.size()))
+    return tr("No per-device memory until the project's mesh, rules and graph check out.");
+  const sharding::DeviceMemory& m = report_.devices[size_t(device_)];
+  QString s = tr("Device %1 holds %2").arg(device_).arg(shardfmt::bytesText(m.total()));
+  if (capacity_ > 0)
+    s += tr(", %1% of the %2 one device may use")
+             .arg(100.0 * m.total() / capacity_, 0, 'f', m.total() / capacity_ < 0.01 ? 2 : 1)
+             .arg(shardfmt::bytesText(capacity_));
+  return s + "\n" +
+         tr("parameters %1 · optimizer state %2 · gradients %3 · activations and inputs %4")
+             .arg(shardfmt::bytesText(m.params), shardfmt::bytesText(m.opt_state), shardfmt::bytesText(m.grads),
+                  shardfmt::bytesText(m.activations));
+}
+
+void DeviceView::activateRow(const QModelIndex& proxyIndex) {
+  if (!proxyIndex.isValid()) return;
+  const QString name = proxyIndex.data(DeviceBlocksModel::ArrayNameRole).toString();
+  if (!name.isEmpty()) emit arrayActivated(name, device_);
+}
+
+}  // namespace shardlab::ui

@@ -1,0 +1,63 @@
+// The Training tab's settings for one run: steps or epochs, batch size, learning rate, seed, CPU
+// threads and virtual devices. Filled from the project's training section; read into the
+// engine's TrainOptions plus a learning rate that overrides the project's schedule in the copy
+// of the project a run trains (the document itself is never changed by a run).
+#pragma once
+
+#include <QWidget>
+
+#include "engine/api/engine.h"
+
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+
+namespace shardlab::ui {
+
+struct RunSettings {
+  runtime::TrainOptions options;
+  double learningRate = 0;
+};
+
+// The schedule's headline rate: the constant value, or the peak of a warmup-cosine schedule.
+double headlineLearningRate(const project::ScheduleSpec& s);
+// Sets that headline rate, leaving the schedule's shape (warmup, decay steps, end value) alone.
+void overrideLearningRate(project::ScheduleSpec& s, double rate);
+
+class HyperparameterForm : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit HyperparameterForm(QWidget* parent = nullptr);
+
+  // Every field from the project: its training section, its learning rate, and `meshDevices`
+  // (the device count of its mesh).
+  void loadDefaults(const project::Project& p, int meshDevices);
+  // The mesh changed: the devices field follows it unless the user set it to something else.
+  void setMeshDevices(int meshDevices);
+
+  // The settings as entered; false with a message naming the field when one is not usable.
+  bool settings(RunSettings* out, QString* error) const;
+
+  QSpinBox* stepsBox() const { return steps_; }
+  QSpinBox* epochsBox() const { return epochs_; }
+  QSpinBox* batchBox() const { return batch_; }
+  QLineEdit* learningRateEdit() const { return learningRate_; }
+  QSpinBox* seedBox() const { return seed_; }
+  QSpinBox* threadsBox() const { return threads_; }
+  QSpinBox* devicesBox() const { return devices_; }
+
+ private:
+  QSpinBox* steps_;
+  QSpinBox* epochs_;
+  QSpinBox* batch_;
+  QLineEdit* learningRate_;
+  QLabel* schedule_;
+  QSpinBox* seed_;
+  QSpinBox* threads_;
+  QSpinBox* devices_;
+  int meshDevices_ = 1;
+};
+
+}  // namespace shardlab::ui

@@ -1,0 +1,56 @@
+// What a training run leaves behind besides its charts: how much of its trace it keeps (per-step
+// totals always; every span of the newest steps when detailed) and where, how often and how many
+// checkpoints it saves.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "engine/api/engine.h"
+
+class QCheckBox;
+class QLineEdit;
+class QSpinBox;
+class QToolButton;
+
+namespace shardlab::ui {
+
+class RunOutputsForm : public QWidget {
+  Q_OBJECT
+
+ public:
+  // Spans of this many newest steps are kept by a detailed trace.
+  static constexpr int kDetailedSteps = 20;
+
+  explicit RunOutputsForm(QWidget* parent = nullptr);
+
+  // Sets the trace and checkpoint fields of `o`; false with a message naming the field when one
+  // is not usable.
+  bool apply(runtime::TrainOptions& o, QString* error) const;
+  // A new trace for a run, as the detailed-trace box asks.
+  std::shared_ptr<profiler::Trace> makeTrace() const;
+
+  QString checkpointDir() const;
+  void setCheckpointDir(const QString& dir);
+
+  QCheckBox* detailedTraceBox() const { return detailed_; }
+  QLineEdit* checkpointDirEdit() const { return dir_; }
+  QSpinBox* saveEveryBox() const { return saveEvery_; }
+  QSpinBox* keepBox() const { return keep_; }
+
+ signals:
+  // The checkpoint directory was set (typed and confirmed, or picked); "" when cleared.
+  void checkpointDirChanged(const QString& dir);
+
+ private:
+  void browse();
+
+  QCheckBox* detailed_;
+  QLineEdit* dir_;
+  QToolButton* browse_;
+  QSpinBox* saveEvery_;
+  QSpinBox* keep_;
+  QString lastDir_;  // what checkpointDirChanged last said, so it speaks only of changes
+};
+
+}  // namespace shardlab::ui
