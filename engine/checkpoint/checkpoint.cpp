@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/util/atomic_file.h"
@@ -26,15 +27,6 @@ void fsync_dir(const fs::path& dir) {
   }
 }
 
-// step_000123 -> 123; -1 for anything else (temporaries included).
-int64_t step_of(const fs::path& p) {
-  const std::string n = p.filename().string();
-  if (n.rfind("step_", 0) != 0 || n.size() == 5) return -1;
-  for (size_t i = 5; i < n.size(); ++i)
-    if (n[i] < '0' || n[i] > '9') return -1;
-  return std::stoll(n.substr(5));
-}
-
 // Removes a checkpoint directory so that no reader ever sees it half-deleted (COMMITTED still there,
 // a shard already gone): it is first renamed to a temporary name, which never loads and which
 // prune() clears if this process dies before it is gone.
@@ -46,18 +38,6 @@ void remove_atomically(const fs::path& dir) {
   fs::rename(dir, doomed, ec);
   if (ec) throw Error(dir.string() + ": could not remove the old checkpoint: " + ec.message());
   fs::remove_all(doomed, ec);
-}
-
-std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& root) {
-  std::vector<std::pair<int64_t, fs::path>> out;
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return out;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    const int64_t s = step_of(e.path());
-    if (s >= 0 && fs::exists(e.path() / kCommitFile)) out.push_back({s, e.path()});
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace

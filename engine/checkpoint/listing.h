@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardlab::checkpoint {
@@ -20,6 +21,9 @@ struct Entry {
 
 // Committed checkpoints under `root`, by step; an unreadable root gives an empty list.
 std::vector<Entry> list(const std::filesystem::path& root);
+
+// (step, directory) of every committed checkpoint under `root`, by step; a missing root gives none.
+std::vector<std::pair<int64_t, std::filesystem::path>> committed(const std::filesystem::path& root);
 
 // "step_000123" -> 123; -1 for anything else (temporaries of interrupted saves included).
 int64_t step_of(const std::filesystem::path& dir);

@@ -14,9 +14,13 @@
 #include "engine/export/onnx_export.h"
 #include "engine/runtime/trainer.h"
 #include "engine/util/error.h"
+#include "tests/engine/trainer_state.h"
 
 using namespace shardlab;
 namespace fs = std::filesystem;
+
+using shardlab::testing::bitwise_equal;
+using shardlab::testing::states;
 
 namespace {
 
@@ -39,22 +43,6 @@ struct Losses : runtime::TrainerListener {
   std::vector<double> v;
   void on_step(const runtime::StepEvent& e) override { v.push_back(e.loss); }
 };
-
-std::map<std::string, Tensor> states(const runtime::Trainer& t) {
-  std::map<std::string, Tensor> m;
-  for (const std::string& n : t.state_names()) m[n] = t.state(n);
-  return m;
-}
-
-bool bitwise_equal(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [k, v] : a) {
-    auto it = b.find(k);
-    if (it == b.end() || it->second.shape != v.shape || std::memcmp(v.ptr(), it->second.ptr(), v.data.size() * sizeof(float)) != 0)
-      return false;
-  }
-  return true;
-}
 
 }  // namespace
 

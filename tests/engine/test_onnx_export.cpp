@@ -17,6 +17,7 @@
 #include "engine/export/onnx_export.h"
 #include "engine/runtime/inference.h"
 #include "engine/runtime/trainer.h"
+#include "tests/engine/python_runner.h"
 #include "tests/engine/test_support.h"
 
 #ifdef SHARDLAB_HAVE_ONNX
@@ -27,6 +28,9 @@
 using namespace shardlab;
 using shardlab::testing::error_of;
 namespace fs = std::filesystem;
+
+using shardlab::testing::PyResult;
+using shardlab::testing::run_python;
 
 namespace {
 
@@ -74,35 +78,6 @@ std::map<std::string, Tensor> parameters(const runtime::Trainer& t) {
   std::map<std::string, Tensor> m;
   for (const std::string& p : t.parameter_paths()) m[p] = t.parameter(p);
   return m;
-}
-
-struct PyResult {
-  bool started = false;
-  int exit_code = -1;
-  QString out;
-};
-
-PyResult run_python(const QStringList& args) {
-  QProcess p;
-  p.setProgram("python3");
-  p.setArguments(args);
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start();
-  PyResult r;
-  if (!p.waitForStarted(10000)) {
-    r.out = "could not start python3: " + p.errorString();
-    return r;
-  }
-  r.started = true;
-  if (!p.waitForFinished(300000)) {
-    p.kill();
-    p.waitForFinished();
-    r.out = "timed out";
-    return r;
-  }
-  r.out = QString::fromUtf8(p.readAll());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {

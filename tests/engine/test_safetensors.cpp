@@ -21,6 +21,7 @@
 
 #include "engine/checkpoint/safetensors.h"
 #include "engine/util/error.h"
+#include "tests/engine/python_runner.h"
 #include "tests/engine/test_support.h"
 
 using namespace shardlab;
@@ -31,6 +32,9 @@ using Bytes = std::vector<uint8_t>;
 Q_DECLARE_METATYPE(shardlab::checkpoint::DType)
 
 using shardlab::testing::error_of;
+
+using shardlab::testing::PyResult;
+using shardlab::testing::run_python;
 
 namespace {
 
@@ -115,36 +119,6 @@ SafetensorsFile expected_interop() {
   add("empty2d", DType::I32, {2, 0}, Bytes{});
   f.metadata = {{"format", "np"}, {"note", "h\xC3\xA9llo \xE2\x9C\x93"}};
   return f;
-}
-
-struct PyResult {
-  bool started = false;
-  int exit_code = -1;
-  QString out;
-};
-
-PyResult run_python(const QStringList& args) {
-  QProcess p;
-  p.setProgram("python3");
-  p.setArguments(args);
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start();
-  PyResult r;
-  if (!p.waitForStarted(10000)) {
-    r.out = "could not start python3: " + p.errorString();
-    return r;
-  }
-  r.started = true;
-  p.closeWriteChannel();
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    r.out = "timed out";
-    return r;
-  }
-  r.out = QString::fromUtf8(p.readAll());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
 }
 
 // Empty if python3 can import safetensors and numpy, else why not.

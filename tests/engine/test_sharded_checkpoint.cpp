@@ -13,11 +13,19 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/runtime/trainer.h"
+#include "tests/engine/python_runner.h"
 #include "tests/engine/test_support.h"
+#include "tests/engine/trainer_state.h"
 
 using namespace shardlab;
 using shardlab::testing::error_of;
 namespace fs = std::filesystem;
+
+using shardlab::testing::PyResult;
+using shardlab::testing::run_python;
+
+using shardlab::testing::bitwise_equal;
+using shardlab::testing::states;
 
 namespace {
 
@@ -38,22 +46,6 @@ const char* kMlp = R"({
 })";
 
 const QString kShardScript = QStringLiteral(SHARDLAB_SOURCE_DIR "/tests/reference/safetensors/sharded.py");
-
-std::map<std::string, Tensor> states(const runtime::Trainer& t) {
-  std::map<std::string, Tensor> m;
-  for (const std::string& n : t.state_names()) m[n] = t.state(n);
-  return m;
-}
-
-bool bitwise_equal(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [k, v] : a) {
-    auto it = b.find(k);
-    if (it == b.end() || it->second.shape != v.shape || std::memcmp(v.ptr(), it->second.ptr(), v.data.size() * sizeof(float)) != 0)
-      return false;
-  }
-  return true;
-}
 
 std::vector<std::string> files_in(const fs::path& dir) {
   std::vector<std::string> out;
@@ -90,35 +82,6 @@ fs::path save(runtime::Trainer& t, const QTemporaryDir& dir) {
 }
 
 fs::path save_sharded(const QTemporaryDir& dir, uint64_t shard_bytes) { return save(*trained(shard_bytes), dir); }
-
-struct PyResult {
-  bool started = false;
-  int exit_code = -1;
-  QString out;
-};
-
-PyResult run_python(const QStringList& args) {
-  QProcess p;
-  p.setProgram("python3");
-  p.setArguments(args);
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start();
-  PyResult r;
-  if (!p.waitForStarted(10000)) {
-    r.out = "could not start python3: " + p.errorString();
-    return r;
-  }
-  r.started = true;
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    r.out = "timed out";
-    return r;
-  }
-  r.out = QString::fromUtf8(p.readAll());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
-}
 
 }  // namespace
 

@@ -13,7 +13,7 @@ QString shapeText(const Shape& s) {
   return dims.join(QStringLiteral(" × "));
 }
 
-QString bytesText(double bytes) { return QLocale().formattedDataSize(qint64(bytes + 0.5)); }
+QString bytesText(double bytes) { return QString::fromStdString(runtime::format_bytes(bytes)); }
 
 QString counted(qlonglong n, const QString& one, const QString& many) {
   return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);

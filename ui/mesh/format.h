@@ -10,7 +10,7 @@ namespace shardlab::ui {
 
 // "8 × 1024", and "(scalar)" for rank 0.
 QString shapeText(const Shape& s);
-// 4194304 -> "4 MiB".
+// 4194304 -> "4.00 MiB", the engine's own format.
 QString bytesText(double bytes);
 // counted(1, "device", "devices") -> "1 device"; counted(8, ...) -> "8 devices".
 QString counted(qlonglong n, const QString& one, const QString& many);

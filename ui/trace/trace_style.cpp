@@ -75,14 +75,6 @@ QString flopsText(double flops) { return scaled(flops, QStringLiteral("FLOP")); 
 
 QString rateText(double flopsPerSecond) { return scaled(flopsPerSecond, QStringLiteral("FLOP/s")); }
 
-QString bytesText(double bytes) {
-  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (std::abs(bytes) >= 1024.0 && i < 4) {
-    bytes /= 1024.0;
-    ++i;
-  }
-  return i == 0 ? QStringLiteral("%1 B").arg(qint64(bytes)) : QStringLiteral("%1 %2").arg(bytes, 0, 'f', 2).arg(QLatin1String(kUnit[i]));
-}
+QString bytesText(double bytes) { return QString::fromStdString(runtime::format_bytes(bytes)); }
 
 }  // namespace shardlab::ui::trace_style
