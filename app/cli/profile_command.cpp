@@ -7,7 +7,6 @@
 #include <map>
 
 #include "app/cli/commands.h"
-#include "engine/backends/cpu/executor.h"
 #include "engine/profiler/peak.h"
 #include "engine/runtime/trainer.h"
 
@@ -27,7 +26,7 @@ int run_profile(const ProfileArgs& a) {
   trainer.run();
   if (!a.trace.empty()) trainer.trace().write_chrome_json(a.trace);
 
-  const double peak = profiler::measure_gemm_peak_flops();
+  const double peak = profiler::measure_gemm_peak_flops(trainer.plan_info().threads);
   const auto summaries = trainer.trace().summaries();
   std::map<int, std::vector<profiler::StepSummary>> by_device;
   for (const auto& s : summaries)

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
+#include "engine/backends/cpu/executor.h"
 #include "engine/backends/cpu/gemm.h"
 
 namespace shardlab::profiler {
 
-double measure_gemm_peak_flops() {
+namespace {
+
+double gemm_rate() {
   const int64_t m = 512, n = 1024, k = 1024;
   std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), c(size_t(m * n));
   double best = 1e30;
@@ -19,6 +23,18 @@ double measure_gemm_peak_flops() {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return 2.0 * double(m * n * k) / best;
+}
+
+}  // namespace
+
+double measure_gemm_peak_flops(int threads) {
+  // On a thread of its own, so the caller's OpenMP setting is left as it was.
+  double flops = 0;
+  std::thread([&] {
+    backends::cpu::set_threads(threads);
+    flops = gemm_rate();
+  }).join();
+  return flops;
 }
 
 }  // namespace shardlab::profiler

@@ -1,8 +1,8 @@
 #include "engine/runtime/inference.h"
 
-#include <cstring>
 
-#include "engine/backends/cpu/executor.h"
+#include "engine/backends/backend.h"
+#include "engine/sharding/mesh.h"
 #include "engine/runtime/train_step.h"
 #include "engine/util/error.h"
 
@@ -18,21 +18,22 @@ Tensor predict(const project::Project& project, const std::map<std::string, Tens
     throw Error("predict: features " + shape_str(features.shape) + " do not fit the model's input " +
                 shape_str(s.program.shape(s.input)));
   s.memory = plan::plan_memory(s.program, {s.output, s.loss});
-  backends::cpu::Executor<float> ex(s.program, s.memory);
+  // On the CPU backend, as a mesh of one device.
+  auto exe = backends::make_backend("cpu")->load(s.program, s.memory, sharding::Mesh(), {true, nullptr, "prediction"});
   for (const ModelParam& mp : s.params) {
     auto it = params.find(mp.path);
     if (it == params.end()) throw Error("predict: parameter '" + mp.path + "' is missing");
     if (it->second.shape != mp.info.shape || it->second.size() != numel(mp.info.shape))
       throw Error("predict: parameter '" + mp.path + "' is " + shape_str(it->second.shape) + ", the model needs " +
                   shape_str(mp.info.shape));
-    std::memcpy(ex.data(mp.value), it->second.ptr(), size_t(it->second.size()) * sizeof(float));
+    exe->write(0, mp.value, it->second.ptr());
   }
-  std::memcpy(ex.data(s.input), features.ptr(), size_t(features.size()) * sizeof(float));
+  exe->write(0, s.input, features.ptr());
   // Class 0 (or zeros) as targets: the loss is computed but not wanted.
-  std::memset(ex.data(s.target), 0, size_t(numel(s.program.shape(s.target))) * sizeof(float));
-  ex.run(backends::StepContext{});
+  exe->write(0, s.target, Tensor(s.program.shape(s.target)).ptr());
+  exe->run(backends::RunContext{});
   Tensor out(s.program.shape(s.output));
-  std::memcpy(out.ptr(), ex.data(s.output), size_t(out.size()) * sizeof(float));
+  exe->read(0, s.output, out.ptr());
   return out;
 }
 

@@ -1,27 +1,44 @@
 #include "engine/runtime/spmd_session.h"
 
-#include <atomic>
-#include <cstring>
-#include <exception>
-#include <omp.h>
-#include <thread>
+#include <cmath>
+#include <numeric>
 
 #include "engine/util/error.h"
 
 namespace shardlab::runtime {
 
+// An evaluation step at one batch size, partitioned like training, sharing its parameters.
+struct SpmdSession::EvalStep {
+  StepProgram global;
+  sharding::PartitionedStep part;
+  std::unique_ptr<backends::Executable> exe;
+};
+
+namespace {
+
+// Examples [begin, begin + count) of a batch, repeated `times` times.
+Tensor examples(const Tensor& t, int64_t begin, int64_t count, int64_t times = 1) {
+  const int64_t n = t.shape.at(0), row = n > 0 ? t.size() / n : 0;
+  Shape s = t.shape;
+  s[0] = count * times;
+  Tensor out(s);
+  for (int64_t r = 0; r < times; ++r)
+    std::copy_n(t.ptr() + begin * row, count * row, out.ptr() + r * count * row);
+  return out;
+}
+
+}  // namespace
+
 SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules,
-                         int64_t batch, int threads_per_device)
-    : project_(p), mesh_(mesh) {
-  graph::GraphReport report = project::analyze_project(project_);
+                         int64_t batch, std::shared_ptr<backends::Backend> backend)
+    : project_(p), mesh_(mesh), rules_(rules), backend_(std::move(backend)) {
+  const graph::GraphReport report = project::analyze_project(project_);
   global_ = build_step(project_, report, batch, true);
-  step_ = sharding::partition(global_, mesh_, rules,
+  step_ = sharding::partition(global_, mesh_, rules_,
                               sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"));
-  const int n = int(mesh_.device_count());
-  comm_ = std::make_unique<backends::cpu::ThreadCollectives>(n);
-  threads_per_device_ = threads_per_device > 0 ? threads_per_device
-                                               : std::max(1, backends::cpu::default_threads() / n);
-  for (int d = 0; d < n; ++d) devices_.push_back(std::make_unique<backends::cpu::Executor<float>>(step_.program, step_.memory));
+  backends::LoadOptions lo;
+  lo.what = "the training step";
+  exe_ = backend_->load(step_.program, step_.memory, mesh_, lo);
   // Initialise each parameter once, globally, and hand every device its block.
   for (const ModelParam& mp : global_.params) {
     Tensor full(mp.info.shape);
@@ -30,7 +47,19 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
   }
 }
 
+SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules,
+                         int64_t batch, int threads_per_device)
+    : SpmdSession(p, mesh, rules, batch,
+                  std::shared_ptr<backends::Backend>(backends::make_backend(
+                      "cpu", backends::BackendOptions{threads_per_device > 0 ? threads_per_device * int(mesh.device_count()) : 0}))) {}
+
 SpmdSession::~SpmdSession() = default;
+
+uint64_t SpmdSession::bytes_per_device() const {
+  uint64_t b = exe_->bytes_per_device();
+  for (const auto& [n, e] : eval_) b += e->exe->bytes_per_device();
+  return b;
+}
 
 const ModelParam& SpmdSession::param(const std::string& path) const { return find_param(global_, path); }
 
@@ -41,10 +70,15 @@ Tensor SpmdSession::parameter(const std::string& path) const { return value(para
 Tensor SpmdSession::value(int v) const {
   const sharding::Sharding& s = step_.sharding[size_t(v)];
   const int local = step_.local[size_t(v)];
-  Tensor full(global_.program.shape(v));
-  for (int d = 0; d < int(devices_.size()); ++d) {
-    Tensor block(step_.program.shape(local));
-    std::memcpy(block.ptr(), devices_[size_t(d)]->data(local), size_t(block.size()) * sizeof(float));
+  const Shape& global_shape = global_.program.shape(v);
+  Tensor block(step_.program.shape(local));
+  if (block.shape == global_shape) {  // replicated: any device holds all of it
+    exe_->read(0, local, block.ptr());
+    return block;
+  }
+  Tensor full(global_shape);
+  for (int d = 0; d < exe_->num_devices(); ++d) {
+    exe_->read(d, local, block.ptr());
     sharding::place_block(full, block, s, mesh_, d);
   }
   return full;
@@ -59,55 +93,115 @@ void SpmdSession::set_value(int v, const Tensor& value) {
                 shape_str(value.shape));
   const sharding::Sharding& s = step_.sharding[size_t(v)];
   const int local = step_.local[size_t(v)];
-  for (int d = 0; d < int(devices_.size()); ++d) {
-    Tensor block = sharding::local_block(value, s, mesh_, d);
-    std::memcpy(devices_[size_t(d)]->data(local), block.ptr(), size_t(block.size()) * sizeof(float));
+  for (int d = 0; d < exe_->num_devices(); ++d) {
+    if (step_.program.shape(local) == shape) {
+      exe_->write(d, local, value.ptr());
+    } else {
+      const Tensor block = sharding::local_block(value, s, mesh_, d);
+      exe_->write(d, local, block.ptr());
+    }
+  }
+}
+
+void SpmdSession::feed(backends::Executable& exe, const sharding::PartitionedStep& s, const StepProgram& g, const Tensor& x,
+                       const Tensor& y) {
+  const Shape& xs = g.program.shape(g.input);
+  const Shape& ys = g.program.shape(g.target);
+  if (x.shape != xs || y.size() != numel(ys))
+    throw Error("batch of " + shape_str(x.shape) + " / " + shape_str(y.shape) + " does not fit the step's " + shape_str(xs) +
+                " / " + shape_str(ys));
+  Tensor yy = y;
+  yy.shape = ys;
+  const sharding::Sharding& xsh = s.sharding[size_t(g.input)];
+  const sharding::Sharding& ysh = s.sharding[size_t(g.target)];
+  for (int d = 0; d < exe.num_devices(); ++d) {
+    if (s.program.shape(s.input) == xs) exe.write(d, s.input, x.ptr());
+    else exe.write(d, s.input, sharding::local_block(x, xsh, mesh_, d).ptr());
+    if (s.program.shape(s.target) == ys) exe.write(d, s.target, yy.ptr());
+    else exe.write(d, s.target, sharding::local_block(yy, ysh, mesh_, d).ptr());
   }
 }
 
 double SpmdSession::train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace,
                                double data_wait_us) {
-  const int n = int(devices_.size());
-  const sharding::Sharding& xs = step_.sharding[size_t(global_.input)];
-  const sharding::Sharding& ys = step_.sharding[size_t(global_.target)];
-  if (features.shape != global_.program.shape(global_.input) || targets.size() != numel(global_.program.shape(global_.target)))
-    throw Error("batch of " + shape_str(features.shape) + " does not fit the step's " + shape_str(global_.program.shape(global_.input)));
-  Tensor y = targets;
-  y.shape = global_.program.shape(global_.target);
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
-  std::atomic<int> first_failure{-1};  // its error is the cause; the others are the abort it triggered
-  std::vector<std::thread> threads;
-  for (int d = 0; d < n; ++d)
-    threads.emplace_back([&, d] {
-      try {
-        omp_set_num_threads(threads_per_device_);
-        auto& ex = *devices_[size_t(d)];
-        Tensor xb = sharding::local_block(features, xs, mesh_, d);
-        Tensor yb = sharding::local_block(y, ys, mesh_, d);
-        std::memcpy(ex.data(step_.input), xb.ptr(), size_t(xb.size()) * sizeof(float));
-        std::memcpy(ex.data(step_.target), yb.ptr(), size_t(yb.size()) * sizeof(float));
-        backends::StepContext ctx;
-        ctx.step = step_count_;
-        ctx.learning_rate = learning_rate;
-        ctx.device = d;
-        ctx.mesh = &mesh_;
-        ctx.comm = comm_.get();
-        ctx.trace = trace;
-        ctx.data_wait_us = data_wait_us;
-        ex.run(ctx);
-      } catch (...) {
-        errors[size_t(d)] = std::current_exception();
-        int none = -1;
-        if (first_failure.compare_exchange_strong(none, d)) comm_->abort("device " + std::to_string(d) + " failed");
-      }
-    });
-  for (auto& t : threads) t.join();
-  if (first_failure >= 0) std::rethrow_exception(errors[size_t(first_failure.load())]);
+  feed(*exe_, step_, global_, features, targets);
+  backends::RunContext ctx;
+  ctx.step = step_count_;
+  ctx.learning_rate = learning_rate;
+  ctx.trace = trace;
+  ctx.data_wait_us = data_wait_us;
+  exe_->run(ctx);
   ++step_count_;
-  comm_seconds_ = 0;
-  for (const auto& ex : devices_) comm_seconds_ += ex->last_comm_seconds() / double(n);
-  if (step_.accuracy >= 0) accuracy_ = double(devices_[0]->data(step_.accuracy)[0]);
-  return double(devices_[0]->data(step_.loss)[0]);
+  comm_seconds_ = exe_->last_comm_seconds();
+  float v = 0;
+  if (step_.accuracy >= 0) {
+    exe_->read(0, step_.accuracy, &v);
+    accuracy_ = double(v);
+  }
+  exe_->read(0, step_.loss, &v);
+  return double(v);
+}
+
+SpmdSession::EvalStep& SpmdSession::eval_step(int64_t batch) {
+  auto& slot = eval_[batch];
+  if (slot) return *slot;
+  auto e = std::make_unique<EvalStep>();
+  e->global = build_step(project_, project::analyze_project(project_), batch, false);
+  e->part = sharding::partition(e->global, mesh_, rules_,
+                                sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"));
+  // Both steps must keep every parameter and optimizer-state block at the same place, since the
+  // evaluation step reads the training step's storage.
+  for (const ModelParam& mp : e->global.params) {
+    const ModelParam& tp = param(mp.path);
+    std::vector<std::pair<int, int>> pairs = {{mp.value, tp.value}};
+    for (size_t i = 0; i < mp.state.size() && i < tp.state.size(); ++i) pairs.push_back({mp.state[i], tp.state[i]});
+    for (auto [ev, tv] : pairs) {
+      const int el = e->part.local[size_t(ev)], tl = step_.local[size_t(tv)];
+      if (el < 0 || tl < 0 || e->part.memory.persistent_offset[size_t(el)] != step_.memory.persistent_offset[size_t(tl)] ||
+          e->part.program.shape(el) != step_.program.shape(tl))
+        throw Error("internal: the evaluation step lays out '" + mp.path + "' unlike the training step");
+    }
+  }
+  backends::LoadOptions lo;
+  lo.share_persistent_with = exe_.get();
+  lo.what = "evaluation at batch " + std::to_string(batch);
+  e->exe = backend_->load(e->part.program, e->part.memory, mesh_, lo);
+  slot = std::move(e);
+  return *slot;
+}
+
+SpmdSession::Eval SpmdSession::evaluate_divisible(const Tensor& features, const Tensor& targets) {
+  EvalStep& e = eval_step(features.shape.at(0));
+  feed(*e.exe, e.part, e.global, features, targets);
+  backends::RunContext ctx;
+  ctx.step = step_count_;
+  e.exe->run(ctx);
+  Eval out;
+  float v = 0;
+  e.exe->read(0, e.part.loss, &v);
+  out.loss = double(v);
+  out.accuracy = NAN;
+  if (e.part.accuracy >= 0) {
+    e.exe->read(0, e.part.accuracy, &v);
+    out.accuracy = double(v);
+  }
+  return out;
+}
+
+SpmdSession::Eval SpmdSession::evaluate(const Tensor& features, const Tensor& targets) {
+  const int64_t n = features.shape.at(0), d = mesh_.device_count();
+  if (n <= 0) throw Error("evaluate: an empty batch");
+  if (n % d == 0) return evaluate_divisible(features, targets);
+  // A part every split divides, and the remainder repeated until it divides too: each of its
+  // examples then counts the same, so its mean is the remainder's own mean.
+  const int64_t whole = n / d * d, rest = n - whole, times = d / std::gcd(rest, d);
+  Eval a{0, 0};
+  if (whole > 0) a = evaluate_divisible(examples(features, 0, whole), examples(targets, 0, whole));
+  const Eval b = evaluate_divisible(examples(features, whole, rest, times), examples(targets, whole, rest, times));
+  Eval out;
+  out.loss = (a.loss * double(whole) + b.loss * double(rest)) / double(n);
+  out.accuracy = (a.accuracy * double(whole) + b.accuracy * double(rest)) / double(n);
+  return out;
 }
 
 }  // namespace shardlab::runtime

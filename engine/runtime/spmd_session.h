@@ -1,22 +1,28 @@
-// One training step run SPMD on the virtual CPU devices of a mesh: each device is a thread with
-// its own executor and buffers, running the partitioned program on its blocks; collectives go
-// through shared memory. Parameters are initialised globally (so they do not depend on the mesh)
-// and each device keeps its block.
+// The one way a step runs: the training step built once, partitioned over a mesh (one device is a
+// mesh of one), loaded on a backend, every device holding only its own blocks. Parameters are
+// initialised globally (so they do not depend on the mesh) and each device keeps its block;
+// evaluation runs the same way, sharded, on the training step's parameters.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/backends/cpu/collectives.h"
-#include "engine/backends/cpu/executor.h"
+#include "engine/backends/backend.h"
 #include "engine/sharding/partitioner.h"
+
+namespace shardlab::profiler {
+class Trace;
+}
 
 namespace shardlab::runtime {
 
 class SpmdSession {
  public:
-  // `threads_per_device`: OpenMP threads inside each device (0: cores / devices, at least 1).
+  SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules, int64_t batch,
+              std::shared_ptr<backends::Backend> backend);
+  // On the CPU backend with `threads_per_device` cores per virtual device (0: every core shared).
   SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules, int64_t batch,
               int threads_per_device = 0);
   ~SpmdSession();
@@ -24,6 +30,10 @@ class SpmdSession {
   const sharding::PartitionedStep& partitioned() const { return step_; }
   const StepProgram& global_step() const { return global_; }
   const sharding::Mesh& mesh() const { return mesh_; }
+  backends::Backend& backend() { return *backend_; }
+  // Bytes each device holds: the training step's arena and the persistent state, plus the
+  // evaluation steps' arenas once they have run.
+  uint64_t bytes_per_device() const;
 
   std::vector<std::string> parameter_paths() const;
   Tensor parameter(const std::string& path) const;  // assembled from the devices' blocks
@@ -32,25 +42,43 @@ class SpmdSession {
   Tensor value(int global) const;
   void set_value(int global, const Tensor& t);
 
-  // One step on a global batch; returns the loss before the update (as Trainer::train_step).
+  // One step on a global batch; returns the loss before the update (as value_and_grad does).
   // `trace`, when given, records every device's spans and summary.
   double train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace = nullptr,
                     double data_wait_us = 0);
   double last_accuracy() const { return accuracy_; }
+  // Updates applied so far: Adam's bias correction and the dropout key follow it, so a restored
+  // session continues from the checkpoint's step.
   int64_t steps_done() const { return step_count_; }
+  void set_steps_done(int64_t steps) { step_count_ = steps; }
   // Seconds the last step's devices spent inside collectives, averaged over devices.
   double last_comm_seconds() const { return comm_seconds_; }
 
+  // Mean loss and accuracy (NaN without one) over a global batch, forward only (dropout off),
+  // sharded like training. Any batch size: one that the mesh's batch split does not divide is
+  // evaluated as a divisible part plus its remainder repeated until it divides, which weighs every
+  // example equally.
+  struct Eval {
+    double loss = 0, accuracy = 0;
+  };
+  Eval evaluate(const Tensor& features, const Tensor& targets);
+
  private:
+  struct EvalStep;
   const ModelParam& param(const std::string& path) const;
+  EvalStep& eval_step(int64_t batch);
+  Eval evaluate_divisible(const Tensor& features, const Tensor& targets);
+  void feed(backends::Executable& exe, const sharding::PartitionedStep& s, const StepProgram& g, const Tensor& x,
+            const Tensor& y);
 
   project::Project project_;
   sharding::Mesh mesh_;
+  sharding::LogicalRules rules_;
+  std::shared_ptr<backends::Backend> backend_;
   StepProgram global_;
   sharding::PartitionedStep step_;
-  std::unique_ptr<backends::cpu::ThreadCollectives> comm_;
-  std::vector<std::unique_ptr<backends::cpu::Executor<float>>> devices_;
-  int threads_per_device_ = 1;
+  std::unique_ptr<backends::Executable> exe_;
+  std::map<int64_t, std::unique_ptr<EvalStep>> eval_;
   int64_t step_count_ = 0;
   double accuracy_ = 0, comm_seconds_ = 0;
 };

@@ -9,6 +9,7 @@
 #include "engine/ir/program.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/project/project.h"
+#include "engine/util/bytes.h"
 
 namespace shardlab::runtime {
 
@@ -40,7 +41,6 @@ void initialize_param(const ModelParam& mp, uint64_t seed, float* out);
 const ModelParam& find_param(const StepProgram& s, const std::string& path);
 std::vector<std::string> param_paths(const StepProgram& s);
 
-// Bytes as "1.25 GiB".
-std::string format_bytes(double bytes);
+using util::format_bytes;
 
 }  // namespace shardlab::runtime

@@ -27,20 +27,13 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
   }
   trace_ = options_.trace ? options_.trace : std::make_shared<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
                                              options_.trace_keep);
-  threads_ = options_.threads > 0 ? options_.threads : backends::cpu::default_threads();
-  backends::cpu::set_threads(threads_);
-  report_ = project::analyze_project(project_);
-  train_ = build_step(project_, report_, project_.training.batch_size, true);
-  exec_ = std::make_unique<backends::cpu::Executor<float>>(train_.program, train_.memory);
-  for (const ModelParam& mp : train_.params) initialize_param(mp, project_.training.seed, exec_->data(mp.value));
+  threads_ = options_.threads > 0 ? options_.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  backend_ = backends::make_backend("cpu", backends::BackendOptions{threads_});
   const sharding::Mesh mesh = options_.mesh.empty() ? sharding::project_mesh(project_) : sharding::parse_mesh(options_.mesh);
   if (options_.devices > 0) sharding::check_device_count(mesh, options_.devices);
-  if (mesh.device_count() > 1) {
-    const sharding::LogicalRules rules =
-        options_.rules.empty() ? sharding::project_rules(project_) : sharding::parse_rules(options_.rules);
-    spmd_ = std::make_unique<SpmdSession>(project_, mesh, rules, project_.training.batch_size,
-                                          std::max(1, threads_ / int(mesh.device_count())));
-  }
+  const sharding::LogicalRules rules =
+      options_.rules.empty() ? sharding::project_rules(project_) : sharding::parse_rules(options_.rules);
+  session_ = std::make_unique<SpmdSession>(project_, mesh, rules, project_.training.batch_size, backend_);
 }
 
 Trainer::~Trainer() {
@@ -67,11 +60,12 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
   meta["project"] = nlohmann::ordered_json::parse(project::to_json_string(project_));
   meta["data_position"] = data_position;
   meta["seed"] = project_.training.seed;
-  meta["mesh"] = spmd_ ? spmd_->mesh().str() : std::string("(one device)");
+  const bool sharded = session_->mesh().device_count() > 1;
+  meta["mesh"] = sharded ? session_->mesh().str() : std::string("(one device)");
   nlohmann::ordered_json specs = nlohmann::ordered_json::object();
   for (const std::string& n : state_names()) {
     const int v = state_value(n);
-    specs[n] = spmd_ ? spmd_->partitioned().sharding[size_t(v)].str() : std::string("replicated");
+    specs[n] = sharded ? session_->partitioned().sharding[size_t(v)].str() : std::string("replicated");
   }
   meta["shardings"] = specs;
   // What a checkpoint browser lists beside the step: the newest loss and evaluation.
@@ -79,7 +73,7 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
   for (const auto& [k, v] : last_metrics_)
     if (std::isfinite(v)) metrics[k] = v;
   meta["metrics"] = metrics;
-  const int64_t step = step_;
+  const int64_t step = steps_done();
   const int keep = options_.keep;
   const uint64_t shard_bytes = options_.max_shard_bytes;
   auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
@@ -105,22 +99,23 @@ int64_t Trainer::restore_checkpoint(const std::string& dir) {
     if (it == c.arrays.end()) throw Error(dir + ": the checkpoint has no array '" + n + "' (saved from another model?)");
     set_state(n, it->second);
   }
-  step_ = c.step;
+  session_->set_steps_done(c.step);
   return c.meta.value("data_position", c.step);
 }
 
 StartInfo Trainer::plan_info() const {
   StartInfo s;
-  s.batch = train_.batch;
+  const StepProgram& g = session_->global_step();
+  s.batch = g.batch;
   s.threads = threads_;
-  s.step_flops = train_.step_flops;
-  for (const ModelParam& mp : train_.params) s.param_count += numel(mp.info.shape);
-  const plan::MemoryPlan& m = spmd_ ? spmd_->partitioned().memory : train_.memory;
-  if (spmd_) {
-    s.devices = int(spmd_->mesh().device_count());
-    s.mesh = spmd_->mesh().str();
-    s.collectives = int64_t(spmd_->partitioned().collectives.size());
-    for (const auto& c : spmd_->partitioned().collectives) s.comm_bytes += c.bytes;
+  s.step_flops = g.step_flops;
+  for (const ModelParam& mp : g.params) s.param_count += numel(mp.info.shape);
+  const plan::MemoryPlan& m = session_->partitioned().memory;
+  s.devices = int(session_->mesh().device_count());
+  if (s.devices > 1) {
+    s.mesh = session_->mesh().str();
+    s.collectives = int64_t(session_->partitioned().collectives.size());
+    for (const auto& c : session_->partitioned().collectives) s.comm_bytes += c.bytes;
   }
   s.param_bytes = double(m.param_elems) * sizeof(float);
   s.opt_state_bytes = double(m.opt_state_elems) * sizeof(float);
@@ -129,42 +124,37 @@ StartInfo Trainer::plan_info() const {
   return s;
 }
 
-const ModelParam& Trainer::param(const std::string& path) const { return find_param(train_, path); }
+const ModelParam& Trainer::param(const std::string& path) const { return find_param(session_->global_step(), path); }
 
-std::vector<std::string> Trainer::parameter_paths() const { return param_paths(train_); }
+std::vector<std::string> Trainer::parameter_paths() const { return session_->parameter_paths(); }
 
-Tensor Trainer::parameter(const std::string& path) const {
-  if (spmd_) return spmd_->parameter(path);
-  const ModelParam& mp = param(path);
-  Tensor t(mp.info.shape);
-  std::memcpy(t.ptr(), exec_->data(mp.value), size_t(t.size()) * sizeof(float));
-  return t;
-}
+Tensor Trainer::parameter(const std::string& path) const { return session_->parameter(path); }
 
 void Trainer::set_parameter(const std::string& path, const Tensor& value) {
-  if (spmd_) spmd_->set_parameter(path, value);
   const ModelParam& mp = param(path);
   if (value.shape != mp.info.shape)
     throw Error("parameter '" + path + "' has shape " + shape_str(mp.info.shape) + ", the value has " + shape_str(value.shape));
-  std::memcpy(exec_->data(mp.value), value.ptr(), size_t(value.size()) * sizeof(float));
+  session_->set_parameter(path, value);
 }
 
 std::vector<std::string> Trainer::state_names() const {
+  const StepProgram& g = session_->global_step();
   std::vector<std::string> out;
-  for (const ModelParam& mp : train_.params) out.push_back("params/" + mp.path);
-  for (const ModelParam& mp : train_.params)
+  for (const ModelParam& mp : g.params) out.push_back("params/" + mp.path);
+  for (const ModelParam& mp : g.params)
     for (int v : mp.state) {
-      const std::string& n = train_.program.values[size_t(v)].name;  // "<path>/<mu|nu|trace>"
+      const std::string& n = g.program.values[size_t(v)].name;  // "<path>/<mu|nu|trace>"
       out.push_back("opt_state/" + n.substr(mp.path.size() + 1) + "/" + mp.path);
     }
   return out;
 }
 
 int Trainer::state_value(const std::string& name) const {
-  for (const ModelParam& mp : train_.params) {
+  const StepProgram& g = session_->global_step();
+  for (const ModelParam& mp : g.params) {
     if (name == "params/" + mp.path) return mp.value;
     for (int v : mp.state) {
-      const std::string& n = train_.program.values[size_t(v)].name;
+      const std::string& n = g.program.values[size_t(v)].name;
       if (name == "opt_state/" + n.substr(mp.path.size() + 1) + "/" + mp.path) return v;
     }
   }
@@ -172,29 +162,26 @@ int Trainer::state_value(const std::string& name) const {
 }
 
 Tensor Trainer::state(const std::string& name) const {
-  const int v = state_value(name);
-  if (spmd_) return spmd_->value(v);
-  Tensor t(train_.program.shape(v));
-  std::memcpy(t.ptr(), exec_->data(v), size_t(t.size()) * sizeof(float));
-  return t;
+  return session_->value(state_value(name));
 }
 
 void Trainer::set_state(const std::string& name, const Tensor& value) {
   const int v = state_value(name);
-  if (value.shape != train_.program.shape(v))
-    throw Error("'" + name + "' has shape " + shape_str(train_.program.shape(v)) + ", the value has " + shape_str(value.shape));
-  if (spmd_) spmd_->set_value(v, value);
-  std::memcpy(exec_->data(v), value.ptr(), size_t(value.size()) * sizeof(float));
+  const Shape& shape = session_->global_step().program.shape(v);
+  if (value.shape != shape)
+    throw Error("'" + name + "' has shape " + shape_str(shape) + ", the value has " + shape_str(value.shape));
+  session_->set_value(v, value);
 }
 
 void Trainer::check_data(const data::Dataset& ds, const std::string& split) const {
+  const StepProgram& g = session_->global_step();
   const std::string where = project_.display_name() + ": data (" + split + " split): ";
-  const Shape& model_in = train_.program.shape(train_.input);
+  const Shape& model_in = g.program.shape(g.input);
   Shape per_example(ds.features.shape.begin() + (ds.features.shape.empty() ? 0 : 1), ds.features.shape.end());
   if (per_example != Shape(model_in.begin() + 1, model_in.end()))
     throw Error(where + "examples have shape " + shape_str(per_example) + " but the Input node takes " +
                 shape_str(Shape(model_in.begin() + 1, model_in.end())));
-  const Shape& out = train_.program.shape(train_.output);
+  const Shape& out = g.program.shape(g.output);
   if (project_.loss.type == "softmax_cross_entropy") {
     if (!ds.integer_labels)
       throw Error(where + "softmax_cross_entropy needs integer class labels, the data has targets of shape " +
@@ -210,25 +197,8 @@ void Trainer::check_data(const data::Dataset& ds, const std::string& split) cons
   }
 }
 
-void Trainer::feed(backends::cpu::Executor<float>& ex, const StepProgram& s, const Tensor& x, const Tensor& y) {
-  const Shape& xs = s.program.shape(s.input);
-  const Shape& ys = s.program.shape(s.target);
-  if (x.size() != numel(xs) || y.size() != numel(ys))
-    throw Error("batch of " + shape_str(x.shape) + " / " + shape_str(y.shape) + " does not fit the step's " + shape_str(xs) +
-                " / " + shape_str(ys));
-  std::memcpy(ex.data(s.input), x.ptr(), size_t(x.size()) * sizeof(float));
-  std::memcpy(ex.data(s.target), y.ptr(), size_t(y.size()) * sizeof(float));
-}
-
-void Trainer::sync_from_devices() {
-  for (const ModelParam& mp : train_.params) {
-    Tensor t = spmd_->parameter(mp.path);
-    std::memcpy(exec_->data(mp.value), t.ptr(), size_t(t.size()) * sizeof(float));
-  }
-}
-
 profiler::Trace* Trainer::trace_for_next_step() {
-  const int64_t n = step_ + 1;
+  const int64_t n = steps_done() + 1;
   if (!trace_->detailed()) return trace_.get();  // light mode: every step's totals
   const bool in_range = n >= options_.trace_first && (options_.trace_last < 0 || n <= options_.trace_last);
   return in_range ? trace_.get() : nullptr;
@@ -238,51 +208,25 @@ double Trainer::train_step(const Tensor& features, const Tensor& targets) {
   profiler::Trace* trace = trace_for_next_step();
   const double wait = pending_data_wait_us_;
   pending_data_wait_us_ = 0;
-  if (spmd_) {
-    const double loss = spmd_->train_step(features, targets, project_.optimizer.learning_rate.at(step_), trace, wait);
-    ++step_;
-    return loss;
-  }
-  feed(*exec_, train_, features, targets);
-  backends::StepContext ctx{step_, project_.optimizer.learning_rate.at(step_)};
-  ctx.trace = trace;
-  ctx.data_wait_us = wait;
-  exec_->run(ctx);
-  ++step_;
-  return double(exec_->data(train_.loss)[0]);
-}
-
-backends::cpu::Executor<float>& Trainer::eval_executor(int64_t batch) {
-  auto it = eval_.find(batch);
-  if (it == eval_.end()) {
-    auto prog = std::make_unique<StepProgram>(build_step(project_, report_, batch, false));
-    auto ex = std::make_unique<backends::cpu::Executor<float>>(prog->program, prog->memory);
-    exec_->share_persistent_with(*ex);
-    it = eval_.emplace(batch, std::make_pair(std::move(prog), std::move(ex))).first;
-  }
-  return *it->second.second;
+  return session_->train_step(features, targets, project_.optimizer.learning_rate.at(steps_done()), trace, wait);
 }
 
 EvalEvent Trainer::evaluate(const data::Dataset& ds) {
   EvalEvent ev;
-  ev.step = step_;
+  ev.step = steps_done();
   if (ds.size() == 0) return ev;
-  if (spmd_) sync_from_devices();  // evaluation runs on one device
-  data::BatchLoader loader(ds, std::min(train_.batch, ds.size()), 0, false, false, 1);
+  data::BatchLoader loader(ds, std::min(session_->global_step().batch, ds.size()), 0, false, false, 1);
   double loss = 0, acc = 0;
   data::Batch b;
   while (loader.next_in_epoch(b)) {
     const int64_t n = b.features.shape.at(0);
-    auto& ex = eval_executor(n);
-    const StepProgram& s = *eval_.at(n).first;
-    feed(ex, s, b.features, b.targets);
-    ex.run(backends::StepContext{step_, 0.0});
-    loss += double(ex.data(s.loss)[0]) * double(n);
-    if (s.accuracy >= 0) acc += double(ex.data(s.accuracy)[0]) * double(n);
+    const SpmdSession::Eval e = session_->evaluate(b.features, b.targets);
+    loss += e.loss * double(n);
+    acc += e.accuracy * double(n);
     ev.examples += n;
   }
   ev.loss = loss / double(ev.examples);
-  ev.accuracy = train_.accuracy >= 0 ? acc / double(ev.examples) : NAN;
+  ev.accuracy = session_->global_step().accuracy >= 0 ? acc / double(ev.examples) : NAN;
   return ev;
 }
 
@@ -297,7 +241,6 @@ void Trainer::run() {
 
 void Trainer::run_loop() {
   cancelled_ = false;
-  backends::cpu::set_threads(threads_);
   const project::TrainingSpec& t = project_.training;
   data::DataSplits splits = data::load_dataset(project_.data, project_.file.empty() ? std::filesystem::path(".")
                                                                                    : project_.file.parent_path());
@@ -334,14 +277,14 @@ void Trainer::run_loop() {
     const double wait = seconds_since(t0);
     pending_data_wait_us_ = wait * 1e6;
     trace_->add(profiler::Span{0, profiler::Category::Data, "data", "", "batch", data_start, wait * 1e6, 0,
-                               double(b.features.size() + b.targets.size()) * sizeof(float), step_});
+                               double(b.features.size() + b.targets.size()) * sizeof(float), steps_done()});
     auto t1 = Clock::now();
     StepEvent ev;
-    ev.learning_rate = project_.optimizer.learning_rate.at(step_);
+    ev.learning_rate = project_.optimizer.learning_rate.at(steps_done());
     ev.loss = train_step(b.features, b.targets);
     ev.step_time_s = seconds_since(t1);
-    if (train_.accuracy >= 0) ev.accuracy = spmd_ ? spmd_->last_accuracy() : double(exec_->data(train_.accuracy)[0]);
-    ev.step = step_;
+    if (session_->global_step().accuracy >= 0) ev.accuracy = session_->last_accuracy();
+    ev.step = steps_done();
     ev.total_steps = info.total_steps;
     ev.epoch = b.epoch;
     ev.data_wait_s = wait;
@@ -363,7 +306,7 @@ void Trainer::run_loop() {
     if (!options_.checkpoint_dir.empty() && (periodic || save_requested_.exchange(false)) && !last)
       save_checkpoint(options_.checkpoint_dir, i + 1, true);
   }
-  if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, step_, false);
+  if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, steps_done(), false);
   wait_for_saves();
   for (auto* l : listeners_) l->on_finish(cancelled_);
 }

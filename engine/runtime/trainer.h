@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/backends/cpu/executor.h"
+#include "engine/backends/backend.h"
 #include "engine/data/dataset.h"
 #include "engine/profiler/trace.h"
 #include "engine/project/project.h"
@@ -102,7 +102,9 @@ class Trainer {
   void request_save() { save_requested_ = true; }
 
   const project::Project& project() const { return project_; }
-  const StepProgram& step_program() const { return train_; }
+  // The global training step (before partitioning), and the session that runs it.
+  const StepProgram& step_program() const { return session_->global_step(); }
+  const SpmdSession& session() const { return *session_; }
   StartInfo plan_info() const;
 
   std::vector<std::string> parameter_paths() const;
@@ -114,7 +116,7 @@ class Trainer {
   std::vector<std::string> state_names() const;
   Tensor state(const std::string& name) const;
   void set_state(const std::string& name, const Tensor& value);
-  void set_steps_done(int64_t steps) { step_ = steps; }
+  void set_steps_done(int64_t steps) { session_->set_steps_done(steps); }
 
   // Saves a checkpoint of the current state (arrays copied now, written on a background thread
   // when `background`); and restores one, on whatever mesh this trainer runs. Returns the
@@ -127,36 +129,28 @@ class Trainer {
   // computed before the update, as value_and_grad does.
   double train_step(const Tensor& features, const Tensor& targets);
   EvalEvent evaluate(const data::Dataset& ds);
-  int64_t steps_done() const { return step_; }
+  int64_t steps_done() const { return session_->steps_done(); }
   profiler::Trace& trace() { return *trace_; }
 
  private:
   const ModelParam& param(const std::string& path) const;
   int state_value(const std::string& name) const;
-  void feed(backends::cpu::Executor<float>& ex, const StepProgram& s, const Tensor& x, const Tensor& y);
   void run_loop();
   void check_data(const data::Dataset& ds, const std::string& split) const;
-  backends::cpu::Executor<float>& eval_executor(int64_t batch);
+  profiler::Trace* trace_for_next_step();
 
   project::Project project_;
   TrainOptions options_;
-  graph::GraphReport report_;
-  StepProgram train_;
-  std::unique_ptr<backends::cpu::Executor<float>> exec_;
-  // Set when training on several virtual devices: it owns the parameters then, and the
-  // one-device executor above only evaluates, with parameters copied from it.
-  std::unique_ptr<SpmdSession> spmd_;
+  std::shared_ptr<backends::Backend> backend_;
+  // Every step runs here, on a mesh of one device or many; it owns the parameters.
+  std::unique_ptr<SpmdSession> session_;
   std::shared_ptr<profiler::Trace> trace_;
   std::thread saver_;
   std::string save_error_;
   double pending_data_wait_us_ = 0;
-  profiler::Trace* trace_for_next_step();
-  void sync_from_devices();
-  std::map<int64_t, std::pair<std::unique_ptr<StepProgram>, std::unique_ptr<backends::cpu::Executor<float>>>> eval_;
   std::vector<TrainerListener*> listeners_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> save_requested_{false};
-  int64_t step_ = 0;
   int threads_ = 1;
   std::map<std::string, double> last_metrics_;  // loss, accuracy, eval_loss, eval_accuracy of the newest step
 };

@@ -16,8 +16,7 @@ double peakFlops(int threads) {
   std::lock_guard lock(mutex);
   auto it = measured.find(threads);
   if (it != measured.end()) return it->second;
-  backends::cpu::set_threads(threads);  // this thread's team, as the trainer will set it
-  return measured[threads] = profiler::measure_gemm_peak_flops();
+  return measured[threads] = profiler::measure_gemm_peak_flops(threads);
 }
 
 }  // namespace

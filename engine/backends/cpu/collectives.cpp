@@ -39,20 +39,11 @@ namespace shardlab::backends::cpu {
 namespace {
 
 const char* kind_name(int kind) {
-  static const char* const names[] = {"barrier", "all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
-  return kind >= 0 && kind < 5 ? names[kind] : "?";
+  static const char* const names[] = {"barrier", "all_reduce", "all_gather", "reduce_scatter",
+                                      "all_to_all", "broadcast", "send",       "recv"};
+  return kind >= 0 && kind < 8 ? names[kind] : "?";
 }
 
-template <class T>
-struct TypeTag;
-template <>
-struct TypeTag<float> {
-  static constexpr int id = 1;
-};
-template <>
-struct TypeTag<double> {
-  static constexpr int id = 2;
-};
 const char* type_name(int id) { return id == 1 ? "float" : id == 2 ? "double" : "none"; }
 
 std::string group_str(const std::vector<int>& group) {
@@ -147,6 +138,7 @@ struct Slot {
   int64_t count = 0;
   int kind = 0;
   int type = 0;
+  int root = 0;  // broadcast's root rank
 };
 
 struct ThreadCollectives::Group {
@@ -277,35 +269,42 @@ class ThreadCollectives::Call {
   std::atomic<bool>& busy_;
 };
 
-template <class T>
-void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group, const void* in, void* out,
+                            int64_t count, DType t, int root) {
   Group& g = group_for(device, group, kind);
   const int n = int(g.devices.size());
   const int rank = int(std::find(g.devices.begin(), g.devices.end(), device) - g.devices.begin());
-  if (count < 0)
-    throw Error(std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(group) + ": device " +
-                std::to_string(device) + " passed a negative count " + std::to_string(count));
+  const std::string what = std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(group) +
+                           ": device " + std::to_string(device);
+  if (count < 0) throw Error(what + " passed a negative count " + std::to_string(count));
+  if (kind == Kind::Broadcast && (root < 0 || root >= n))
+    throw Error(what + " named root rank " + std::to_string(root) + ", outside the group");
   if (aborted()) throw_aborted(g, rank, kind);
   Call call(busy_[device], device, kind, group);
 
+  const bool p2p = kind == Kind::Send || kind == Kind::Recv;
+  const int64_t size = int64_t(dtype_size(t));
   const int64_t in_elems = kind == Kind::ReduceScatter || kind == Kind::AllToAll ? n * count : count;
   const int64_t out_elems = kind == Kind::AllGather || kind == Kind::AllToAll ? n * count : count;
-  const int64_t in_bytes = in_elems * int64_t(sizeof(T)), out_bytes = out_elems * int64_t(sizeof(T));
-  if (kind != Kind::Barrier && count > 0 && (in == nullptr || out == nullptr))
-    throw Error(std::string("collectives: ") + kind_name(int(kind)) + " on group " + group_str(group) + ": device " +
-                std::to_string(device) + " passed a null buffer for " + std::to_string(count) + " elements");
+  const int64_t in_bytes = in_elems * size, out_bytes = out_elems * size;
+  const bool needs_in = kind != Kind::Barrier && kind != Kind::Recv && !(kind == Kind::Broadcast && rank != root);
+  const bool needs_out = kind != Kind::Barrier && kind != Kind::Send;
+  if (count > 0 && ((needs_in && in == nullptr) || (needs_out && out == nullptr)))
+    throw Error(what + " passed a null buffer for " + std::to_string(count) + " elements");
 
   if (n == 1) {
     // Every collective of one device is a copy.
-    if (kind != Kind::Barrier && count > 0 && in != out) std::memmove(out, in, size_t(out_bytes));
+    if (needs_in && needs_out && count > 0 && in != out) std::memmove(out, in, size_t(out_bytes));
     return;
   }
 
   // A device's in and out may overlap only where its peers never read what it writes first.
-  if (kind != Kind::Barrier && overlaps(in, in_bytes, out, out_bytes)) {
-    const bool safe = (kind == Kind::AllReduce && in == out) ||
-                      (kind == Kind::AllGather && in == out + rank * count) ||
-                      (kind == Kind::ReduceScatter && out == in + rank * count);
+  if (needs_in && needs_out && overlaps(in, in_bytes, out, out_bytes)) {
+    const auto* ib = static_cast<const std::byte*>(in);
+    auto* ob = static_cast<std::byte*>(out);
+    const bool safe = (kind == Kind::AllReduce && in == out) || (kind == Kind::Broadcast && in == out) ||
+                      (kind == Kind::AllGather && ib == ob + rank * count * size) ||
+                      (kind == Kind::ReduceScatter && ob == ib + rank * count * size);
     if (!safe) {
       auto& buf = g.staging[size_t(rank)];
       if (buf.size() < size_t(in_bytes)) {
@@ -314,7 +313,7 @@ void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group
         buf.resize(size_t(in_bytes));
       }
       std::memcpy(buf.data(), in, size_t(in_bytes));
-      in = reinterpret_cast<const T*>(buf.data());
+      in = buf.data();
     }
   }
 
@@ -323,110 +322,144 @@ void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group
   mine.out = out;
   mine.count = count;
   mine.kind = int(kind);
-  mine.type = TypeTag<T>::id;
+  mine.type = int(t);
+  mine.root = root;
   arrive(g, rank, kind);
 
   // Every device reads the same slots, so either all of them go on or all of them throw this.
-  for (int r = 0; r < n; ++r) {
-    const Slot& s = g.slots[size_t(r)];
-    if (s.kind != int(kind) || s.type != TypeTag<T>::id || s.count != count) {
-      std::ostringstream msg;
-      msg << "collectives: group " << group_str(g.devices) << " disagrees on the call: ";
-      for (int q = 0; q < n; ++q) {
-        const Slot& p = g.slots[size_t(q)];
-        msg << (q ? "; " : "") << "device " << g.devices[size_t(q)] << " called " << kind_name(p.kind);
-        if (p.kind != int(Kind::Barrier)) msg << " with " << p.count << " " << type_name(p.type) << " elements";
-      }
-      arrive(g, rank, kind);  // peers finish reading the slots before anyone posts again
-      throw Error(msg.str());
+  // A send pairs with a recv; every other call with the same call.
+  auto matches = [&](const Slot& s) {
+    if (s.type != int(t) || s.count != count) return false;
+    if (p2p) return s.kind == int(Kind::Send) || s.kind == int(Kind::Recv);
+    return s.kind == int(kind) && (kind != Kind::Broadcast || s.root == root);
+  };
+  bool agree = true;
+  for (int r = 0; r < n; ++r) agree = agree && matches(g.slots[size_t(r)]);
+  if (p2p) agree = agree && g.slots[0].kind != g.slots[1].kind;
+  if (!agree) {
+    std::ostringstream msg;
+    msg << "collectives: group " << group_str(g.devices) << " disagrees on the call: ";
+    for (int q = 0; q < n; ++q) {
+      const Slot& p = g.slots[size_t(q)];
+      msg << (q ? "; " : "") << "device " << g.devices[size_t(q)] << " called " << kind_name(p.kind);
+      if (p.kind != int(Kind::Barrier)) msg << " with " << p.count << " " << type_name(p.type) << " elements";
+      if (p.kind == int(Kind::Broadcast)) msg << " from root rank " << p.root;
     }
+    arrive(g, rank, kind);  // peers finish reading the slots before anyone posts again
+    throw Error(msg.str());
   }
 
-  if (count > 0) {
-    // Peers' buffers, in rank order.
-    std::vector<const T*> ins(static_cast<size_t>(n));
-    std::vector<T*> outs(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) {
-      ins[size_t(r)] = static_cast<const T*>(g.slots[size_t(r)].in);
-      outs[size_t(r)] = static_cast<T*>(g.slots[size_t(r)].out);
-    }
-    // Outputs far beyond the cache are written with non-temporal stores.
-    const int64_t group_out_bytes = (kind == Kind::AllGather || kind == Kind::AllToAll ? n : 1) * n * count * int64_t(sizeof(T));
-    const bool stream = group_out_bytes > kStreamBytes;
-    alignas(64) T acc[kBlock<T>];
-    switch (kind) {
-      case Kind::AllReduce: {
-        // Slice boundaries on whole cache lines, so ranks never write the same line of an out.
-        constexpr int64_t line = 64 / int64_t(sizeof(T));
-        const int64_t lines = (count + line - 1) / line;
-        const int64_t begin = std::min(count, lines * rank / n * line);
-        const int64_t end = std::min(count, lines * (rank + 1) / n * line);
-        for (int64_t off = begin; off < end; off += kBlock<T>) {
-          const int64_t len = std::min(kBlock<T>, end - off);
-          sum_block(acc, ins.data(), n, off, len);
-          // Only this rank reads this slice of any in, and it has just read it, so writing it now is
-          // safe even where a device's out is its in.
-          for (int r = 0; r < n; ++r) store(outs[size_t(r)] + off, acc, size_t(len) * sizeof(T), stream);
-        }
-        break;
-      }
-      case Kind::ReduceScatter: {
-        for (int r = 0; r < n; ++r) ins[size_t(r)] += rank * count;
-        for (int64_t off = 0; off < count; off += kBlock<T>) {
-          const int64_t len = std::min(kBlock<T>, count - off);
-          sum_block(acc, ins.data(), n, off, len);
-          store(out + off, acc, size_t(len) * sizeof(T), stream);
-        }
-        break;
-      }
-      case Kind::AllGather: {
-        for (int r = 0; r < n; ++r) {
-          T* dst = out + r * count;
-          if (dst != ins[size_t(r)]) store(dst, ins[size_t(r)], size_t(count) * sizeof(T), stream);
-        }
-        break;
-      }
-      case Kind::AllToAll: {
-        for (int r = 0; r < n; ++r)
-          store(out + r * count, ins[size_t(r)] + rank * count, size_t(count) * sizeof(T), stream);
-        break;
-      }
-      case Kind::Barrier:
-        break;
-    }
-    if (stream) store_fence();  // non-temporal stores are visible to peers before we arrive
+  if (count > 0 && kind != Kind::Barrier) {
+    if (t == DType::F64) move<double>(kind, g, rank, static_cast<double*>(out), count, root);
+    else move<float>(kind, g, rank, static_cast<float*>(out), count, root);
   }
   arrive(g, rank, kind);
 }
 
+// Step 2 of a call on one rank: its share of the data movement between the posted buffers.
+template <class T>
+void ThreadCollectives::move(Kind kind, Group& g, int rank, T* out, int64_t count, int root) {
+  const int n = int(g.devices.size());
+  std::vector<const T*> ins(static_cast<size_t>(n));
+  std::vector<T*> outs(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    ins[size_t(r)] = static_cast<const T*>(g.slots[size_t(r)].in);
+    outs[size_t(r)] = static_cast<T*>(g.slots[size_t(r)].out);
+  }
+  // Outputs far beyond the cache are written with non-temporal stores.
+  const int64_t group_out_bytes = (kind == Kind::AllGather || kind == Kind::AllToAll ? n : 1) * n * count * int64_t(sizeof(T));
+  const bool stream = group_out_bytes > kStreamBytes;
+  alignas(64) T acc[kBlock<T>];
+  switch (kind) {
+    case Kind::AllReduce: {
+      // Slice boundaries on whole cache lines, so ranks never write the same line of an out.
+      constexpr int64_t line = 64 / int64_t(sizeof(T));
+      const int64_t lines = (count + line - 1) / line;
+      const int64_t begin = std::min(count, lines * rank / n * line);
+      const int64_t end = std::min(count, lines * (rank + 1) / n * line);
+      for (int64_t off = begin; off < end; off += kBlock<T>) {
+        const int64_t len = std::min(kBlock<T>, end - off);
+        sum_block(acc, ins.data(), n, off, len);
+        // Only this rank reads this slice of any in, and it has just read it, so writing it now is
+        // safe even where a device's out is its in.
+        for (int r = 0; r < n; ++r) store(outs[size_t(r)] + off, acc, size_t(len) * sizeof(T), stream);
+      }
+      break;
+    }
+    case Kind::ReduceScatter: {
+      for (int r = 0; r < n; ++r) ins[size_t(r)] += rank * count;
+      for (int64_t off = 0; off < count; off += kBlock<T>) {
+        const int64_t len = std::min(kBlock<T>, count - off);
+        sum_block(acc, ins.data(), n, off, len);
+        store(out + off, acc, size_t(len) * sizeof(T), stream);
+      }
+      break;
+    }
+    case Kind::AllGather: {
+      for (int r = 0; r < n; ++r) {
+        T* dst = out + r * count;
+        if (dst != ins[size_t(r)]) store(dst, ins[size_t(r)], size_t(count) * sizeof(T), stream);
+      }
+      break;
+    }
+    case Kind::AllToAll: {
+      for (int r = 0; r < n; ++r) store(out + r * count, ins[size_t(r)] + rank * count, size_t(count) * sizeof(T), stream);
+      break;
+    }
+    case Kind::Broadcast: {
+      if (out != ins[size_t(root)]) store(out, ins[size_t(root)], size_t(count) * sizeof(T), stream);
+      break;
+    }
+    case Kind::Recv: {
+      // The receiver copies; the sender waits for it at the second arrival.
+      store(out, ins[size_t(1 - rank)], size_t(count) * sizeof(T), stream);
+      break;
+    }
+    case Kind::Send:
+    case Kind::Barrier:
+      break;
+  }
+  if (stream) store_fence();  // non-temporal stores are visible to peers before we arrive
+}
+
 void ThreadCollectives::barrier(int device, const std::vector<int>& group) {
-  run<float>(Kind::Barrier, device, group, nullptr, nullptr, 0);
+  run(Kind::Barrier, device, group, nullptr, nullptr, 0, DType::F32);
+}
+void ThreadCollectives::all_reduce(int device, const std::vector<int>& group, const void* in, void* out, int64_t count,
+                                   DType t) {
+  run(Kind::AllReduce, device, group, in, out, count, t);
+}
+void ThreadCollectives::all_gather(int device, const std::vector<int>& group, const void* in, void* out, int64_t count,
+                                   DType t) {
+  run(Kind::AllGather, device, group, in, out, count, t);
+}
+void ThreadCollectives::reduce_scatter(int device, const std::vector<int>& group, const void* in, void* out,
+                                       int64_t count, DType t) {
+  run(Kind::ReduceScatter, device, group, in, out, count, t);
+}
+void ThreadCollectives::all_to_all(int device, const std::vector<int>& group, const void* in, void* out, int64_t count,
+                                   DType t) {
+  run(Kind::AllToAll, device, group, in, out, count, t);
+}
+void ThreadCollectives::broadcast(int device, const std::vector<int>& group, int root, const void* in, void* out,
+                                  int64_t count, DType t) {
+  run(Kind::Broadcast, device, group, in, out, count, t, root);
 }
 
-template <class T>
-void ThreadCollectives::all_reduce(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
-  run<T>(Kind::AllReduce, device, group, in, out, count);
+namespace {
+// A pair's group, lowest id first, so both ends find the same one.
+std::vector<int> pair_group(int device, int peer, const char* kind) {
+  if (device == peer)
+    throw Error(std::string("collectives: ") + kind + " on device " + std::to_string(device) + " names itself as the peer");
+  return {std::min(device, peer), std::max(device, peer)};
 }
-template <class T>
-void ThreadCollectives::all_gather(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
-  run<T>(Kind::AllGather, device, group, in, out, count);
-}
-template <class T>
-void ThreadCollectives::reduce_scatter(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
-  run<T>(Kind::ReduceScatter, device, group, in, out, count);
-}
-template <class T>
-void ThreadCollectives::all_to_all(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
-  run<T>(Kind::AllToAll, device, group, in, out, count);
-}
+}  // namespace
 
-#define SHARDLAB_COLLECTIVES_INSTANTIATE(T)                                                                   \
-  template void ThreadCollectives::all_reduce<T>(int, const std::vector<int>&, const T*, T*, int64_t);     \
-  template void ThreadCollectives::all_gather<T>(int, const std::vector<int>&, const T*, T*, int64_t);     \
-  template void ThreadCollectives::reduce_scatter<T>(int, const std::vector<int>&, const T*, T*, int64_t); \
-  template void ThreadCollectives::all_to_all<T>(int, const std::vector<int>&, const T*, T*, int64_t);
-SHARDLAB_COLLECTIVES_INSTANTIATE(float)
-SHARDLAB_COLLECTIVES_INSTANTIATE(double)
-#undef SHARDLAB_COLLECTIVES_INSTANTIATE
+void ThreadCollectives::send(int device, int peer, const void* buf, int64_t count, DType t) {
+  run(Kind::Send, device, pair_group(device, peer, "send"), buf, nullptr, count, t);
+}
+void ThreadCollectives::recv(int device, int peer, void* buf, int64_t count, DType t) {
+  run(Kind::Recv, device, pair_group(device, peer, "recv"), nullptr, buf, count, t);
+}
 
 }  // namespace shardlab::backends::cpu

@@ -11,58 +11,59 @@
 #include <string>
 #include <vector>
 
+#include "engine/backends/collectives.h"
+
 namespace shardlab::backends::cpu {
 
-// Collectives among the virtual devices of one process. Every device in `group` calls the same
-// collective with the same group (global device ids, in rank order) and sizes, concurrently from its
-// own thread; a device may be in several groups (e.g. its row and its column of the mesh) but takes
-// part in one collective at a time. Reductions add contributions in rank order, so results are
-// bitwise identical run to run and on every device.
+// The shared-memory transport of the collectives interface (backends/collectives.h), among the
+// virtual devices of one process: every device of a group posts its buffers, and the data moves
+// straight between them. Its contract is the interface's; beyond it:
 //
-// Element i of a reduction is ((in_0[i] + in_1[i]) + in_2[i]) + ... where in_r is the input of the
-// device at group[r], whichever thread happens to compute it.
-//
-// Aliasing: a device's out may overlap its own in (all_reduce in == out; all_gather in == out +
-// rank * count; reduce_scatter out == in + rank * count are done without copies, any other overlap
-// is staged through a per-device buffer). One device's out must not overlap another device's in or
+// Aliasing: any overlap of a device's in and out other than the in-place forms the interface allows
+// is staged through a per-device buffer. One device's out must not overlap another device's in or
 // out. Buffers must stay untouched by other code until the call returns.
 //
 // Errors (shardlab::Error): a device id out of range, a device not in the group, an empty group or
 // one that lists a device twice, a negative count, a device already in another collective, peers
-// that disagree on the collective, element type or count (every device of the group throws), and
-// abort().
-class ThreadCollectives {
+// that disagree on the collective, element type, count or root (every device of the group throws),
+// a send or recv to itself, and abort().
+class ThreadCollectives final : public Collectives {
  public:
   explicit ThreadCollectives(int num_devices);
-  ~ThreadCollectives();
+  ~ThreadCollectives() override;
   ThreadCollectives(const ThreadCollectives&) = delete;
   ThreadCollectives& operator=(const ThreadCollectives&) = delete;
 
-  int num_devices() const;
-  void barrier(int device, const std::vector<int>& group);
-  // out = sum over ranks of in (count elements); in == out allowed.
-  template <class T>
-  void all_reduce(int device, const std::vector<int>& group, const T* in, T* out, int64_t count);
-  // out (group.size() * count) = concatenation of every rank's in (count), in rank order.
-  template <class T>
-  void all_gather(int device, const std::vector<int>& group, const T* in, T* out, int64_t count);
-  // in has group.size() * count elements; out (count) = sum over ranks of chunk[my rank] of their in.
-  template <class T>
-  void reduce_scatter(int device, const std::vector<int>& group, const T* in, T* out, int64_t count);
-  // in and out have group.size() * count elements; out chunk r = chunk[my rank] of rank r's in.
-  template <class T>
-  void all_to_all(int device, const std::vector<int>& group, const T* in, T* out, int64_t count);
-  // Cancels every waiting and future call with an Error (used when one device fails, so the others don't hang).
-  void abort(const std::string& why);
-  bool aborted() const;
+  using Collectives::all_gather;
+  using Collectives::all_reduce;
+  using Collectives::all_to_all;
+  using Collectives::broadcast;
+  using Collectives::recv;
+  using Collectives::reduce_scatter;
+  using Collectives::send;
+
+  int num_devices() const override;
+  void barrier(int device, const std::vector<int>& group) override;
+  void all_reduce(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) override;
+  void all_gather(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) override;
+  void reduce_scatter(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) override;
+  void all_to_all(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) override;
+  void broadcast(int device, const std::vector<int>& group, int root, const void* in, void* out, int64_t count,
+                 DType t) override;
+  void send(int device, int peer, const void* buf, int64_t count, DType t) override;
+  void recv(int device, int peer, void* buf, int64_t count, DType t) override;
+  void abort(const std::string& why) override;
+  bool aborted() const override;
 
  private:
   struct Group;
   class Call;
-  enum class Kind : int { Barrier, AllReduce, AllGather, ReduceScatter, AllToAll };
+  enum class Kind : int { Barrier, AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Send, Recv };
 
+  void run(Kind kind, int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t,
+           int root = 0);
   template <class T>
-  void run(Kind kind, int device, const std::vector<int>& group, const T* in, T* out, int64_t count);
+  void move(Kind kind, Group& g, int rank, T* out, int64_t count, int root);
   Group& group_for(int device, const std::vector<int>& group, Kind kind);
   void arrive(Group& g, int rank, Kind kind);
   [[noreturn]] void throw_aborted(const Group& g, int rank, Kind kind) const;

@@ -4,10 +4,11 @@
 #include <omp.h>
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <thread>
 
+#include "engine/backends/cpu/device_workers.h"
 #include "engine/backends/cpu/kernels.h"
+#include "engine/ir/fusion.h"
 #include "engine/ir/primitive.h"
 #include "engine/profiler/trace.h"
 #include "engine/util/error.h"
@@ -17,16 +18,24 @@ namespace shardlab::backends::cpu {
 void set_threads(int threads) {
   if (threads <= 0) threads = default_threads();
   omp_set_num_threads(threads);
-  Eigen::setNbThreads(threads);
+  // 0: Eigen asks OpenMP, whose thread count is per calling thread, so concurrent virtual devices
+  // each keep their own share of the cores.
+  Eigen::setNbThreads(0);
 }
 
 int default_threads() { return int(std::max(1u, std::thread::hardware_concurrency())); }
 
 template <class T>
-Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse)
+Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse, const Executor* share_persistent)
     : program_(program), plan_(std::move(plan)), persistent_(&own_persistent_) {
   arena_.assign(size_t(plan_.arena_elems), T(0));
-  own_persistent_.assign(size_t(plan_.param_elems + plan_.opt_state_elems), T(0));
+  if (share_persistent) {
+    if (share_persistent->persistent_->size() != size_t(plan_.param_elems + plan_.opt_state_elems))
+      throw Error("internal: executors disagree on the size of the persistent state");
+    persistent_ = share_persistent->persistent_;
+  } else {
+    own_persistent_.assign(size_t(plan_.param_elems + plan_.opt_state_elems), T(0));
+  }
   if (fuse) {
     plan_fusion();
   } else {
@@ -87,65 +96,32 @@ size_t Executor<T>::fused_instructions() const {
   return n;
 }
 
-// MatMul -> BiasAdd [-> Relu] and MatMul -> ReluGrad become one GEMM whose store applies the
-// elementwise work, when the intermediate results have no other reader and the memory plan
-// already put the final result in the MatMul's buffer (so the GEMM cannot overwrite its inputs).
-// Optimizer updates scheduled in between are stepped over when they write nothing the folded
-// instruction reads.
+// The IR pass's epilogue chains, kept where the memory plan already put the chain's result in the
+// MatMul's buffer: the GEMM then writes its result once and cannot overwrite its own inputs.
 template <class T>
 void Executor<T>::plan_fusion() {
   const auto& ins = program_.instrs;
-  std::vector<int> uses(program_.values.size(), 0);
-  for (const ir::Instr& i : ins)
-    for (int v : i.in) ++uses[size_t(v)];
   auto same_buffer = [&](int a, int b) {
     return plan_.arena_offset[size_t(a)] >= 0 && plan_.arena_offset[size_t(a)] == plan_.arena_offset[size_t(b)];
   };
-  auto is_update = [](const ir::Instr& i) { return i.op == ir::Op::AdamUpdate || i.op == ir::Op::SgdUpdate; };
-  // The instruction that reads `v` next after `from`, if only updates that leave its inputs alone stand between.
-  auto next_reader = [&](size_t from, int v) -> std::optional<size_t> {
-    for (size_t j = from + 1; j < ins.size(); ++j) {
-      if (std::find(ins[j].in.begin(), ins[j].in.end(), v) != ins[j].in.end()) {
-        for (size_t k = from + 1; k < j; ++k)
-          for (int w : ins[k].in)
-            if (std::find(ins[j].in.begin(), ins[j].in.end(), w) != ins[j].in.end()) return std::nullopt;
-        return j;
-      }
-      if (!is_update(ins[j])) return std::nullopt;
-    }
-    return std::nullopt;
-  };
+  std::vector<const ir::EpilogueChain*> at(ins.size(), nullptr);
+  const std::vector<ir::EpilogueChain> chains = ir::find_epilogue_chains(program_);
+  for (const ir::EpilogueChain& c : chains)
+    if (same_buffer(c.out, ins[c.matmul].out[0])) at[c.matmul] = &c;
   folded_away_.assign(ins.size(), false);
   for (size_t i = 0; i < ins.size(); ++i) {
     if (folded_away_[i]) continue;
     Step s;
     s.instr = i;
-    std::vector<size_t> folded;
-    if (ins[i].op == ir::Op::MatMul && uses[size_t(ins[i].out[0])] == 1) {
-      const int m = ins[i].out[0];
-      if (auto j = next_reader(i, m)) {
-        const ir::Instr& next = ins[*j];
-        if (next.op == ir::Op::BiasAdd && next.in[0] == m) {
-          folded.push_back(*j);
-          s.bias = next.in[1];
-          s.out = next.out[0];
-          auto r = uses[size_t(s.out)] == 1 ? next_reader(*j, s.out) : std::nullopt;
-          if (r && ins[*r].op == ir::Op::Relu) {
-            folded.push_back(*r);
-            s.relu = true;
-            s.out = ins[*r].out[0];
-          }
-        } else if (next.op == ir::Op::ReluGrad && next.in[1] == m) {
-          folded.push_back(*j);
-          s.mask = next.in[0];
-          s.out = next.out[0];
-        }
-      }
-      if (!folded.empty() && !same_buffer(s.out, m)) folded.clear(), s = Step{i};
+    if (const ir::EpilogueChain* c = at[i]) {
+      s.folded = c->folded.size();
+      s.folded_instrs = c->folded;
+      s.bias = c->bias;
+      s.relu = c->relu;
+      s.mask = c->mask;
+      s.out = c->out;
+      for (size_t f : c->folded) folded_away_[f] = true;
     }
-    s.folded = folded.size();
-    s.folded_instrs = folded;
-    for (size_t f : folded) folded_away_[f] = true;
     steps_.push_back(s);
   }
 }
@@ -161,15 +137,6 @@ T* Executor<T>::data(int v) {
 template <class T>
 const T* Executor<T>::data(int v) const {
   return const_cast<Executor*>(this)->data(v);
-}
-
-template <class T>
-void Executor<T>::share_persistent_with(Executor& other) const {
-  if (other.own_persistent_.size() != own_persistent_.size())
-    throw Error("internal: executors disagree on the size of the persistent state");
-  other.own_persistent_.clear();
-  other.own_persistent_.shrink_to_fit();
-  other.persistent_ = persistent_;
 }
 
 template <class T>
@@ -211,7 +178,15 @@ void Executor<T>::run(const StepContext& ctx) {
     } else if (ins.op == ir::Op::AllReduce || ins.op == ir::Op::AllGather || ins.op == ir::Op::ReduceScatter ||
                ins.op == ir::Op::AllToAll) {
       const auto t0 = std::chrono::steady_clock::now();
-      run_kernel(ins, args, ctx);
+      // Waiting for peers takes no core: another device may use this one meanwhile.
+      if (ctx.budget) ctx.budget->release();
+      try {
+        run_kernel(ins, args, ctx);
+      } catch (...) {
+        if (ctx.budget) ctx.budget->acquire();
+        throw;
+      }
+      if (ctx.budget) ctx.budget->acquire();
       comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       run_kernel(ins, args, ctx);

@@ -15,7 +15,9 @@ template <class T>
 class Executor {
  public:
   // `fuse`: fold elementwise instructions into the GEMMs that feed them (off only to test it).
-  Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse = true);
+  // `share_persistent`: use that executor's parameters and optimizer state (built from the same
+  // model, e.g. the evaluation step beside the training step) instead of allocating them.
+  Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse = true, const Executor* share_persistent = nullptr);
 
   // Storage of any planned value (parameter, state, input, or a temporary after the step ran).
   T* data(int value);
@@ -29,9 +31,8 @@ class Executor {
   // Seconds the last run() spent in collectives (waiting for peers included).
   double last_comm_seconds() const { return comm_seconds_; }
 
-  // Gives parameters and optimizer state to another executor built from the same model (the eval
-  // program shares them with the training program instead of copying).
-  void share_persistent_with(Executor& other) const;
+  // Elements this executor allocated: its arena, and its persistent block unless shared.
+  int64_t allocated_elems() const { return int64_t(arena_.size() + own_persistent_.size()); }
 
  private:
   const ir::Program& program_;

@@ -13,8 +13,9 @@ class Trace;
 
 namespace shardlab::backends {
 
+class Collectives;
 namespace cpu {
-class ThreadCollectives;
+class ThreadBudget;
 }
 
 struct StepContext {
@@ -23,7 +24,9 @@ struct StepContext {
   // Set when the program runs on one device of several (an SPMD program with collectives).
   int device = 0;
   const sharding::Mesh* mesh = nullptr;
-  cpu::ThreadCollectives* comm = nullptr;
+  Collectives* comm = nullptr;
+  // Where devices outnumber cores: a device gives its core back while it waits in a collective.
+  cpu::ThreadBudget* budget = nullptr;
   // Where to record this step's spans and summary (null: not traced).
   profiler::Trace* trace = nullptr;
   double data_wait_us = 0;  // the host's wait for this step's batch, for the summary

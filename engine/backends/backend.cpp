@@ -1,0 +1,33 @@
+#include "engine/backends/backend.h"
+
+#include <algorithm>
+
+#include "engine/backends/cpu/cpu_backend.h"
+#include "engine/util/bytes.h"
+
+namespace shardlab::backends {
+
+const char* device_kind_name(DeviceKind k) { return k == DeviceKind::Cuda ? "cuda" : "cpu"; }
+
+std::vector<std::string> built_backends() { return {"cpu"}; }
+
+std::unique_ptr<Backend> make_backend(const std::string& kind, const BackendOptions& options) {
+  if (kind == "cpu") return cpu::make_cpu_backend(options);
+  if (kind == "cuda") throw Error("backend 'cuda': this build of Shardlab has no CUDA backend (built without CUDA)");
+  throw Error("backend '" + kind + "': unknown; this build has: cpu");
+}
+
+OutOfMemory out_of_memory(const std::string& device, const std::string& what, uint64_t need, uint64_t capacity,
+                          const ir::Program& program) {
+  // The three largest arrays, so the user sees what to shard.
+  std::vector<std::pair<int64_t, std::string>> sizes;
+  for (const ir::Value& v : program.values) sizes.push_back({numel(v.shape), v.name});
+  std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string biggest;
+  for (size_t i = 0; i < sizes.size() && i < 3; ++i)
+    biggest += (i ? ", " : "") + sizes[i].second + " " + util::format_bytes(double(sizes[i].first) * 4);
+  return OutOfMemory(device + ": " + what + " needs " + util::format_bytes(double(need)) + " but only " +
+                     util::format_bytes(double(capacity)) + " is available; the largest arrays: " + biggest);
+}
+
+}  // namespace shardlab::backends

@@ -1,0 +1,99 @@
+// The collectives interface every backend's devices talk through: the shared-memory one between
+// threads (cpu::ThreadCollectives), and later MPI between processes and NCCL between GPUs.
+//
+// Contract, for every implementation:
+// - Every device of `group` (global device ids, in rank order) makes the same call with the same
+//   group, element type and count, each from its own thread (or process); a device may belong to
+//   several groups but takes part in one call at a time.
+// - Reductions add contributions in rank order, ((in_0 + in_1) + in_2) + ..., so results are
+//   bitwise identical run to run and on every device of the group.
+// - Nothing hangs: peers that disagree on the call get an Error on every device of the group, and
+//   abort() makes every waiting and later call throw (one failing device stops its peers).
+// - A device's out may equal its own in for all_reduce; all_gather may gather in place
+//   (in == out + rank * count) and reduce_scatter may scatter in place (out == in + rank * count).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardlab::backends {
+
+// Element types a collective moves. The precision work adds bf16 and f16.
+enum class DType : int { F32 = 1, F64 = 2 };
+
+constexpr size_t dtype_size(DType t) { return t == DType::F64 ? 8 : 4; }
+const char* dtype_name(DType t);
+
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::F64;
+}
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+
+  // Devices this transport connects (global ids 0 .. n-1).
+  virtual int num_devices() const = 0;
+  virtual void barrier(int device, const std::vector<int>& group) = 0;
+  // out (count) = sum over ranks of in (count).
+  virtual void all_reduce(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) = 0;
+  // out (group.size() * count) = every rank's in (count), in rank order.
+  virtual void all_gather(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) = 0;
+  // in has group.size() * count elements; out (count) = sum over ranks of their in's chunk [my rank].
+  virtual void reduce_scatter(int device, const std::vector<int>& group, const void* in, void* out, int64_t count,
+                              DType t) = 0;
+  // in and out have group.size() * count elements; out chunk r = chunk [my rank] of rank r's in.
+  virtual void all_to_all(int device, const std::vector<int>& group, const void* in, void* out, int64_t count, DType t) = 0;
+  // out (count) = in of the device at group[root]; the root's own out receives its in as well.
+  virtual void broadcast(int device, const std::vector<int>& group, int root, const void* in, void* out, int64_t count,
+                         DType t) = 0;
+  // Point to point (pipeline stages): `device` sends count elements to `peer`, which calls recv
+  // with `device` as its peer and the same count and type. Returns once the data has arrived.
+  virtual void send(int device, int peer, const void* buf, int64_t count, DType t) = 0;
+  virtual void recv(int device, int peer, void* buf, int64_t count, DType t) = 0;
+
+  // Cancels every waiting and future call with an Error carrying `why` (the first reason wins).
+  virtual void abort(const std::string& why) = 0;
+  virtual bool aborted() const = 0;
+
+  // Typed conveniences over the calls above.
+  template <class T>
+  void all_reduce(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+    all_reduce(device, group, in, out, count, dtype_of<T>());
+  }
+  template <class T>
+  void all_gather(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+    all_gather(device, group, in, out, count, dtype_of<T>());
+  }
+  template <class T>
+  void reduce_scatter(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+    reduce_scatter(device, group, in, out, count, dtype_of<T>());
+  }
+  template <class T>
+  void all_to_all(int device, const std::vector<int>& group, const T* in, T* out, int64_t count) {
+    all_to_all(device, group, in, out, count, dtype_of<T>());
+  }
+  template <class T>
+  void broadcast(int device, const std::vector<int>& group, int root, const T* in, T* out, int64_t count) {
+    broadcast(device, group, root, in, out, count, dtype_of<T>());
+  }
+  template <class T>
+  void send(int device, int peer, const T* buf, int64_t count) {
+    send(device, peer, buf, count, dtype_of<T>());
+  }
+  template <class T>
+  void recv(int device, int peer, T* buf, int64_t count) {
+    recv(device, peer, buf, count, dtype_of<T>());
+  }
+};
+
+}  // namespace shardlab::backends

@@ -1,0 +1,181 @@
+#include "engine/backends/cpu/cpu_backend.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "engine/backends/cpu/collectives.h"
+#include "engine/backends/cpu/device_workers.h"
+#include "engine/backends/cpu/executor.h"
+#include "engine/backends/cpu/gemm.h"
+#include "engine/profiler/trace.h"
+#include "engine/sharding/mesh.h"
+
+namespace shardlab::backends::cpu {
+
+namespace {
+
+// "MemAvailable" and friends from /proc/meminfo, in bytes (0 where absent).
+uint64_t meminfo(const std::string& key) {
+  std::ifstream f("/proc/meminfo");
+  std::string k;
+  uint64_t kb = 0;
+  std::string unit;
+  while (f >> k >> kb) {
+    std::getline(f, unit);
+    if (k == key + ":") return kb * 1024;
+  }
+  return 0;
+}
+
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "CPU";
+}
+
+// The threads and collectives of one mesh size, shared by every program loaded on it (the
+// training step and the evaluation steps), which never run at the same time.
+struct MeshRuntime {
+  MeshRuntime(int devices, int cores) : workers(devices, cores), comm(devices) {}
+  DeviceWorkers workers;
+  ThreadCollectives comm;
+};
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
+                std::shared_ptr<MeshRuntime> rt, const LoadOptions& options, const CpuExecutable* share)
+      : program_(std::make_unique<ir::Program>(program)), mesh_(mesh), rt_(std::move(rt)) {
+    const int n = int(mesh_.device_count());
+    for (int d = 0; d < n; ++d)
+      devices_.push_back(std::make_unique<Executor<float>>(*program_, memory, options.fuse,
+                                                           share ? share->devices_[size_t(d)].get() : nullptr));
+  }
+
+  const ir::Program& program() const override { return *program_; }
+  const plan::MemoryPlan& memory_plan() const override { return devices_[0]->memory_plan(); }
+  int num_devices() const override { return int(devices_.size()); }
+
+  void write(int device, int value, const float* host) override {
+    std::copy_n(host, numel(program_->shape(value)), device_at(device).data(value));
+  }
+  void read(int device, int value, float* host) const override {
+    const auto& ex = const_cast<CpuExecutable*>(this)->device_at(device);
+    std::copy_n(ex.data(value), numel(program_->shape(value)), host);
+  }
+
+  void run(const RunContext& ctx) override {
+    const std::function<void(int)> job = [&](int d) {
+      StepContext c;
+      c.step = ctx.step;
+      c.learning_rate = ctx.learning_rate;
+      c.device = d;
+      c.mesh = &mesh_;
+      c.comm = &rt_->comm;
+      c.budget = rt_->workers.budget();
+      c.trace = ctx.trace;
+      c.data_wait_us = ctx.data_wait_us;
+      devices_[size_t(d)]->run(c);
+    };
+    rt_->workers.run(job, &rt_->comm);
+  }
+
+  double last_comm_seconds() const override {
+    double s = 0;
+    for (const auto& ex : devices_) s += ex->last_comm_seconds();
+    return s / double(devices_.size());
+  }
+  size_t fused_instructions() const override { return devices_[0]->fused_instructions(); }
+  uint64_t bytes_per_device() const override { return uint64_t(devices_[0]->allocated_elems()) * sizeof(float); }
+
+ private:
+  Executor<float>& device_at(int d) {
+    if (d < 0 || d >= int(devices_.size()))
+      throw Error("internal: device " + std::to_string(d) + " of a mesh of " + std::to_string(devices_.size()));
+    return *devices_[size_t(d)];
+  }
+
+  std::unique_ptr<ir::Program> program_;  // the executors keep a reference to it
+  sharding::Mesh mesh_;
+  std::shared_ptr<MeshRuntime> rt_;
+  std::vector<std::unique_ptr<Executor<float>>> devices_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& o) : threads_(o.threads > 0 ? o.threads : default_threads()) {}
+
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  int threads() const override { return threads_; }
+
+  std::vector<DeviceInfo> devices() const override {
+    DeviceInfo d;
+    d.kind = DeviceKind::Cpu;
+    d.name = cpu_model() + " (" + std::to_string(default_threads()) + " cores, " + gemm_kind() + " GEMM)";
+    d.memory_bytes = physical_memory();
+    d.cores = default_threads();
+    return {d};
+  }
+
+  uint64_t capacity_per_device(int n) const override { return host_memory_available() / uint64_t(std::max(1, n)); }
+
+  std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
+                                   const LoadOptions& options) override {
+    const int n = int(mesh.device_count());
+    const auto* share = dynamic_cast<const CpuExecutable*>(options.share_persistent_with);
+    if (options.share_persistent_with && (!share || share->num_devices() != n))
+      throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");
+    // Refuse before allocating: what each device needs against its share of the host.
+    const uint64_t need =
+        uint64_t(memory.arena_elems + (share ? 0 : memory.param_elems + memory.opt_state_elems)) * sizeof(float);
+    const uint64_t capacity = capacity_per_device(n);
+    if (need > capacity)
+      throw out_of_memory(n == 1 ? std::string("the CPU device")
+                                 : "CPU device 0 of " + std::to_string(n) + " (virtual devices share the host's memory)",
+                          options.what, need, capacity, program);
+    auto& rt = runtimes_[n];
+    if (!rt || rt->comm.aborted()) rt = std::make_shared<MeshRuntime>(n, threads_);
+    return std::make_unique<CpuExecutable>(program, memory, mesh, rt, options, share);
+  }
+
+ private:
+  int threads_;
+  std::map<int, std::shared_ptr<MeshRuntime>> runtimes_;
+};
+
+}  // namespace
+
+uint64_t host_memory_available() {
+  uint64_t avail = meminfo("MemAvailable");
+  if (avail == 0) avail = physical_memory();
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    // The address space already in use counts against the limit.
+    std::ifstream f("/proc/self/statm");
+    uint64_t vm_pages = 0;
+    f >> vm_pages;
+    const uint64_t used = vm_pages * uint64_t(sysconf(_SC_PAGE_SIZE));
+    const uint64_t left = as.rlim_cur > used ? as.rlim_cur - used : 0;
+    avail = std::min(avail, left);
+  }
+  return avail;
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) { return std::make_unique<CpuBackend>(options); }
+
+}  // namespace shardlab::backends::cpu
