@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -126,7 +127,14 @@ void set_threads(int threads) {
 struct Timing {
   double best_s, median_s, checksum;
   size_t reps;
+  double best_cpu_s;  // the least process CPU time of a repetition: not inflated by time slices lost to other processes
 };
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 Timing time_product(const Impl& impl, const Shape& s, double min_seconds, long min_reps) {
   std::mt19937 rng(1234);
@@ -142,19 +150,22 @@ Timing time_product(const Impl& impl, const Shape& s, double min_seconds, long m
     checksum += c[size_t(i) % c.size()];
   }
   std::vector<double> times;
+  double best_cpu = 1e30;
   const auto start = Clock::now();
   while (static_cast<long>(times.size()) < min_reps ||
          std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     impl(s, a.data(), b.data(), c.data());
     const auto t1 = Clock::now();
+    best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu0);
     times.push_back(std::chrono::duration<double>(t1 - t0).count());
     checksum += c[(7 * times.size()) % c.size()];  // keeps the product observable
   }
   std::sort(times.begin(), times.end());
   const size_t h = times.size() / 2;
   const double median = times.size() % 2 ? times[h] : 0.5 * (times[h - 1] + times[h]);
-  return {times.front(), median, checksum, times.size()};
+  return {times.front(), median, checksum, times.size(), best_cpu};
 }
 
 std::string loadavg() {
@@ -197,10 +208,12 @@ int table(const std::vector<int>& thread_list, double min_seconds, long min_reps
 #endif
   for (cpu::GemmKernel k : cpu::available_kernels())
     if (k != cpu::GemmKernel::eigen) impls.emplace_back(cpu::kernel_name(k), shardlab_kernel(k));
-  std::printf("# gemm_kind: %s; GFLOP/s of the best repetition (at least %ld reps and %.2f s each)\n", cpu::gemm_kind(),
-              min_reps, min_seconds);
+  std::printf("# gemm_kind: %s; GFLOP/s of the best repetition (at least %ld reps and %.2f s each), as\n"
+              "# wall/cpu: by wall time, and by process CPU time x threads (robust to time slices lost to other\n"
+              "# processes; low where threads wait or spin)\n",
+              cpu::gemm_kind(), min_reps, min_seconds);
   std::printf("%-20s %2s %5s %5s %5s %3s", "shape", "op", "M", "N", "K", "T");
-  for (const auto& [name, impl] : impls) std::printf(" %14s", name.c_str());
+  for (const auto& [name, impl] : impls) std::printf(" %13s", name.c_str());
   std::printf("  %s\n", "loadavg");
   for (int threads : thread_list) {
     set_threads(threads);
@@ -210,7 +223,8 @@ int table(const std::vector<int>& thread_list, double min_seconds, long min_reps
       for (const auto& [name, impl] : impls) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the other pools stop spinning
         const Timing t = time_product(impl, s, min_seconds, min_reps);
-        std::printf(" %14.1f", 2.0 * double(s.m) * double(s.n) * double(s.k) / t.best_s / 1e9);
+        const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+        std::printf(" %6.1f/%6.1f", flops / t.best_s / 1e9, flops * threads / t.best_cpu_s / 1e9);
         std::fflush(stdout);
       }
       std::printf("  %s\n", load.c_str());

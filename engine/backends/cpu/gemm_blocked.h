@@ -98,13 +98,15 @@ void blocked_columns(const GemmProblem& g, int64_t j0, int64_t nc, float* apack,
   for (int64_t p0 = 0; p0 < g.k; p0 += KC) {
     const int64_t kc = std::min(KC, g.k - p0);
     const bool accumulate = p0 > 0, last = p0 + kc >= g.k;
-    pack_b<NR>(g.trans_b, g.b, g.ldb, p0, kc, j0, nc, bpack);
     for (int64_t i0 = 0; i0 < g.m; i0 += MC) {
       const int64_t mc = std::min(MC, g.m - i0);
       pack_a<MR>(g.trans_a, g.a, g.lda, i0, mc, p0, kc, apack);
       for (int64_t jr = 0; jr < nc; jr += NR) {
         const int64_t cols = std::min(NR, nc - jr);
-        const float* bp = bpack + jr * kc;
+        float* bp = bpack + jr * kc;
+        // Each B panel is packed just before its first use, while it is still in L1: packing the
+        // whole slice first sends it (kc x nc floats, often larger than L2) out to L3 and back.
+        if (i0 == 0) pack_b<NR>(g.trans_b, g.b, g.ldb, p0, kc, j0 + jr, cols, bp);
         for (int64_t ir = 0; ir < mc; ir += MR) {
           const int64_t rows = std::min(MR, mc - ir);
           const float* ap = apack + ir * kc;
