@@ -20,7 +20,6 @@
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/mesh.h"
 #include "engine/util/hash.h"
-#include "tests/engine/test_support.h"
 
 using namespace shardlab;
 using ir::Op;
@@ -82,8 +81,6 @@ Shape shape(Rng& r, size_t min_rank = 1, size_t max_rank = 3) {
 Shape threaded(Rng& r) { return {int64_t(33 + r() % 5), int64_t(1025 + 2 * (r() % 4))}; }
 
 double uniform(Rng& r) { return double(r() >> 11) * 0x1.0p-53; }
-
-ir::Attrs no_attrs() { return {}; }
 
 // Operands of one shape, drawn as `gens` say.
 std::function<Instance(Rng&)> same(std::vector<Gen> gens, std::function<ir::Attrs(Rng&)> attrs = {},
@@ -390,8 +387,9 @@ QString mismatch(const std::vector<float>& got, const std::vector<double>& want,
   return QString("relative L2 error %1 > %2 (|reference| %3)").arg(norm > 0 ? err / norm : err, 0, 'g', 3).arg(tol).arg(norm, 0, 'g', 4);
 }
 
-// NaN into every value a run must produce. Before the fed values are written: a temporary the plan
-// places over an input's buffer (after the input dies) then keeps the input's data where they meet.
+// NaN into every value a run must produce. Called before the fed values are written: where the plan
+// lets a temporary reuse an input's buffer once the input is dead, the input's data then wins, so
+// poisoning never corrupts what the run reads (such elements are simply left unpoisoned).
 void poison(backends::Executable& exe, const ir::Program& p, const std::vector<int>& fed) {
   for (size_t v = 0; v < p.values.size(); ++v) {
     if (std::find(fed.begin(), fed.end(), int(v)) != fed.end() || exe.memory_plan().arena_offset[v] < 0) continue;
@@ -400,9 +398,7 @@ void poison(backends::Executable& exe, const ir::Program& p, const std::vector<i
   }
 }
 
-struct Inputs {
-  std::vector<std::vector<float>> values;  // per fed value
-};
+using Inputs = std::vector<std::vector<float>>;  // per fed value
 
 Inputs draw_inputs(const Built& b, const Instance& inst, uint64_t key) {
   const int64_t classes = inst.operands.empty() || inst.operands[0].shape.empty() ? 1 : inst.operands[0].shape.back();
@@ -410,7 +406,7 @@ Inputs draw_inputs(const Built& b, const Instance& inst, uint64_t key) {
   for (size_t k = 0; k < b.fed.size(); ++k) {
     std::vector<float> v(size_t(numel(b.program.shape(b.fed[k]))));
     for (size_t j = 0; j < v.size(); ++j) v[j] = draw(b.fed_gen[k], key + 131 * k, j, classes);
-    in.values.push_back(std::move(v));
+    in.push_back(std::move(v));
   }
   return in;
 }
@@ -428,14 +424,14 @@ QString run_case(backends::Backend& backend, const Case& c, int draw_index, Buff
     auto exe = backend.load(p, plan::plan_memory(p, buffers == Buffers::Shared ? b.results : every_value(p)), sharding::Mesh(),
                             backends::LoadOptions{});
     poison(*exe, p, b.fed);
-    for (size_t k = 0; k < b.fed.size(); ++k) exe->write(0, b.fed[k], in.values[k].data());
+    for (size_t k = 0; k < b.fed.size(); ++k) exe->write(0, b.fed[k], in[k].data());
     backends::RunContext ctx;
     ctx.step = c.step;
     ctx.learning_rate = c.learning_rate;
     exe->run(ctx);
 
     backends::cpu::Executor<double> ref(p, plan::plan_memory(p, every_value(p)), /*fuse=*/false);
-    for (size_t k = 0; k < b.fed.size(); ++k) std::copy(in.values[k].begin(), in.values[k].end(), ref.data(b.fed[k]));
+    for (size_t k = 0; k < b.fed.size(); ++k) std::copy(in[k].begin(), in[k].end(), ref.data(b.fed[k]));
     ref.run({c.step, c.learning_rate});
 
     QStringList failures;
@@ -481,6 +477,7 @@ class TestBackendConformance : public QObject {
  private slots:
   void everyPrimitiveHasACase();
   void poisonedResultsReadNaNBeforeARun();
+  void sharedBuffersPutResultsOverTheirOperands();
   void primitiveMatchesDoubleReference_data();
   void primitiveMatchesDoubleReference();
   void fusedEpiloguesMatchUnfusedBitForBit_data();
@@ -531,12 +528,12 @@ void TestBackendConformance::poisonedResultsReadNaNBeforeARun() {
         const Inputs in = draw_inputs(b, inst, 2);
         auto exe = backend(kind).load(p, plan::plan_memory(p, buffers == Buffers::Shared ? b.results : every_value(p)), sharding::Mesh());
         poison(*exe, p, b.fed);
-        for (size_t k = 0; k < b.fed.size(); ++k) exe->write(0, b.fed[k], in.values[k].data());
+        for (size_t k = 0; k < b.fed.size(); ++k) exe->write(0, b.fed[k], in[k].data());
 
         for (size_t k = 0; k < b.fed.size(); ++k) {
-          std::vector<float> back(in.values[k].size());
+          std::vector<float> back(in[k].size());
           exe->read(0, b.fed[k], back.data());
-          QVERIFY2(back == in.values[k], qPrintable(QString("%1: poisoning overwrote fed value %2").arg(what).arg(k)));
+          QVERIFY2(back == in[k], qPrintable(QString("%1: poisoning overwrote fed value %2").arg(what).arg(k)));
         }
         const plan::MemoryPlan& plan = exe->memory_plan();
         auto under_fed = [&](int64_t at) {  // an arena element inside a fed value's buffer
@@ -568,6 +565,22 @@ void TestBackendConformance::poisonedResultsReadNaNBeforeARun() {
       }
     }
   }
+}
+
+// The shared-buffers runs are only worth their time if the plan really aliases: an elementwise
+// result takes its operand's buffer, as in a training step.
+void TestBackendConformance::sharedBuffersPutResultsOverTheirOperands() {
+  int aliased = 0;
+  for (const Case& c : cases()) {
+    Rng rng(1);
+    const Built b = build(c, c.draw(rng), Buffers::Shared);
+    const plan::MemoryPlan plan = plan::plan_memory(b.program, b.results);
+    for (const ir::Instr& ins : b.program.instrs)
+      for (int out : ins.out)
+        for (int in : ins.in)
+          aliased += plan.arena_offset[size_t(out)] >= 0 && plan.arena_offset[size_t(out)] == plan.arena_offset[size_t(in)];
+  }
+  QVERIFY2(aliased >= 10, qPrintable(QString("only %1 results share their operand's buffer").arg(aliased)));
 }
 
 void TestBackendConformance::primitiveMatchesDoubleReference_data() {
