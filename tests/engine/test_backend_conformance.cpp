@@ -1,0 +1,673 @@
+// Every primitive, forward and VJP, on every backend this build has, against the CPU executor in
+// double precision (ggml's test-backend-ops habit). Shapes are drawn at random (seeded, so a failure
+// reproduces) from sizes that leave remainders in vector loops and GEMM tiles; every value a run
+// must produce starts as NaN, so an element a kernel never writes fails. The table must name every
+// primitive but the collectives, which test_collectives and test_spmd check against references of
+// their own.
+#include <QtTest>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include "engine/backends/backend.h"
+#include "engine/backends/cpu/executor.h"
+#include "engine/ir/primitive.h"
+#include "engine/project/project.h"
+#include "engine/runtime/train_step.h"
+#include "engine/sharding/mesh.h"
+#include "engine/util/hash.h"
+
+using namespace shardlab;
+using ir::Op;
+using ir::ValueKind;
+
+namespace {
+
+// float32 against float64 on inputs of order one: a few ulps per element, a little more where a
+// reduction or a GEMM sums a few thousand terms.
+constexpr double kTolerance = 1e-5;
+constexpr int kDraws = 6;  // random shapes per case
+
+enum class Gen { Normal, AwayFromZero, Positive, Labels };
+
+struct Operand {
+  Shape shape;
+  Gen gen = Gen::Normal;
+  ValueKind kind = ValueKind::Input;
+};
+
+// One draw of a case: its operands and attributes.
+struct Instance {
+  std::vector<Operand> operands;
+  ir::Attrs attrs;
+};
+
+using Rng = std::mt19937_64;
+
+struct Case {
+  std::string label;
+  Op op;
+  std::function<Instance(Rng&)> draw;
+  int64_t step = 0;            // the run's step: dropout's stream, Adam's bias correction
+  double learning_rate = 0.0;  // optimizer updates only
+};
+
+// Collectives run between the devices of a mesh; their conformance lives beside their transports.
+const std::map<Op, const char*> kExempt = {
+    {Op::AllReduce, "collective: tests/engine/test_collectives.cpp"},
+    {Op::AllGather, "collective: tests/engine/test_collectives.cpp"},
+    {Op::ReduceScatter, "collective: tests/engine/test_collectives.cpp"},
+    {Op::AllToAll, "collective: tests/engine/test_collectives.cpp"},
+    {Op::ShardSlice, "partitioner-inserted slice of a mesh device's block: tests/engine/test_spmd.cpp"},
+};
+
+// Sizes that leave remainders in vector loops and GEMM edge tiles (1, odd primes, one past 2^k).
+int64_t dim(Rng& r) {
+  static const int64_t sizes[] = {1, 2, 3, 5, 7, 13, 16, 33};
+  return sizes[r() % 8];
+}
+
+Shape shape(Rng& r, size_t min_rank = 1, size_t max_rank = 3) {
+  Shape s(min_rank + r() % (max_rank - min_rank + 1));
+  for (auto& d : s) d = dim(r);
+  return s;
+}
+
+// Above the kernels' threading threshold (2^15 elements), so their parallel loops run too.
+Shape threaded(Rng& r) { return {int64_t(33 + r() % 5), int64_t(1025 + 2 * (r() % 4))}; }
+
+double uniform(Rng& r) { return double(r() >> 11) * 0x1.0p-53; }
+
+// Operands of one shape, drawn as `gens` say.
+std::function<Instance(Rng&)> same(std::vector<Gen> gens, std::function<ir::Attrs(Rng&)> attrs = {},
+                                   std::function<Shape(Rng&)> of = {}) {
+  return [=](Rng& r) {
+    Instance in;
+    const Shape s = of ? of(r) : shape(r);
+    for (Gen g : gens) in.operands.push_back({s, g});
+    if (attrs) in.attrs = attrs(r);
+    return in;
+  };
+}
+
+// op(A) (m, k) @ op(B) (k, n), with A's leading dims folded into its rows (or into the contraction
+// when transposed) and B's likewise, as a Dense layer on (batch, seq, embed) and its gradients use it.
+std::function<Instance(Rng&)> matmul(bool ta, bool tb) {
+  return [=](Rng& r) {
+    Instance in;
+    in.attrs.trans_a = ta;
+    in.attrs.trans_b = tb;
+    Shape a_rows = shape(r, 1, 2);
+    int64_t rows = 1;
+    for (int64_t d : a_rows) rows *= d;
+    const int64_t m = ta ? dim(r) : rows, k = ta ? rows : dim(r), n = dim(r);
+    Shape a = a_rows;
+    a.push_back(ta ? m : k);
+    Shape b = tb ? Shape{n, k} : Shape{k, n};
+    if (ta && !tb) b = a_rows, b.push_back(n);  // (2, 3, 4)^T @ (2, 3, 5): a weight gradient
+    in.operands = {Operand{a}, Operand{b}};
+    return in;
+  };
+}
+
+// Past the AVX-512 GEMM's cache blocks (MC = 240 rows, KC = 512 deep) and its 12 x 32 register
+// tile, with remainders in each.
+Instance blocked_matmul(Rng& r) {
+  const int64_t m = 241 + int64_t(r() % 20), k = 513 + int64_t(r() % 40), n = 33 + int64_t(r() % 40);
+  Instance in;
+  in.operands = {Operand{Shape{m, k}}, Operand{Shape{k, n}}};
+  return in;
+}
+
+// (x, row) with row the size of x's last dimension.
+std::function<Instance(Rng&)> with_row(std::function<Shape(Rng&)> of = {}) {
+  return [=](Rng& r) {
+    const Shape s = of ? of(r) : shape(r);
+    Instance in;
+    in.operands = {Operand{s}, Operand{Shape{s.back()}}};
+    return in;
+  };
+}
+
+// Logits (..., classes) and labels of the leading shape, plus a scalar cotangent for the gradients.
+std::function<Instance(Rng&)> classification(bool with_cotangent) {
+  return [=](Rng& r) {
+    const Shape s = shape(r);
+    Instance in;
+    in.operands = {Operand{s}, Operand{Shape(s.begin(), s.end() - 1), Gen::Labels, ValueKind::Target}};
+    if (with_cotangent) in.operands.push_back(Operand{Shape{}});
+    return in;
+  };
+}
+
+std::function<Instance(Rng&)> mse_grad() {
+  return [](Rng& r) {
+    const Shape s = shape(r);
+    Instance in;
+    in.operands = {Operand{s}, Operand{s, Gen::Normal, ValueKind::Target}, Operand{Shape{}}};
+    return in;
+  };
+}
+
+// A row of two normalises to exactly (-1, 1) but for eps, so its gradient is eps-sized cancellation
+// noise in any precision: rows of one (zeros) and of three or more are well conditioned.
+Shape layer_norm_rows(Rng& r) {
+  Shape s = shape(r);
+  if (s.back() == 2) s.back() = 3;
+  return s;
+}
+
+ir::Attrs layer_norm_eps(Rng&) {
+  ir::Attrs a;
+  a.eps = 1e-5;
+  return a;
+}
+
+ir::Attrs dropout_rate(Rng& r) {
+  ir::Attrs a;
+  a.alpha = r() % 2 ? 0.1 : 0.5;
+  a.seed = r();
+  return a;
+}
+
+// (x) reshaped to the same elements regrouped: (a, b * c) -> (a * b, c).
+Instance reshape(Rng& r) {
+  const int64_t a = dim(r), b = dim(r), c = dim(r);
+  Instance in;
+  in.operands = {Operand{Shape{a, b * c}}};
+  in.attrs.shape = {a * b, c};
+  return in;
+}
+
+Instance stack(Rng& r) {
+  const Shape s = shape(r);
+  Instance in;
+  in.operands.assign(1 + r() % 4, Operand{s});
+  return in;
+}
+
+Instance unstack(Rng& r) {
+  Shape s = shape(r, 0, 2);
+  s.insert(s.begin(), 1 + int64_t(r() % 5));
+  Instance in;
+  in.operands = {Operand{s}};
+  return in;
+}
+
+Instance fill(Rng& r) {
+  Instance in;
+  in.attrs.shape = shape(r);
+  in.attrs.alpha = uniform(r) * 4 - 2;
+  return in;
+}
+
+// Parameter, gradient, then optimizer state (momentum trace; Adam's mu and nu).
+std::function<Instance(Rng&)> update(int states, double momentum, bool nesterov, double weight_decay,
+                                     std::function<Shape(Rng&)> of = {}) {
+  return [=](Rng& r) {
+    const Shape s = of ? of(r) : shape(r);
+    Instance in;
+    in.operands = {Operand{s, Gen::Normal, ValueKind::Param}, Operand{s}};
+    for (int k = 0; k < states; ++k)  // nu, a running mean of squares, is never negative
+      in.operands.push_back(Operand{s, states == 2 && k == 1 ? Gen::Positive : Gen::Normal, ValueKind::OptState});
+    in.attrs.momentum = momentum;
+    in.attrs.nesterov = nesterov;
+    in.attrs.weight_decay = weight_decay;
+    return in;
+  };
+}
+
+const Gen N = Gen::Normal, Z = Gen::AwayFromZero;
+
+std::vector<Case> cases() {
+  auto scale = [](Rng& r) {
+    ir::Attrs a;
+    a.alpha = uniform(r) * 4 - 2;
+    return a;
+  };
+  return {
+      {"matmul", Op::MatMul, matmul(false, false)},
+      {"matmul trans_a", Op::MatMul, matmul(true, false)},
+      {"matmul trans_b", Op::MatMul, matmul(false, true)},
+      {"matmul trans_a trans_b", Op::MatMul, matmul(true, true)},
+      {"matmul blocked", Op::MatMul, blocked_matmul},
+      {"add", Op::Add, same({N, N})},
+      {"add threaded", Op::Add, same({N, N}, {}, threaded)},
+      {"sub", Op::Sub, same({N, N})},
+      {"mul", Op::Mul, same({N, N})},
+      {"scale", Op::Scale, same({N}, scale)},
+      {"relu", Op::Relu, same({Z})},
+      {"relu_grad", Op::ReluGrad, same({Z, N})},
+      {"relu_grad threaded", Op::ReluGrad, same({Z, N}, {}, threaded)},
+      {"gelu", Op::Gelu, same({N})},
+      {"gelu threaded", Op::Gelu, same({N}, {}, threaded)},
+      {"gelu_grad", Op::GeluGrad, same({N, N})},
+      {"tanh", Op::Tanh, same({N})},
+      {"tanh_grad", Op::TanhGrad, same({N, N})},
+      {"dropout", Op::Dropout, same({N}, dropout_rate), 3},
+      {"dropout threaded", Op::Dropout, same({N}, dropout_rate, threaded), 3},
+      {"bias_add", Op::BiasAdd, with_row()},
+      {"bias_add threaded", Op::BiasAdd, with_row(threaded)},
+      {"mul_row", Op::MulRow, with_row()},
+      {"reduce_rows", Op::ReduceRows, same({N})},
+      {"layer_norm", Op::LayerNorm, same({N}, layer_norm_eps, layer_norm_rows)},
+      {"layer_norm threaded", Op::LayerNorm, same({N}, layer_norm_eps, threaded)},
+      {"layer_norm_grad", Op::LayerNormGrad, same({N, N}, layer_norm_eps, layer_norm_rows)},
+      {"reshape", Op::Reshape, reshape},
+      {"stack", Op::Stack, stack},
+      {"unstack", Op::Unstack, unstack},
+      {"fill", Op::Fill, fill},
+      {"softmax_cross_entropy", Op::SoftmaxXent, classification(false)},
+      {"softmax_cross_entropy_grad", Op::SoftmaxXentGrad, classification(true)},
+      {"mean_squared_error", Op::Mse, same({N, N})},
+      {"mean_squared_error_grad", Op::MseGrad, mse_grad()},
+      {"accuracy", Op::Accuracy, classification(false)},
+      {"sgd", Op::SgdUpdate, update(0, 0.0, false, 0.0), 0, 0.1},
+      {"sgd momentum", Op::SgdUpdate, update(1, 0.9, false, 0.0), 0, 0.1},
+      {"sgd nesterov", Op::SgdUpdate, update(1, 0.9, true, 0.0), 0, 0.1},
+      {"adam first step", Op::AdamUpdate, update(2, 0, false, 0.0), 0, 0.1},
+      {"adam step 7", Op::AdamUpdate, update(2, 0, false, 0.0), 7, 0.1},
+      {"adamw", Op::AdamUpdate, update(2, 0, false, 0.01), 2, 0.1},
+      {"adam threaded", Op::AdamUpdate, update(2, 0, false, 0.0, threaded), 1, 0.1},
+  };
+}
+
+// A value drawn as `g` says, a pure function of (key, index), rounded to float so the backend and
+// the reference see the same number.
+float draw(Gen g, uint64_t key, uint64_t i, int64_t classes) {
+  const double u = double(util::mix64(key ^ util::mix64(i)) >> 11) * 0x1.0p-53;
+  const double v = double(util::mix64(key ^ util::mix64(i + 7919)) >> 11) * 0x1.0p-53;
+  const double n = std::sqrt(-2.0 * std::log(u + 1e-300)) * std::cos(6.283185307179586 * v);
+  switch (g) {
+    case Gen::Normal: return float(n);
+    case Gen::AwayFromZero: return float((n >= 0 ? 1 : -1) * (0.2 + std::abs(n)));
+    case Gen::Positive: return float(std::abs(n));
+    case Gen::Labels: return float(util::mix64(key + i) % uint64_t(std::max<int64_t>(classes, 1)));
+  }
+  return 0;
+}
+
+// Where a case's results may live: each in its own buffer (every one of them poisoned), or where
+// the memory plan puts them when only the results are kept (in place over their operands, over
+// dead inputs), which is how a training step runs.
+enum class Buffers { Separate, Shared };
+const char* buffers_name(Buffers b) { return b == Buffers::Separate ? "separate buffers" : "shared buffers"; }
+
+// One case as a program: the primitive, then its VJP applied to random cotangents.
+struct Built {
+  ir::Program program;
+  std::vector<int> fed;          // written before a run: operands, cotangents, parameters, state
+  std::vector<Gen> fed_gen;
+  std::vector<int> results;      // read after it: outputs, input cotangents, updated state
+  std::vector<std::string> result_names;
+};
+
+Built build(const Case& c, const Instance& inst, Buffers buffers) {
+  Built b;
+  ir::Program& p = b.program;
+  auto feed = [&](const std::string& name, const Shape& s, ValueKind kind, Gen g) {
+    int v = p.add_value(name, s, kind);
+    b.fed.push_back(v);
+    b.fed_gen.push_back(g);
+    // Through a copy, an operand becomes a temporary that the plan lets a result overwrite in place.
+    if (buffers == Buffers::Shared && (kind == ValueKind::Input || kind == ValueKind::Target)) {
+      ir::Attrs same_shape;
+      same_shape.shape = s;
+      v = p.apply1(Op::Reshape, {v}, same_shape, "copy", name + "_copy");
+    }
+    return v;
+  };
+  auto result = [&](int v, const std::string& name) {
+    if (std::find(b.results.begin(), b.results.end(), v) != b.results.end()) return;
+    b.results.push_back(v);
+    b.result_names.push_back(name);
+  };
+  std::vector<int> x;
+  std::vector<bool> needs;
+  for (size_t i = 0; i < inst.operands.size(); ++i) {
+    const Operand& o = inst.operands[i];
+    x.push_back(feed("x" + std::to_string(i), o.shape, o.kind, o.gen));
+    needs.push_back(o.gen != Gen::Labels);
+  }
+  const std::vector<int> y = p.apply(c.op, x, inst.attrs, "case", "y");
+  const size_t forward = p.instrs.size() - 1;
+  for (size_t k = 0; k < y.size(); ++k) result(y[k], "y" + std::to_string(k));
+  // Updates write their parameter and state in place.
+  for (size_t i = 0; i < inst.operands.size(); ++i)
+    if (inst.operands[i].kind == ValueKind::Param || inst.operands[i].kind == ValueKind::OptState)
+      result(x[i], "x" + std::to_string(i) + " updated");
+
+  const ir::Primitive& prim = ir::primitive(c.op);
+  if (prim.vjp) {
+    ir::Cotangents ct;
+    for (size_t k = 0; k < y.size(); ++k) ct.push_back(feed("dy" + std::to_string(k), p.shape(y[k]), ValueKind::Input, Gen::Normal));
+    const ir::Instr ins = p.instrs[forward];  // a copy: the VJP appends to p.instrs
+    const ir::Cotangents dx = prim.vjp(p, ins, ct, needs);
+    for (size_t i = 0; i < dx.size(); ++i)
+      if (dx[i]) result(*dx[i], "dx" + std::to_string(i));
+  }
+  return b;
+}
+
+std::vector<int> every_value(const ir::Program& p) {
+  std::vector<int> all(p.values.size());
+  for (size_t v = 0; v < all.size(); ++v) all[v] = int(v);
+  return all;
+}
+
+// What a failure prints: the operands' shapes and the attributes that matter.
+QString describe(const Case& c, int draw_index, const Instance& inst, Buffers buffers) {
+  QStringList shapes;
+  for (const Operand& o : inst.operands) shapes << QString::fromStdString(shape_str(o.shape));
+  QString s = QString("%1 [draw %2, %3] operands %4").arg(QString(c.label.c_str())).arg(draw_index).arg(QString(buffers_name(buffers)), shapes.join(" "));
+  if (c.op == Op::Reshape || c.op == Op::Fill) s += QString(" to %1").arg(QString::fromStdString(shape_str(inst.attrs.shape)));
+  if (inst.attrs.trans_a || inst.attrs.trans_b) s += QString(" trans_a=%1 trans_b=%2").arg(inst.attrs.trans_a).arg(inst.attrs.trans_b);
+  return s;
+}
+
+// Empty if `got` (float32, from the backend) matches `want` (float64 reference) to a relative L2
+// error of `tol`; otherwise what is wrong. A NaN or infinity where the reference is finite always
+// fails: the NaN may be the poison of an element the kernel never wrote.
+QString mismatch(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  double err = 0, norm = 0;
+  for (size_t j = 0; j < want.size(); ++j) {
+    if (!std::isfinite(want[j])) return QString("the reference is not finite at element %1: the case leaves the primitive's domain").arg(j);
+    if (!std::isfinite(got[j]))
+      return QString("element %1 of %2 is %3 (reference %4): never written, or overflowed").arg(j).arg(want.size()).arg(got[j]).arg(want[j]);
+    err += (double(got[j]) - want[j]) * (double(got[j]) - want[j]);
+    norm += want[j] * want[j];
+  }
+  err = std::sqrt(err);
+  norm = std::sqrt(norm);
+  if (err <= tol * (norm > 0 ? norm : 1.0)) return {};
+  return QString("relative L2 error %1 > %2 (|reference| %3)").arg(norm > 0 ? err / norm : err, 0, 'g', 3).arg(tol).arg(norm, 0, 'g', 4);
+}
+
+// NaN into every value a run must produce. Called before the fed values are written: where the plan
+// lets a temporary reuse an input's buffer once the input is dead, the input's data then wins, so
+// poisoning never corrupts what the run reads (such elements are simply left unpoisoned).
+void poison(backends::Executable& exe, const ir::Program& p, const std::vector<int>& fed) {
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    if (std::find(fed.begin(), fed.end(), int(v)) != fed.end() || exe.memory_plan().arena_offset[v] < 0) continue;
+    const std::vector<float> nan(size_t(numel(p.shape(int(v)))), std::numeric_limits<float>::quiet_NaN());
+    exe.write(0, int(v), nan.data());
+  }
+}
+
+using Inputs = std::vector<std::vector<float>>;  // per fed value
+
+Inputs draw_inputs(const Built& b, const Instance& inst, uint64_t key) {
+  const int64_t classes = inst.operands.empty() || inst.operands[0].shape.empty() ? 1 : inst.operands[0].shape.back();
+  Inputs in;
+  for (size_t k = 0; k < b.fed.size(); ++k) {
+    std::vector<float> v(size_t(numel(b.program.shape(b.fed[k]))));
+    for (size_t j = 0; j < v.size(); ++j) v[j] = draw(b.fed_gen[k], key + 131 * k, j, classes);
+    in.push_back(std::move(v));
+  }
+  return in;
+}
+
+// Runs one draw of a case on `backend` and on the double reference; empty if every result matches.
+QString run_case(backends::Backend& backend, const Case& c, int draw_index, Buffers buffers) {
+  Rng rng(util::hash_name(c.label) ^ util::mix64(uint64_t(draw_index)));
+  const Instance inst = c.draw(rng);
+  const QString what = describe(c, draw_index, inst, buffers);
+  try {
+    const Built b = build(c, inst, buffers);
+    const ir::Program& p = b.program;
+    const Inputs in = draw_inputs(b, inst, rng());
+
+    auto exe = backend.load(p, plan::plan_memory(p, buffers == Buffers::Shared ? b.results : every_value(p)), sharding::Mesh(),
+                            backends::LoadOptions{});
+    poison(*exe, p, b.fed);
+    for (size_t k = 0; k < b.fed.size(); ++k) exe->write(0, b.fed[k], in[k].data());
+    backends::RunContext ctx;
+    ctx.step = c.step;
+    ctx.learning_rate = c.learning_rate;
+    exe->run(ctx);
+
+    backends::cpu::Executor<double> ref(p, plan::plan_memory(p, every_value(p)), /*fuse=*/false);
+    for (size_t k = 0; k < b.fed.size(); ++k) std::copy(in[k].begin(), in[k].end(), ref.data(b.fed[k]));
+    ref.run({c.step, c.learning_rate});
+
+    QStringList failures;
+    for (size_t r = 0; r < b.results.size(); ++r) {
+      const int v = b.results[r];
+      std::vector<float> got(size_t(numel(p.shape(v))));
+      exe->read(0, v, got.data());
+      const std::vector<double> want(ref.data(v), ref.data(v) + got.size());
+      const QString m = mismatch(got, want, kTolerance);
+      if (!m.isEmpty())
+        failures << QString("%1: %2 %3: %4").arg(what, QString::fromStdString(b.result_names[r]), QString::fromStdString(shape_str(p.shape(v))), m);
+    }
+    return failures.join("\n");
+  } catch (const std::exception& e) {
+    return QString("%1: threw: %2").arg(what, QString(e.what()));
+  }
+}
+
+// A small MLP's training step (odd sizes: GEMM edge tiles; bias + relu forward, relu_grad backward).
+runtime::StepProgram mlp_step() {
+  const char* text = R"({
+    "format": "shardlab.project", "version": 1,
+    "graph": {"nodes": [
+        {"name": "x", "type": "Input", "params": {"shape": [37]}},
+        {"name": "d1", "type": "Dense", "params": {"features": 70}}, {"name": "r1", "type": "ReLU"},
+        {"name": "d2", "type": "Dense", "params": {"features": 45}}, {"name": "r2", "type": "ReLU"},
+        {"name": "d3", "type": "Dense", "params": {"features": 3}}],
+      "edges": [{"from": "x.out", "to": "d1.in"}, {"from": "d1.out", "to": "r1.in"}, {"from": "r1.out", "to": "d2.in"},
+                {"from": "d2.out", "to": "r2.in"}, {"from": "r2.out", "to": "d3.in"}]},
+    "loss": {"type": "mean_squared_error", "output": "d3"},
+    "optimizer": {"type": "adam"},
+    "data": {"type": "synthetic", "kind": "normal", "feature_shape": [37], "target_shape": [3], "examples": 64},
+    "training": {"batch_size": 29, "steps": 1}
+  })";
+  project::Project p = project::parse_project(text, "conformance.shardlab.json");
+  return runtime::build_step(p, project::analyze_project(p), 29, true);
+}
+
+}  // namespace
+
+class TestBackendConformance : public QObject {
+  Q_OBJECT
+ private slots:
+  void everyPrimitiveHasACase();
+  void poisonedResultsReadNaNBeforeARun();
+  void sharedBuffersPutResultsOverTheirOperands();
+  void primitiveMatchesDoubleReference_data();
+  void primitiveMatchesDoubleReference();
+  void fusedEpiloguesMatchUnfusedBitForBit_data();
+  void fusedEpiloguesMatchUnfusedBitForBit();
+
+ private:
+  backends::Backend& backend(const std::string& kind) {
+    auto& b = backends_[kind];
+    if (!b) b = backends::make_backend(kind);
+    return *b;
+  }
+  std::map<std::string, std::unique_ptr<backends::Backend>> backends_;
+};
+
+void TestBackendConformance::everyPrimitiveHasACase() {
+  std::set<Op> covered;
+  std::set<std::string> labels;
+  for (const Case& c : cases()) {
+    covered.insert(c.op);
+    QVERIFY2(labels.insert(c.label).second, qPrintable(QString("two cases are labelled '%1'").arg(c.label.c_str())));
+  }
+  for (int i = 0; i < int(Op::kCount); ++i) {
+    const Op op = Op(i);
+    const char* name = ir::op_name(op);
+    if (kExempt.count(op)) {
+      QVERIFY2(!covered.count(op), qPrintable(QString("%1 has a case: drop it from the exempt list").arg(name)));
+      continue;
+    }
+    QVERIFY2(covered.count(op), qPrintable(QString("primitive %1 has no conformance case: add one to the table").arg(name)));
+  }
+}
+
+// The poison check must be able to fail: before a run, every element of a result reads back as NaN
+// unless it shares an input's buffer (shared buffers only: the plan reuses a dead input's space),
+// the fed values survive the poisoning, and a NaN never passes the comparison. (An update's results
+// are its fed parameter and state: an element it skips keeps its old value, which the reference
+// comparison catches instead.)
+void TestBackendConformance::poisonedResultsReadNaNBeforeARun() {
+  for (const std::string& kind : backends::built_backends()) {
+    for (const Case& c : cases()) {
+      if (c.label != "layer_norm" && c.label != "relu" && c.label != "matmul trans_a") continue;
+      for (Buffers buffers : {Buffers::Separate, Buffers::Shared}) {
+        const QString what = QString("%1 on %2 (%3)").arg(QString(c.label.c_str()), QString(kind.c_str()), QString(buffers_name(buffers)));
+        Rng rng(1);
+        const Instance inst = c.draw(rng);
+        const Built b = build(c, inst, buffers);
+        const ir::Program& p = b.program;
+        const Inputs in = draw_inputs(b, inst, 2);
+        auto exe = backend(kind).load(p, plan::plan_memory(p, buffers == Buffers::Shared ? b.results : every_value(p)), sharding::Mesh());
+        poison(*exe, p, b.fed);
+        for (size_t k = 0; k < b.fed.size(); ++k) exe->write(0, b.fed[k], in[k].data());
+
+        for (size_t k = 0; k < b.fed.size(); ++k) {
+          std::vector<float> back(in[k].size());
+          exe->read(0, b.fed[k], back.data());
+          QVERIFY2(back == in[k], qPrintable(QString("%1: poisoning overwrote fed value %2").arg(what).arg(k)));
+        }
+        const plan::MemoryPlan& plan = exe->memory_plan();
+        auto under_fed = [&](int64_t at) {  // an arena element inside a fed value's buffer
+          for (int f : b.fed) {
+            const int64_t lo = plan.arena_offset[size_t(f)];
+            if (lo >= 0 && at >= lo && at < lo + numel(p.shape(f))) return true;
+          }
+          return false;
+        };
+        int64_t poisoned = 0, total = 0;
+        for (int v : b.results) {
+          if (std::find(b.fed.begin(), b.fed.end(), v) != b.fed.end()) continue;
+          std::vector<float> got(size_t(numel(p.shape(v))));
+          exe->read(0, v, got.data());
+          const int64_t off = plan.arena_offset[size_t(v)];
+          int64_t here = 0;
+          for (size_t j = 0; j < got.size(); ++j) {
+            if (off >= 0 && under_fed(off + int64_t(j))) continue;
+            QVERIFY2(std::isnan(got[j]), qPrintable(QString("%1: element %2 of result %3 is not poisoned").arg(what).arg(j).arg(v)));
+            ++here;
+          }
+          if (here > 0) QVERIFY2(!mismatch(got, std::vector<double>(got.size(), 1.0), 1e30).isEmpty(), qPrintable(what));
+          poisoned += here;
+          total += int64_t(got.size());
+        }
+        // With a buffer of its own, every element of every result starts as NaN.
+        if (buffers == Buffers::Separate) QCOMPARE(poisoned, total);
+        QVERIFY2(total > 0, qPrintable(what));
+      }
+    }
+  }
+}
+
+// The shared-buffers runs are only worth their time if the plan really aliases: an elementwise
+// result takes its operand's buffer, as in a training step.
+void TestBackendConformance::sharedBuffersPutResultsOverTheirOperands() {
+  int aliased = 0;
+  for (const Case& c : cases()) {
+    Rng rng(1);
+    const Built b = build(c, c.draw(rng), Buffers::Shared);
+    const plan::MemoryPlan plan = plan::plan_memory(b.program, b.results);
+    for (const ir::Instr& ins : b.program.instrs)
+      for (int out : ins.out)
+        for (int in : ins.in)
+          aliased += plan.arena_offset[size_t(out)] >= 0 && plan.arena_offset[size_t(out)] == plan.arena_offset[size_t(in)];
+  }
+  QVERIFY2(aliased >= 10, qPrintable(QString("only %1 results share their operand's buffer").arg(aliased)));
+}
+
+void TestBackendConformance::primitiveMatchesDoubleReference_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<int>("index");
+  const auto all = cases();
+  for (const std::string& kind : backends::built_backends())
+    for (size_t i = 0; i < all.size(); ++i)
+      QTest::newRow(qPrintable(QString("%1: %2").arg(QString(kind.c_str()), QString(all[i].label.c_str())))) << QString::fromStdString(kind) << int(i);
+}
+
+void TestBackendConformance::primitiveMatchesDoubleReference() {
+  QFETCH(QString, kind);
+  QFETCH(int, index);
+  const Case c = cases()[size_t(index)];
+  backends::Backend& b = backend(kind.toStdString());
+  QStringList failures;
+  for (int d = 0; d < kDraws; ++d)
+    for (Buffers buffers : {Buffers::Separate, Buffers::Shared}) {
+      const QString f = run_case(b, c, d, buffers);
+      if (!f.isEmpty()) failures << f;
+    }
+  QVERIFY2(failures.isEmpty(), qPrintable(failures.join("\n")));
+}
+
+void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit_data() {
+  QTest::addColumn<QString>("kind");
+  for (const std::string& kind : backends::built_backends()) QTest::newRow(kind.c_str()) << QString::fromStdString(kind);
+}
+
+// Folding bias, relu and relu's gradient into the GEMM changes nothing but speed, on every
+// backend: loss, output and updated parameters agree bit for bit with the unfused program, and the
+// forward pass agrees with the double reference.
+void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit() {
+  QFETCH(QString, kind);
+  const runtime::StepProgram s = mlp_step();
+  backends::Backend& b = backend(kind.toStdString());
+  backends::LoadOptions fuse, plain;
+  plain.fuse = false;
+  auto fused = b.load(s.program, s.memory, sharding::Mesh(), fuse);
+  auto unfused = b.load(s.program, s.memory, sharding::Mesh(), plain);
+  QVERIFY2(fused->fused_instructions() > 0, "the fused program folded nothing into a GEMM");
+  QCOMPARE(unfused->fused_instructions(), size_t(0));
+
+  backends::cpu::Executor<double> ref(s.program, s.memory, /*fuse=*/false);
+  auto feed = [&](int v, const std::vector<float>& host) {
+    fused->write(0, v, host.data());
+    unfused->write(0, v, host.data());
+    std::copy(host.begin(), host.end(), ref.data(v));
+  };
+  for (const runtime::ModelParam& mp : s.params) {
+    std::vector<float> w(size_t(numel(s.program.shape(mp.value))));
+    runtime::initialize_param(mp, 5, w.data());
+    feed(mp.value, w);
+    for (int st : mp.state) feed(st, std::vector<float>(size_t(numel(s.program.shape(st))), 0.f));
+  }
+  for (int v : {s.input, s.target}) {
+    std::vector<float> host(size_t(numel(s.program.shape(v))));
+    for (size_t j = 0; j < host.size(); ++j) host[j] = draw(Gen::Normal, uint64_t(v), j, 1);
+    feed(v, host);
+  }
+  const double lr = 1e-3;
+  backends::RunContext ctx;
+  ctx.learning_rate = lr;
+  fused->run(ctx);
+  unfused->run(ctx);
+  ref.run({0, lr});
+
+  auto read = [&](backends::Executable& e, int v) {
+    std::vector<float> host(size_t(numel(s.program.shape(v))));
+    e.read(0, v, host.data());
+    return host;
+  };
+  std::vector<std::pair<std::string, int>> compared = {{"loss", s.loss}, {"output", s.output}};
+  for (const runtime::ModelParam& mp : s.params) compared.push_back({mp.path, mp.value});
+  for (const auto& [name, v] : compared) {
+    const std::vector<float> f = read(*fused, v), u = read(*unfused, v);
+    QVERIFY2(std::memcmp(f.data(), u.data(), f.size() * sizeof(float)) == 0, qPrintable(QString("%1 differs").arg(name.c_str())));
+  }
+  // The forward pass only: an Adam step moves each parameter by about lr whatever the gradient's
+  // size, so a gradient near zero may step either way in float and in double.
+  for (int v : {s.loss, s.output}) {
+    const std::vector<float> got = read(*fused, v);
+    const QString m = mismatch(got, std::vector<double>(ref.data(v), ref.data(v) + got.size()), kTolerance);
+    QVERIFY2(m.isEmpty(), qPrintable(QString("%1: %2").arg(QString(s.program.values[size_t(v)].name.c_str()), m)));
+  }
+}
+
+QTEST_APPLESS_MAIN(TestBackendConformance)
+#include "test_backend_conformance.moc"
