@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "engine/ir/primitive.h"
 #include "engine/util/error.h"
@@ -150,21 +151,24 @@ class Partitioner : public ir::PartitionContext {
     Sharding cur = S(v);
     int local = L(v);
     const std::string what = g_.program.values[size_t(v)].name;
-    // Pending sums: scatter into a dimension the target splits over exactly those axes, else reduce.
-    if (!cur.partial.empty()) {
-      for (size_t d = 0; d < to.dims.size() && !cur.partial.empty(); ++d) {
-        const auto& want = to.dims[d];
-        const bool fits = !want.empty() && cur.dims[d].empty() &&
-                          std::all_of(want.begin(), want.end(), [&](const std::string& a) { return cur.partial.count(a); });
-        if (!fits) continue;
-        local = comm(Op::ReduceScatter, local, want, int64_t(d), node, what);
-        cur.dims[d] = want;
-        for (const std::string& a : want) cur.partial.erase(a);
-      }
-      if (!cur.partial.empty()) {
-        local = comm(Op::AllReduce, local, std::vector<std::string>(cur.partial.begin(), cur.partial.end()), 0, node, what);
-        cur.partial.clear();
-      }
+    // Pending sums the target does not keep: scatter into a dimension the target splits over
+    // exactly those axes, else reduce. Sums the target keeps stay pending (a rule may move a
+    // partial value, e.g. gather its layer axis, and leave the reduction to a later reader).
+    std::set<std::string> resolve;
+    for (const std::string& a : cur.partial)
+      if (!to.partial.count(a)) resolve.insert(a);
+    for (size_t d = 0; d < to.dims.size() && !resolve.empty(); ++d) {
+      const auto& want = to.dims[d];
+      const bool fits = !want.empty() && cur.dims[d].empty() &&
+                        std::all_of(want.begin(), want.end(), [&](const std::string& a) { return resolve.count(a); });
+      if (!fits) continue;
+      local = comm(Op::ReduceScatter, local, want, int64_t(d), node, what);
+      cur.dims[d] = want;
+      for (const std::string& a : want) cur.partial.erase(a), resolve.erase(a);
+    }
+    if (!resolve.empty()) {
+      local = comm(Op::AllReduce, local, std::vector<std::string>(resolve.begin(), resolve.end()), 0, node, what);
+      for (const std::string& a : resolve) cur.partial.erase(a);
     }
     // Axes that only move from one dimension to another: one all-to-all instead of gather + slice.
     for (size_t d = 0; d < cur.dims.size(); ++d) {
