@@ -20,6 +20,7 @@
 // (all_reduce in == out, reduce_scatter out == in + rank * count, all_gather in == out + rank * count);
 // any other overlap of a device's in and out is first copied to that device's staging buffer.
 #include "engine/backends/cpu/collectives.h"
+#include "engine/backends/cpu/thread_budget.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -237,8 +238,9 @@ void ThreadCollectives::arrive(Group& g, int rank, Kind kind) {
   }
   lk.unlock();
   // Peers are usually close behind: poll briefly, yielding so that with more devices than cores the
-  // peers we wait for get the core, then sleep.
-  for (int i = 0; i < 64; ++i) {
+  // peers we wait for get the core, then sleep. Where cores are budgeted, sleep at once and lend
+  // the core meanwhile.
+  for (int i = 0; !budget_ && i < 64; ++i) {
     if (g.generation.load(std::memory_order_acquire) != gen) return;
     if (i < 16) {
       for (int j = 0; j < 16; ++j) cpu_relax();
@@ -246,10 +248,13 @@ void ThreadCollectives::arrive(Group& g, int rank, Kind kind) {
       std::this_thread::yield();
     }
   }
+  if (budget_) budget_->release();
   lk.lock();
   g.cv.wait(lk, [&] { return g.generation.load(std::memory_order_acquire) != gen || aborted_.load(); });
-  if (g.generation.load(std::memory_order_acquire) != gen) return;
+  const bool passed = g.generation.load(std::memory_order_acquire) != gen;
   lk.unlock();
+  if (budget_) budget_->acquire();
+  if (passed) return;
   throw_aborted(g, rank, kind);
 }
 

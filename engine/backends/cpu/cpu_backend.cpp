@@ -51,7 +51,7 @@ std::string cpu_model() {
 // The threads and collectives of one mesh size, shared by every program loaded on it (the
 // training step and the evaluation steps), which never run at the same time.
 struct MeshRuntime {
-  MeshRuntime(int devices, int cores) : workers(devices, cores), comm(devices) {}
+  MeshRuntime(int devices, int cores) : workers(devices, cores), comm(devices) { comm.share_cores(workers.budget()); }
   DeviceWorkers workers;
   ThreadCollectives comm;
 };
@@ -87,7 +87,6 @@ class CpuExecutable final : public Executable {
       c.device = d;
       c.mesh = &mesh_;
       c.comm = &rt_->comm;
-      c.budget = rt_->workers.budget();
       c.trace = ctx.trace;
       c.data_wait_us = ctx.data_wait_us;
       devices_[size_t(d)]->run(c);

@@ -8,20 +8,6 @@
 
 namespace shardlab::backends::cpu {
 
-void ThreadBudget::acquire() {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return free_ > 0; });
-  --free_;
-}
-
-void ThreadBudget::release() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    ++free_;
-  }
-  cv_.notify_one();
-}
-
 DeviceWorkers::DeviceWorkers(int devices, int cores) {
   if (devices < 1) throw Error("internal: a mesh needs at least one device");
   cores = std::max(1, cores);

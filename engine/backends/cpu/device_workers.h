@@ -10,25 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "engine/backends/cpu/thread_budget.h"
+
 namespace shardlab::backends {
 class Collectives;
 }
 
 namespace shardlab::backends::cpu {
-
-// A counting semaphore of cores. A device holds one while it computes and gives it back while it
-// waits for peers, so devices beyond the core count run in turn instead of all at once.
-class ThreadBudget {
- public:
-  explicit ThreadBudget(int cores) : free_(cores) {}
-  void acquire();
-  void release();
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int free_;
-};
 
 class DeviceWorkers {
  public:

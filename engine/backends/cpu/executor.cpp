@@ -6,7 +6,6 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/backends/cpu/device_workers.h"
 #include "engine/backends/cpu/kernels.h"
 #include "engine/ir/fusion.h"
 #include "engine/ir/primitive.h"
@@ -178,15 +177,7 @@ void Executor<T>::run(const StepContext& ctx) {
     } else if (ins.op == ir::Op::AllReduce || ins.op == ir::Op::AllGather || ins.op == ir::Op::ReduceScatter ||
                ins.op == ir::Op::AllToAll) {
       const auto t0 = std::chrono::steady_clock::now();
-      // Waiting for peers takes no core: another device may use this one meanwhile.
-      if (ctx.budget) ctx.budget->release();
-      try {
-        run_kernel(ins, args, ctx);
-      } catch (...) {
-        if (ctx.budget) ctx.budget->acquire();
-        throw;
-      }
-      if (ctx.budget) ctx.budget->acquire();
+      run_kernel(ins, args, ctx);
       comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       run_kernel(ins, args, ctx);

@@ -14,9 +14,6 @@ class Trace;
 namespace shardlab::backends {
 
 class Collectives;
-namespace cpu {
-class ThreadBudget;
-}
 
 struct StepContext {
   int64_t step = 0;            // updates applied so far (Optax's count before this update)
@@ -25,8 +22,6 @@ struct StepContext {
   int device = 0;
   const sharding::Mesh* mesh = nullptr;
   Collectives* comm = nullptr;
-  // Where devices outnumber cores: a device gives its core back while it waits in a collective.
-  cpu::ThreadBudget* budget = nullptr;
   // Where to record this step's spans and summary (null: not traced).
   profiler::Trace* trace = nullptr;
   double data_wait_us = 0;  // the host's wait for this step's batch, for the summary

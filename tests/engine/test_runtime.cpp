@@ -1,0 +1,261 @@
+// The one runtime path: evaluation on many devices equals evaluation on one (batches the mesh does
+// not divide included), a run on 8 devices holds no unsharded copy (peak RSS against the plan),
+// device threads persist across steps and never outnumber the cores while busy, and a model too
+// large for the machine is refused before anything is allocated.
+#include <QTemporaryDir>
+#include <QtTest>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "engine/backends/backend.h"
+#include "engine/data/dataset.h"
+#include "engine/profiler/trace.h"
+#include "engine/runtime/trainer.h"
+#include "engine/sharding/layout.h"
+#include "engine/sharding/partitioner.h"
+#include "tests/engine/test_support.h"
+
+using namespace shardlab;
+
+namespace {
+
+const std::string kSource = SHARDLAB_SOURCE_DIR;
+const std::string kCli = SHARDLAB_BINARY_DIR "/app/shardlab-cli";
+
+// fashion-mlp's shapes on a few hundred synthetic examples (no dataset to load).
+const char* kMlp = R"({
+  "format": "shardlab.project", "version": 1,
+  "graph": {"nodes": [
+      {"name": "image", "type": "Input", "params": {"shape": [28, 28], "axes": ["height", "width"]}},
+      {"name": "flatten", "type": "Flatten", "params": {"axis_name": "embed"}},
+      {"name": "dense1", "type": "Dense", "params": {"features": 256}}, {"name": "relu", "type": "ReLU"},
+      {"name": "dense2", "type": "Dense", "params": {"features": 10}}],
+    "edges": [{"from": "image.out", "to": "flatten.in"}, {"from": "flatten.out", "to": "dense1.in"},
+              {"from": "dense1.out", "to": "relu.in"}, {"from": "relu.out", "to": "dense2.in"}]},
+  "loss": {"type": "softmax_cross_entropy", "output": "dense2"},
+  "optimizer": {"type": "adam", "learning_rate": 0.001},
+  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [28, 28], "classes": 10, "examples": 512},
+  "training": {"batch_size": 64, "steps": 4, "eval": false, "seed": 5}
+})";
+
+// A labelled batch of `n` examples drawn from `seed`.
+data::Dataset examples(int64_t n, uint64_t seed) {
+  data::Dataset d;
+  d.features = Tensor({n, 28, 28});
+  d.targets = Tensor({n});
+  d.integer_labels = true;
+  d.num_classes = 10;
+  for (int64_t i = 0; i < d.features.size(); ++i) d.features.data[size_t(i)] = float(data::hash_normal(seed, 1, uint64_t(i)));
+  for (int64_t i = 0; i < n; ++i) d.targets.data[size_t(i)] = float((i * 7 + int64_t(seed)) % 10);
+  return d;
+}
+
+Tensor rows(const Tensor& t, int64_t begin, int64_t count) {
+  const int64_t row = t.size() / t.shape[0];
+  Shape s = t.shape;
+  s[0] = count;
+  Tensor out(s);
+  std::copy_n(t.ptr() + begin * row, count * row, out.ptr());
+  return out;
+}
+
+// Threads of this process that are runnable now (state R in /proc/self/task/*/stat), less the caller.
+int runnable_threads() {
+  int n = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/stat");
+    std::string stat;
+    std::getline(f, stat);
+    const auto paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'R') ++n;
+  }
+  closedir(dir);
+  return n - 1;
+}
+
+long last_pid() {
+  std::ifstream f("/proc/sys/kernel/ns_last_pid");
+  long v = -1;
+  f >> v;
+  return v;
+}
+
+}  // namespace
+
+class TestRuntime : public QObject {
+  Q_OBJECT
+ private slots:
+  // Trained the same way on 1 and on 8 devices, evaluation agrees, for a batch every split divides
+  // and for sizes that leave a remainder (the part evaluated repeated until it divides).
+  void evaluationOnManyDevicesEqualsOne_data() {
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("rules");
+    QTest::newRow("data=8") << "data=8" << "batch=data";
+    QTest::newRow("data=4,model=2") << "data=4,model=2" << "batch=data,mlp=model";  // the 10 classes split 2 ways
+    QTest::newRow("fsdp data=8") << "data=8" << "batch=data,embed=data";
+  }
+  void evaluationOnManyDevicesEqualsOne() {
+    QFETCH(QString, mesh);
+    QFETCH(QString, rules);
+    const project::Project p = project::parse_project(kMlp, "mlp.shardlab.json");
+    runtime::TrainOptions one_opt;
+    one_opt.threads = 2;
+    runtime::TrainOptions many_opt = one_opt;
+    many_opt.mesh = mesh.toStdString();
+    many_opt.rules = rules.toStdString();
+    runtime::Trainer one(p, one_opt), many(p, many_opt);
+    QCOMPARE(many.session().mesh().device_count(), int64_t(8));
+    const data::Dataset train = examples(64 * 3, 11);
+    for (int s = 0; s < 3; ++s) {
+      const double a = one.train_step(rows(train.features, s * 64, 64), rows(train.targets, s * 64, 64));
+      const double b = many.train_step(rows(train.features, s * 64, 64), rows(train.targets, s * 64, 64));
+      QVERIFY2(std::abs(a - b) <= 1e-5 * std::abs(a), qPrintable(QString("step %1: %2 vs %3").arg(s).arg(a).arg(b)));
+    }
+    // 64 + 64 + 3: the last batch leaves a remainder of 3 on 8 devices; 29 is smaller than a batch.
+    for (int64_t n : {int64_t(131), int64_t(29), int64_t(64)}) {
+      const data::Dataset test = examples(n, 23);
+      const runtime::EvalEvent a = one.evaluate(test), b = many.evaluate(test);
+      QCOMPARE(b.examples, n);
+      QVERIFY2(std::abs(a.loss - b.loss) <= 1e-5 * std::abs(a.loss),
+               qPrintable(QString("%1 examples: loss %2 on one device, %3 on %4").arg(n).arg(a.loss, 0, 'g', 9).arg(b.loss, 0, 'g', 9).arg(mesh)));
+      QVERIFY2(std::abs(a.accuracy - b.accuracy) <= 1e-6, qPrintable(QString("%1 examples: accuracy %2 vs %3").arg(n).arg(a.accuracy).arg(b.accuracy)));
+    }
+  }
+
+  // A data=8 FSDP run of deep-mlp-small, as a user starts it: its peak RSS stays within 1.25x of what
+  // the plan says 8 devices hold (plus the process's own baseline), well below what one unsharded
+  // copy of the parameters and optimizer state would add.
+  void eightDevicesHoldNoUnshardedCopy() {
+    const std::string project = kSource + "/projects/deep-mlp-small.shardlab.json";
+    const project::Project p = project::load_project(project);
+    const runtime::StepProgram g = runtime::build_step(p, project::analyze_project(p), p.training.batch_size, true);
+    const sharding::PartitionedStep part =
+        sharding::partition(g, sharding::parse_mesh("data=8"), sharding::parse_rules("batch=data,embed=data"));
+    const double planned = double(part.memory.total_elems()) * sizeof(float) * 8;
+    const double unsharded_state = double(g.memory.param_elems + g.memory.opt_state_elems) * sizeof(float);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      execl(kCli.c_str(), kCli.c_str(), "train", project.c_str(), "--mesh", "data=8", "--rules", "batch=data,embed=data",
+            "--steps", "2", "--threads", "2", "--quiet", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    rusage ru{};
+    QVERIFY(wait4(pid, &status, 0, &ru) == pid);
+    QVERIFY2(WIFEXITED(status) && WEXITSTATUS(status) == 0, "shardlab-cli train failed");
+    const double rss = double(ru.ru_maxrss) * 1024;
+    const double baseline = 96.0 * 1024 * 1024;  // the binary, its libraries, threads' stacks, the batch
+    qInfo("peak RSS %.0f MiB; plan for 8 devices %.0f MiB; one unsharded copy of the state would add %.0f MiB",
+          rss / 1048576, planned / 1048576, unsharded_state / 1048576);
+    QVERIFY2(rss <= 1.25 * planned + baseline, qPrintable(QString("RSS %1 MiB over 1.25 x plan %2 MiB").arg(rss / 1048576).arg(planned / 1048576)));
+    QVERIFY2(rss < planned + unsharded_state, "RSS as large as the plan plus an unsharded copy");
+  }
+
+  // Device threads are made once: steps create no thread (the kernel's last-assigned pid stays put,
+  // where one thread per device per step would move it by 8 each step). And with 8 devices on
+  // 2 cores, no more than 2 devices are ever inside a kernel at once (a sweep over the trace's
+  // compute spans), and about 2 threads are runnable on average (sampled from /proc; wake-ups
+  // at each collective add a little, where unbudgeted devices keep 6 to 8 runnable).
+  void devicesArePersistentAndShareTheCores() {
+    // Wider and a larger batch than kMlp, so that steps are mostly compute (~25 ms), not wake-ups.
+    std::string text = kMlp;
+    text.replace(text.find("\"features\": 256"), 15, "\"features\": 1024");
+    text.replace(text.find("\"batch_size\": 64"), 16, "\"batch_size\": 512");
+    const project::Project p = project::parse_project(text, "wide.shardlab.json");
+    runtime::TrainOptions o;
+    o.threads = 2;
+    o.mesh = "data=8";
+    o.rules = "batch=data";
+    o.trace_detailed = true;
+    o.trace_keep = 20;
+    runtime::Trainer t(p, o);
+    const data::Dataset train = examples(512, 3);
+    t.train_step(train.features, train.targets);  // the first step starts the threads
+    std::atomic<bool> done{false};
+    double sum = 0;
+    int samples = 0;
+    std::thread sampler([&] {
+      while (!done) {
+        const int r = runnable_threads();
+        if (r >= 0) sum += r, ++samples;
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+    });
+    const long pid_before = last_pid();
+    const int steps = 10;
+    for (int s = 0; s < steps; ++s) t.train_step(train.features, train.targets);
+    const long pid_after = last_pid();
+    done = true;
+    sampler.join();
+    // Most devices inside a kernel (compute or optimizer span) at the same moment.
+    std::vector<std::pair<double, int>> edges;
+    for (const profiler::Span& sp : t.trace().spans())
+      if (sp.category == profiler::Category::Compute || sp.category == profiler::Category::Optimizer)
+        edges.push_back({sp.start_us, 1}), edges.push_back({sp.start_us + sp.dur_us, -1});
+    std::sort(edges.begin(), edges.end());  // an end sorts before a start at the same instant
+    int open = 0, most = 0;
+    for (const auto& [ts, d] : edges) most = std::max(most, open += d);
+    const double mean = samples ? sum / samples : 0;
+    qInfo("%d steps on 8 devices: %ld pids assigned meanwhile; at most %d devices in a kernel at once over %zu spans; "
+          "%.2f runnable threads on average over %d samples",
+          steps, pid_after - pid_before, most, edges.size() / 2, mean, samples);
+    if (pid_before >= 0) QVERIFY2(pid_after - pid_before < 8 * steps / 2, "threads were created during the steps");
+    QVERIFY(edges.size() > 100);
+    QVERIFY2(most <= 2, qPrintable(QString("%1 devices computed at once on 2 cores").arg(most)));
+    QVERIFY(samples > 10);
+    QVERIFY2(mean <= 3.5, qPrintable(QString("%1 runnable threads on average on 2 cores").arg(mean)));
+  }
+
+  // 4.8 TB of parameters: refused when the trainer is built, naming the need and the largest array,
+  // before anything of that size is allocated.
+  void aModelLargerThanTheMachineIsRefusedBeforeAllocating() {
+    std::string text = kMlp;
+    text.replace(text.find("\"features\": 256"), 15, "\"features\": 400000000");
+    const project::Project p = project::parse_project(text, "huge.shardlab.json");
+    const QString err = testing::error_of([&] { runtime::Trainer t(p); });
+    VERIFY_CONTAINS(err, "the training step needs");
+    VERIFY_CONTAINS(err, "TiB but only");
+    VERIFY_CONTAINS(err, "dense1/kernel");
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    QVERIFY2(ru.ru_maxrss < 2L * 1024 * 1024, "the refusal came after a large allocation");
+    bool typed = false;
+    try {
+      runtime::Trainer t(p);
+    } catch (const backends::OutOfMemory&) {
+      typed = true;
+    } catch (...) {
+    }
+    QVERIFY2(typed, "the refusal is not a backends::OutOfMemory");
+  }
+
+  // The backend enumerates what it runs on.
+  void cpuBackendDescribesItsDevice() {
+    auto b = backends::make_backend("cpu");
+    const auto devices = b->devices();
+    QCOMPARE(devices.size(), size_t(1));
+    QVERIFY(devices[0].memory_bytes > 0);
+    QVERIFY(devices[0].cores >= 1);
+    QVERIFY2(QString::fromStdString(devices[0].name).contains("GEMM"), devices[0].name.c_str());
+    QVERIFY(b->capacity_per_device(8) * 8 <= b->capacity_per_device(1) + 8);
+    const QString err = testing::error_of([] { backends::make_backend("cuda"); });
+    VERIFY_CONTAINS(err, "cuda");
+    VERIFY_CONTAINS(err, "without CUDA");
+  }
+};
+
+QTEST_APPLESS_MAIN(TestRuntime)
+#include "test_runtime.moc"
