@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/backends/cpu/collectives.h"
+#include "engine/backends/cpu/thread_budget.h"
 #include "engine/util/error.h"
 
 using shardlab::Error;
@@ -437,6 +438,111 @@ class TestCollectives : public QObject {
       e = compare_bits(gather[size_t(r)].data(), want_gather, QString("all_gather rank %1").arg(r));
       QVERIFY2(e.isEmpty(), qPrintable(e));
     }
+  }
+
+  // ---- broadcast and point to point (the interface's other calls).
+  // Every rank's out gets the root's in, for every root, in place at the root too.
+  void broadcastFromEveryRoot() {
+    constexpr int n = 5;
+    constexpr int64_t count = 1003;
+    ThreadCollectives coll(n + 1);
+    const std::vector<int> group{3, 0, 5, 1, 2};  // not in id order: the root is a rank
+    for (int root = 0; root < n; ++root) {
+      std::vector<std::vector<double>> out(n, std::vector<double>(count, -1.0));
+      const auto errors = run_devices(coll, n, [&](int r) {
+        std::vector<double> in(count);
+        for (int64_t i = 0; i < count; ++i) in[size_t(i)] = double(r * 100000 + i);
+        double* dst = out[size_t(r)].data();
+        if (r == root) std::copy(in.begin(), in.end(), dst);  // the root broadcasts in place
+        coll.broadcast(group[size_t(r)], group, root, r == root ? dst : nullptr, dst, count);
+      });
+      QVERIFY2(first_error(errors).isEmpty(), qPrintable(first_error(errors)));
+      for (int r = 0; r < n; ++r)
+        for (int64_t i = 0; i < count; i += 97) QCOMPARE(out[size_t(r)][size_t(i)], double(root * 100000 + i));
+    }
+  }
+
+  // Peers that name different roots get an error on every device, not a wrong result.
+  void broadcastRootsMustAgree() {
+    ThreadCollectives coll(2);
+    const std::vector<int> group{0, 1};
+    const auto errors = run_devices(coll, 2, [&](int r) {
+      float x[4] = {1, 2, 3, 4};
+      coll.broadcast(r, group, r, x, x, 4);
+    });
+    for (const auto& e : errors) QVERIFY2(e.find("from root rank") != std::string::npos, e.c_str());
+  }
+
+  // A ring of sends and receives, as pipeline stages pass activations on: each device sends to the
+  // next and receives from the previous (even ranks send first, so the ring cannot deadlock).
+  void sendRecvAroundARing() {
+    constexpr int n = 6;
+    constexpr int64_t count = 4099;
+    ThreadCollectives coll(n);
+    std::vector<std::vector<float>> got(n, std::vector<float>(count, -1.f));
+    const auto errors = run_devices(coll, n, [&](int r) {
+      std::vector<float> mine(count);
+      for (int64_t i = 0; i < count; ++i) mine[size_t(i)] = float(r) + float(i) * 1e-3f;
+      const int next = (r + 1) % n, prev = (r + n - 1) % n;
+      if (r % 2 == 0) {
+        coll.send(r, next, mine.data(), count);
+        coll.recv(r, prev, got[size_t(r)].data(), count);
+      } else {
+        coll.recv(r, prev, got[size_t(r)].data(), count);
+        coll.send(r, next, mine.data(), count);
+      }
+    });
+    QVERIFY2(first_error(errors).isEmpty(), qPrintable(first_error(errors)));
+    for (int r = 0; r < n; ++r) {
+      const int prev = (r + n - 1) % n;
+      for (int64_t i = 0; i < count; i += 101) QCOMPARE(got[size_t(r)][size_t(i)], float(prev) + float(i) * 1e-3f);
+    }
+  }
+
+  // Two sends, or a send whose receiver expects another count, fail on both ends; so does a send to itself.
+  void sendRecvMismatchesAreErrors() {
+    ThreadCollectives coll(2);
+    float buf[8] = {};
+    auto errors = run_devices(coll, 2, [&](int r) { coll.send(r, 1 - r, buf, 8); });
+    for (const auto& e : errors) QVERIFY2(e.find("disagrees") != std::string::npos, e.c_str());
+    ThreadCollectives coll2(2);
+    errors = run_devices(coll2, 2, [&](int r) {
+      if (r == 0) coll2.send(0, 1, buf, 8);
+      else coll2.recv(1, 0, buf, 4);
+    });
+    for (const auto& e : errors) QVERIFY2(e.find("disagrees") != std::string::npos, e.c_str());
+    const auto self = run_devices(coll2, 1, [&](int) { coll2.send(0, 0, buf, 8); });
+    QVERIFY2(self[0].find("names itself") != std::string::npos, self[0].c_str());
+  }
+
+  // With more devices than cores, waiting devices lend their core to a ThreadBudget: results are the
+  // same as without one, and no more devices than cores hold one at a time.
+  void budgetedDevicesGiveTheSameResults() {
+    constexpr int n = 8;
+    constexpr int64_t count = 50000;
+    ThreadCollectives coll(n);
+    shardlab::backends::cpu::ThreadBudget budget(2);
+    coll.share_cores(&budget);
+    std::atomic<int> holding{0}, most{0};
+    std::vector<int> group(n);
+    for (int i = 0; i < n; ++i) group[size_t(i)] = i;
+    std::vector<std::vector<float>> data(n, std::vector<float>(count));
+    const auto errors = run_devices(coll, n, [&](int r) {
+      budget.acquire();
+      for (int round = 0; round < 5; ++round) {
+        const int now = ++holding;
+        int m = most.load();
+        while (now > m && !most.compare_exchange_weak(m, now)) {
+        }
+        for (int64_t i = 0; i < count; ++i) data[size_t(r)][size_t(i)] = float(r + round);
+        --holding;
+        coll.all_reduce(r, group, data[size_t(r)].data(), data[size_t(r)].data(), count);
+      }
+      budget.release();
+    });
+    QVERIFY2(first_error(errors).isEmpty(), qPrintable(first_error(errors)));
+    for (int r = 0; r < n; ++r) QCOMPARE(data[size_t(r)][count - 1], float(28 + 8 * 4));  // sum of r + 4 over r < 8
+    QVERIFY2(most.load() <= 2, qPrintable(QString("%1 devices computed at once with 2 cores").arg(most.load())));
   }
 
   // No device leaves a barrier before every device of the group has reached it.
