@@ -100,7 +100,7 @@ void JsonlLog::on_step(const runtime::StepEvent& e) {
   nlohmann::ordered_json j{{"event", "step"},         {"step", e.step},
                            {"epoch", e.epoch},        {"loss", num(e.loss)},
                            {"accuracy", num(e.accuracy)}, {"learning_rate", e.learning_rate},
-                           {"step_time_s", e.step_time_s}, {"data_wait_s", e.data_wait_s},
+                           {"step_time_s", e.step_time_s}, {"cpu_time_s", e.cpu_time_s}, {"data_wait_s", e.data_wait_s},
                            {"examples_per_s", e.examples_per_s}};
   out_ << j.dump() << "\n";
   out_.flush();

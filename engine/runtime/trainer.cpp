@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/data/batch_loader.h"
@@ -15,6 +16,11 @@ namespace shardlab::runtime {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 }  // namespace
 
 Trainer::Trainer(project::Project project, TrainOptions options) : project_(std::move(project)), options_(options) {
@@ -279,10 +285,12 @@ void Trainer::run_loop() {
     trace_->add(profiler::Span{0, profiler::Category::Data, "data", "", "batch", data_start, wait * 1e6, 0,
                                double(b.features.size() + b.targets.size()) * sizeof(float), steps_done()});
     auto t1 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
     StepEvent ev;
     ev.learning_rate = project_.optimizer.learning_rate.at(steps_done());
     ev.loss = train_step(b.features, b.targets);
     ev.step_time_s = seconds_since(t1);
+    ev.cpu_time_s = process_cpu_seconds() - cpu0;
     if (session_->global_step().accuracy >= 0) ev.accuracy = session_->last_accuracy();
     ev.step = steps_done();
     ev.total_steps = info.total_steps;

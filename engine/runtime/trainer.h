@@ -37,6 +37,9 @@ struct StepEvent {
   int64_t epoch = 0;
   double loss = NAN, accuracy = NAN, learning_rate = 0;
   double step_time_s = 0, data_wait_s = 0, examples_per_s = 0;
+  // CPU time the whole process used during the step (every device and thread): divided by
+  // step_time_s, how many cores the step kept busy.
+  double cpu_time_s = 0;
 };
 
 struct EvalEvent {
