@@ -97,6 +97,9 @@ class Backend {
                                            const sharding::Mesh& mesh, const LoadOptions& options = {}) = 0;
   // Cores (CPU) the devices share; reported with results.
   virtual int threads() const = 0;
+  // FLOP/s of the backend's float32 GEMM at its best on one device (on the CPU: on all the cores
+  // the backend was given), measured on first use and kept: what MFU is a fraction of.
+  virtual double gemm_peak_flops() = 0;
 };
 
 // The backend named `kind` ("cpu" or "cuda"). Throws Error saying why one is unavailable (a build

@@ -251,6 +251,9 @@ class TestRuntime : public QObject {
     QVERIFY(devices[0].cores >= 1);
     QVERIFY2(QString::fromStdString(devices[0].name).contains("GEMM"), devices[0].name.c_str());
     QVERIFY(b->capacity_per_device(8) * 8 <= b->capacity_per_device(1) + 8);
+    const double peak = b->gemm_peak_flops();
+    QVERIFY2(peak > 1e9 && peak < 1e13, qPrintable(QString("GEMM peak %1 FLOP/s").arg(peak)));
+    QCOMPARE(b->gemm_peak_flops(), peak);  // measured once
     const QString err = testing::error_of([] { backends::make_backend("cuda"); });
     VERIFY_CONTAINS(err, "cuda");
     VERIFY_CONTAINS(err, "without CUDA");
