@@ -30,6 +30,16 @@ const char* type_of(const Json& j) {
   return "an object";
 }
 
+// An integer's value compared with `hi`, whichever way nlohmann stored it (parsed non-negative
+// numbers are unsigned, values built in C++ from an int are signed).
+bool integer_above(const Json& v, int64_t hi) {
+  return v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(hi) : v.get<int64_t>() > hi;
+}
+
+bool non_negative_integer(const Json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
 class Checker {
  public:
   Checker(const Json& meta, const std::string& file) : meta_(meta), file_(file) {}
@@ -43,11 +53,10 @@ class Checker {
     const Json& v = meta_[field];
     if (!v.is_number_integer())
       fail(field, brief(v) + " is " + type_of(v) + ", not an integer (" + meaning + ")");
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi))
+    if (integer_above(v, hi))
       fail(field, brief(v) + " is over the limit of " + std::to_string(hi) + " (" + meaning + ")");
     const int64_t x = v.get<int64_t>();
     if (x < lo) fail(field, std::to_string(x) + (x < 0 ? " is negative" : " is below " + std::to_string(lo)) + " (" + meaning + ")");
-    if (x > hi) fail(field, std::to_string(x) + " is over the limit of " + std::to_string(hi) + " (" + meaning + ")");
     return x;
   }
 
@@ -87,7 +96,7 @@ MetaFields validate_meta(const Json& meta, const std::string& file, int64_t dir_
     c.fail("format", brief(meta["format"]) + " is not \"" + kMetaFormat + "\" (not a Shardlab checkpoint?)");
   if (!c.has("version")) c.fail("version", "missing");
   if (!meta["version"].is_number_integer()) c.fail("version", brief(meta["version"]) + " is not an integer");
-  if (meta["version"].is_number_unsigned() && meta["version"].get<uint64_t>() > uint64_t(kMetaVersion))
+  if (integer_above(meta["version"], kMetaVersion))
     c.fail("version", meta["version"].dump() + " is newer than this build of Shardlab reads (version " +
                           std::to_string(kMetaVersion) + "); open it with a newer Shardlab");
   c.integer("version", 1, kMetaVersion, "checkpoint format versions start at 1");
@@ -101,7 +110,7 @@ MetaFields validate_meta(const Json& meta, const std::string& file, int64_t dir_
   out.data_position = out.step;
   if (c.has("data_position"))
     out.data_position = c.integer("data_position", 0, kMaxStep, "the position in the batch stream to resume at");
-  if (const Json& seed = meta.contains("seed") ? meta["seed"] : Json(0u); !seed.is_number_unsigned())
+  if (const Json& seed = meta.contains("seed") ? meta["seed"] : Json(0u); !non_negative_integer(seed))
     c.fail("seed", brief(seed) + (seed.is_number_integer() ? std::string(" is negative")
                                                           : " is " + std::string(type_of(seed)) + ", not a non-negative integer"));
   if (c.has("project") && !meta["project"].is_object())
