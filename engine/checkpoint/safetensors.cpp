@@ -469,7 +469,9 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
   Header h = parse_header(std::string_view(bytes.data() + 8, size_t(n)), bytes.size() - buffer_start, name_for_errors,
                           fail);
   return assemble(std::move(h), fail,
-                  [&](const Entry& e, uint8_t* dst) { std::memcpy(dst, p + buffer_start + e.begin, e.end - e.begin); });
+                  [&](const Entry& e, uint8_t* dst) {
+                    if (e.end > e.begin) std::memcpy(dst, p + buffer_start + e.begin, e.end - e.begin);  // dst is null when empty
+                  });
 }
 
 SafetensorsFile read_safetensors(const std::filesystem::path& path) {
