@@ -1,12 +1,12 @@
 #include "engine/checkpoint/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <unistd.h>
 
+#include "engine/checkpoint/checkpoint_meta.h"
 #include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
@@ -50,10 +50,19 @@ fs::path step_dir(const fs::path& root, int64_t step) {
 
 fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
               nlohmann::ordered_json meta, uint64_t max_shard_bytes) {
+  const fs::path final_dir = step_dir(root, step);
+  // Checked before anything is written: a wrapped or negative step, or a field of the wrong type,
+  // would otherwise be saved and only refused (or misread) at the resume.
+  if (step < 0 || step > kMaxStep)
+    throw Error(root.string() + ": cannot save a checkpoint of step " + std::to_string(step) + " (steps are 0 .. " +
+                std::to_string(kMaxStep) + ")");
+  if (!meta.contains("format")) meta["format"] = kMetaFormat;
+  if (!meta.contains("version")) meta["version"] = kMetaVersion;
+  meta["step"] = step;
+  validate_meta(meta, (final_dir / kMetaFile).string(), step);
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) throw Error(root.string() + ": cannot create the checkpoint directory: " + ec.message());
-  const fs::path final_dir = step_dir(root, step);
   fs::path tmp = final_dir;
   tmp += ".tmp-" + std::to_string(::getpid());
   fs::remove_all(tmp, ec);
@@ -64,8 +73,7 @@ fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<st
   for (const auto& [name, t] : arrays) f.tensors.push_back(from_tensor(name, t));
   f.metadata["format"] = "shardlab";
   f.metadata["step"] = std::to_string(step);
-  write_model(tmp, f, max_shard_bytes);
-  meta["step"] = step;
+  write_model(tmp, std::move(f), max_shard_bytes);
   util::write_file_atomically(tmp / kMetaFile, meta.dump(2) + "\n");
   // The marker goes last: a directory without it is an interrupted save and never loads.
   util::write_file_atomically(tmp / kCommitFile, "committed\n");
@@ -89,20 +97,27 @@ Loaded load(const fs::path& dir) {
     throw Error(dir.string() + ": not a committed checkpoint (no " + kCommitFile + " marker: the save was interrupted)");
   Loaded out;
   out.dir = dir;
-  std::ifstream in(dir / kMetaFile);
-  if (!in) throw Error((dir / kMetaFile).string() + ": missing");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    out.meta = nlohmann::ordered_json::parse(ss.str());
-  } catch (const std::exception& e) {
-    throw Error((dir / kMetaFile).string() + ": malformed JSON: " + e.what());
+  MetaFields fields;
+  out.meta = read_meta(dir / kMetaFile, step_from_dir_name(dir), fields);
+  out.step = fields.step;
+  out.data_position = fields.data_position;
+
+  ModelFiles where;
+  SafetensorsFile f = read_model(dir, &where);  // checksums verified file by file
+  if (auto it = f.metadata.find("step"); it != f.metadata.end() && it->second != std::to_string(out.step))
+    throw Error((dir / where.files.front()).string() + ": __metadata__ step '" + it->second +
+                "' does not match " + kMetaFile + "'s step " + std::to_string(out.step) +
+                " (files of two checkpoints mixed?)");
+  for (const StoredTensor& t : f.tensors) {
+    Tensor x = to_tensor(t);
+    // A diverged run's checkpoint must not be resumed as if it were fine.
+    for (size_t i = 0; i < x.data.size(); ++i)
+      if (!std::isfinite(x.data[i]))
+        throw Error((dir / where.file_of[t.name]).string() + ": tensor '" + t.name + "': element " + std::to_string(i) +
+                    " is " + (std::isnan(x.data[i]) ? "NaN" : "infinite") +
+                    " (the run had diverged when this was saved; resume from an earlier checkpoint)");
+    out.arrays[t.name] = std::move(x);
   }
-  if (!out.meta.contains("step") || !out.meta["step"].is_number_integer())
-    throw Error((dir / kMetaFile).string() + ": step: missing");
-  out.step = out.meta["step"].get<int64_t>();
-  SafetensorsFile f = read_model(dir);
-  for (const StoredTensor& t : f.tensors) out.arrays[t.name] = to_tensor(t);
   return out;
 }
 

@@ -24,7 +24,9 @@ inline constexpr const char* kCommitFile = "COMMITTED";
 
 std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
 
-// Writes <root>/step_<step>/ atomically. `meta` gets "step" added. max_shard_bytes > 0 splits the
+// Writes <root>/step_<step>/ atomically. `meta` gets "step" added (and "format" and "version" when
+// absent) and is checked against checkpoint.json's schema (checkpoint_meta.h) before anything is
+// written; every tensor file gets per-tensor CRC32C checksums and the step in its __metadata__. max_shard_bytes > 0 splits the
 // tensors over model-0000K-of-0000N.safetensors files of at most that much tensor data each, plus
 // model.safetensors.index.json (one model.safetensors when everything fits in one).
 std::filesystem::path save(const std::filesystem::path& root, int64_t step,
@@ -37,11 +39,14 @@ std::optional<std::filesystem::path> latest(const std::filesystem::path& root);
 struct Loaded {
   std::filesystem::path dir;
   int64_t step = 0;
+  int64_t data_position = 0;  // checkpoint.json's, or `step` when it has none
   nlohmann::ordered_json meta;
   std::map<std::string, Tensor> arrays;
 };
-// Reads a committed checkpoint directory in either layout; errors name the directory or file and
-// the reason.
+// Reads a committed checkpoint directory in either layout; errors name the directory or file, the
+// field or tensor, and the reason. Refused: checkpoint.json off its schema (checkpoint_meta.h), a
+// step differing from the directory's name or the tensor files' __metadata__, a tensor failing its
+// checksum, and a NaN or infinity in any array (a diverged run is not resumed silently).
 Loaded load(const std::filesystem::path& dir);
 
 // Removes all but the newest `keep` committed checkpoints, and leftovers of interrupted saves.

@@ -1,5 +1,10 @@
 #include "engine/checkpoint/export.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
@@ -11,7 +16,55 @@ namespace shardlab::checkpoint {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 const std::string kParamPrefix = "params/";
+
+// True if `inner` is `outer` or lies below it (both canonical).
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  return o == outer.end();
+}
+
+const char* kind_of(mode_t m) {
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// `out` may only be a regular file (or a new name) in a directory other than the checkpoint's:
+// replacing a symlink, a device node or one of the files being read loses data. Checked before
+// reading anything; the write itself then goes to a temporary file renamed over `out`.
+void check_export_target(const fs::path& dir, const fs::path& out) {
+  const std::string who = "export to " + out.string() + ": ";
+  if (out.empty()) throw Error("export: no output file given (--out FILE)");
+  struct stat st {};
+  if (::lstat(out.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      throw Error(who + "is a symbolic link; export writes only to a regular file path (give the link's target, or a new name)");
+    if (S_ISDIR(st.st_mode)) throw Error(who + "is a directory; give the path of a file to write");
+    if (!S_ISREG(st.st_mode))
+      throw Error(who + "is " + kind_of(st.st_mode) + "; export writes only to a regular file path, never over one of these");
+    // A hard link to a checkpoint file is that file, whatever its name.
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      struct stat cs {};
+      if (::stat(e.path().c_str(), &cs) == 0 && cs.st_dev == st.st_dev && cs.st_ino == st.st_ino)
+        throw Error(who + "is " + e.path().string() + " of the checkpoint being exported; write the export elsewhere");
+    }
+  } else if (errno != ENOENT) {
+    throw Error(who + "cannot check the path (" + std::strerror(errno) + ")");
+  }
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) throw Error(who + "its directory " + parent.string() + " does not exist");
+  const fs::path cparent = fs::canonical(parent, ec), cdir = fs::canonical(dir, ec);
+  if (!cparent.empty() && !cdir.empty() && is_within(cparent, cdir))
+    throw Error(who + "lies inside the checkpoint directory " + dir.string() +
+                " being exported; write the export elsewhere");
+}
 
 std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out) {
   const SafetensorsFile all = read_model(dir);  // one file or shards
@@ -24,7 +77,8 @@ std::string export_parameters(const std::filesystem::path& dir, const std::files
     }
   if (params.tensors.empty()) throw Error(dir.string() + ": the checkpoint holds no parameters (no params/... tensors)");
   params.metadata = all.metadata;
-  write_safetensors(out, params);
+  add_checksums(params);  // under the exported names; the checkpoint's own keys name params/...
+  write_safetensors(out, params);  // atomically: a temporary file beside `out`, renamed over it
   return "wrote " + std::to_string(params.tensors.size()) + " parameters to " + out.string();
 }
 
@@ -39,6 +93,7 @@ std::string export_onnx_model(const std::filesystem::path& dir, const std::files
   std::map<std::string, Tensor> params;
   for (const auto& [name, t] : c.arrays)
     if (name.rfind(kParamPrefix, 0) == 0) params[name.substr(kParamPrefix.size())] = t;
+  // export_onnx writes atomically (util::write_file_atomically), as write_safetensors does.
   return interop::export_onnx(p, params, out,
                               "Exported by Shardlab from " + dir.string() + " (step " + std::to_string(c.step) + ")");
 }
@@ -46,6 +101,7 @@ std::string export_onnx_model(const std::filesystem::path& dir, const std::files
 }  // namespace
 
 std::string export_checkpoint(const std::filesystem::path& dir, const std::string& format, const std::filesystem::path& out) {
+  if (format == "safetensors" || format == "onnx") check_export_target(dir, out);
   if (format == "safetensors") return export_parameters(dir, out);
   if (format == "onnx") return export_onnx_model(dir, out);
   throw Error("export format '" + format + "': expected safetensors or onnx");

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -11,7 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/checkpoint/crc32c.h"
+#include "engine/checkpoint/regular_file.h"
 #include "engine/util/atomic_file.h"
+#include "engine/util/json_limits.h"
 #include "engine/util/error.h"
 
 namespace shardlab::checkpoint {
@@ -46,6 +50,12 @@ std::string shape_list(const Shape& s) {
 }
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
 
 // A JSON value for a message, cut short if long.
 std::string brief(const Json& j) {
@@ -237,22 +247,33 @@ void write_safetensors(const std::filesystem::path& path, const SafetensorsFile&
 
 // ---------------------------------------------------------------------------------------- reading
 
-SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name_for_errors) {
-  auto fail = [&](const std::string& why) -> void { throw Error(name_for_errors + ": " + why); };
+namespace {
 
-  if (bytes.size() < 8)
-    fail("file is only " + std::to_string(bytes.size()) +
+using Fail = std::function<void(const std::string&)>;
+
+// The header length from the first 8 bytes, checked against the file size before anything else
+// is read or allocated.
+uint64_t header_length(const uint8_t* first8, uint64_t file_size, const Fail& fail) {
+  if (file_size < 8)
+    fail("file is only " + std::to_string(file_size) +
          " bytes, too short for the 8-byte header length that starts a safetensors file");
-  const uint64_t n = load_le(reinterpret_cast<const uint8_t*>(bytes.data()), 8);
+  const uint64_t n = load_le(first8, 8);
   if (n > kMaxHeaderSize)
     fail("header length " + std::to_string(n) + " is over the limit of " + std::to_string(kMaxHeaderSize) + " bytes");
-  if (n > bytes.size() - 8)
-    fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(bytes.size() - 8) +
+  if (n > file_size - 8)
+    fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file_size - 8) +
          " bytes follow the length field)");
-  const std::string_view text(bytes.data() + 8, size_t(n));
-  const uint64_t buffer_start = 8 + n;
-  const uint64_t buffer_size = bytes.size() - buffer_start;
+  return n;
+}
 
+struct Header {
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;  // in header order
+};
+
+// Parses and checks the header text against a data buffer of `buffer_size` bytes: when it returns,
+// every entry lies inside the buffer and they tile it exactly, so reading them cannot go astray.
+Header parse_header(std::string_view text, uint64_t buffer_size, const std::string& who, const Fail& fail) {
   if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
     fail("header is not valid UTF-8 (bad byte at header offset " + std::to_string(bad) + ")");
   if (text.empty() || text.front() != '{') fail("header does not start with '{'");
@@ -260,6 +281,9 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
   // JSON allows no raw NUL anywhere.
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
     fail("header is not valid JSON: NUL byte at header offset " + std::to_string(nul));
+  // A header is three levels deep; a `shape` nested 100,000 deep must not reach the recursive
+  // parts of nlohmann (dump, destruction) at all.
+  util::check_json_depth(text, util::kDefaultJsonDepth, who + ": header");
 
   // Parse, noting the first key that repeats within one object: nlohmann would silently keep one.
   std::vector<std::set<std::string>> open_objects;
@@ -295,8 +319,8 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
   if (!header.is_object()) fail("header is not a JSON object");
   if (!duplicate.empty()) fail(duplicate);
 
-  SafetensorsFile out;
-  std::vector<Entry> entries;
+  Header out;
+  std::vector<Entry>& entries = out.entries;
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       if (value.is_null()) continue;  // as the reference implementation: same as absent
@@ -389,32 +413,94 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
   if (pos != buffer_size)
     fail("trailing bytes after the last tensor's data: the data buffer is " + std::to_string(buffer_size) +
          " bytes, the tensors cover " + std::to_string(pos));
+  return out;
+}
 
-  out.tensors.reserve(entries.size());
-  for (Entry& e : entries) {
+// The tensors' data, read by `read(entry, destination)`, then checked against their checksums.
+template <typename ReadData>
+SafetensorsFile assemble(Header h, const Fail& fail, ReadData read) {
+  SafetensorsFile out;
+  out.metadata = std::move(h.metadata);
+  out.tensors.reserve(h.entries.size());
+  for (Entry& e : h.entries) {
     StoredTensor t;
     t.name = std::move(e.name);
     t.dtype = e.dtype;
     t.shape = std::move(e.shape);
-    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + buffer_start;
-    t.bytes.assign(p + e.begin, p + e.end);
+    t.bytes.resize(size_t(e.end - e.begin));
+    read(e, t.bytes.data());
     out.tensors.push_back(std::move(t));
+  }
+  for (const StoredTensor& t : out.tensors) {
+    auto it = out.metadata.find(kChecksumPrefix + t.name);
+    if (it == out.metadata.end()) continue;  // written before checksums, or by another tool
+    const std::string& v = it->second;
+    const std::string ctx = "tensor " + in_quotes(t.name) + ": ";
+    uint32_t stored = 0;
+    bool hex_ok = v.size() > 9 && v[8] == ' ';
+    for (size_t i = 0; hex_ok && i < 8; ++i) {
+      const char c = v[i];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) hex_ok = false;
+      stored = stored << 4 | uint32_t(d);
+    }
+    if (!hex_ok)
+      fail(ctx + "__metadata__ " + in_quotes(kChecksumPrefix + t.name) + " is " + in_quotes(v) +
+           ", not '<8 hex digits> <dtype> <shape>'");
+    const std::string described = std::string(dtype_name(t.dtype)) + " " + shape_list(t.shape);
+    if (v.substr(9) != described)
+      fail(ctx + "the header says " + described + " but its checksum was written for " + v.substr(9) +
+           " (the header was altered)");
+    const uint32_t actual = crc32c(t.bytes.data(), t.bytes.size());
+    if (actual != stored)
+      fail(ctx + "CRC32C mismatch: the data has " + hex32(actual) + ", __metadata__ records " + hex32(stored) +
+           " (the tensor data is corrupt)");
   }
   return out;
 }
 
+}  // namespace
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name_for_errors) {
+  const Fail fail = [&](const std::string& why) { throw Error(name_for_errors + ": " + why); };
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint64_t n = header_length(p, bytes.size(), fail);
+  const uint64_t buffer_start = 8 + n;
+  Header h = parse_header(std::string_view(bytes.data() + 8, size_t(n)), bytes.size() - buffer_start, name_for_errors,
+                          fail);
+  return assemble(std::move(h), fail,
+                  [&](const Entry& e, uint8_t* dst) {
+                    if (e.end > e.begin) std::memcpy(dst, p + buffer_start + e.begin, e.end - e.begin);  // dst is null when empty
+                  });
+}
+
 SafetensorsFile read_safetensors(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path.string() + ": is a directory, not a safetensors file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open (" + std::strerror(errno) + ")");
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size < 0 || !in) throw Error(path.string() + ": cannot determine the file size");
-  std::string bytes(size_t(size), '\0');
-  if (!in.read(bytes.data(), size)) throw Error(path.string() + ": reading failed");
-  return parse_safetensors(bytes, path.string());
+  const std::string who = path.string();
+  const Fail fail = [&](const std::string& why) { throw Error(who + ": " + why); };
+  const RegularFile file(path);  // refuses FIFOs, devices and directories without blocking
+  // Only the header is read before it is checked against the file's size; then each tensor's own
+  // bytes, straight into its buffer.
+  uint8_t first8[8] = {};
+  if (file.size() >= 8) file.read_at(0, first8, 8);
+  const uint64_t n = header_length(first8, file.size(), fail);
+  std::string text(size_t(n), '\0');
+  file.read_at(8, text.data(), n);
+  const uint64_t buffer_start = 8 + n;
+  Header h = parse_header(text, file.size() - buffer_start, who, fail);
+  return assemble(std::move(h), fail,
+                  [&](const Entry& e, uint8_t* dst) { file.read_at(buffer_start + e.begin, dst, e.end - e.begin); });
+}
+
+// ---------------------------------------------------------------------------------------- checksums
+
+std::string checksum_of(const StoredTensor& t) {
+  return hex32(crc32c(t.bytes.data(), t.bytes.size())).substr(2) + " " + dtype_name(t.dtype) + " " + shape_list(t.shape);
+}
+
+void add_checksums(SafetensorsFile& f) {
+  for (auto it = f.metadata.begin(); it != f.metadata.end();)
+    it = it->first.rfind(kChecksumPrefix, 0) == 0 ? f.metadata.erase(it) : std::next(it);
+  for (const StoredTensor& t : f.tensors) f.metadata[kChecksumPrefix + t.name] = checksum_of(t);
 }
 
 // ----------------------------------------------------------------------------------- conversions

@@ -14,7 +14,15 @@
 // (unknown keys in an entry, duplicate names or keys, a header not starting with '{' are errors).
 // The entries may be listed in any order in the header, but sorted by data_offsets they must tile
 // the data buffer exactly: no overlaps, no gaps, no trailing bytes. It never reads out of bounds and
-// allocates no more than the size of the input.
+// allocates no more than the size of the input. From a file it reads the 8-byte length and the
+// header first and checks them against the file's size (fstat) before reading any tensor data, then
+// reads each tensor's bytes alone; FIFOs, devices and directories are refused without blocking.
+//
+// Integrity (a Shardlab extension other readers ignore): "__metadata__" may hold, per tensor,
+// "crc32c.<name>": "<8 lowercase hex digits> <dtype> <shape>", e.g. "e3069283 F32 [2, 3]", the
+// CRC32C of the tensor's data bytes and the dtype and shape it was written with. The reader checks
+// every tensor that has one (a changed byte, a swapped data_offsets, a changed dtype or shape is
+// an error naming the tensor); tensors without one, as in files written elsewhere, load as before.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +65,15 @@ std::string to_safetensors_bytes(const SafetensorsFile& f);
 // Writes to_safetensors_bytes(f) atomically (util::write_file_atomically): on failure the previous
 // file, if any, is untouched and no partial file is left. Errors name `path`.
 void write_safetensors(const std::filesystem::path& path, const SafetensorsFile& f);
+
+inline const std::string kChecksumPrefix = "crc32c.";
+
+// The checksum value described above for t.
+std::string checksum_of(const StoredTensor& t);
+
+// Sets "crc32c.<name>" for every tensor of f, dropping any other crc32c.* keys (copied metadata of
+// another file must not carry checksums of tensors this one does not hold).
+void add_checksums(SafetensorsFile& f);
 
 // Reads and validates a file; every problem is an Error naming the file (and the tensor where there
 // is one) and the reason. Tensors come back in the order the header lists them.

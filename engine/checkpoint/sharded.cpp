@@ -4,13 +4,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/checkpoint/regular_file.h"
 #include "engine/util/atomic_file.h"
+#include "engine/util/json_limits.h"
 #include "engine/util/error.h"
 
 namespace shardlab::checkpoint {
@@ -40,13 +40,8 @@ bool looks_like_shard(const std::string& n) {
   return digits(core.substr(0, m)) && digits(core.substr(m + mid.size()));
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// An index lists one line per tensor; far more than any model has.
+constexpr uint64_t kMaxIndexBytes = 64ull << 20;
 
 // The index's weight_map in file order, its total_size if given; an Error naming the index for a
 // malformed one. Duplicate tensor names are caught here: nlohmann would silently keep one.
@@ -81,9 +76,11 @@ Index parse_index(const fs::path& path) {
     }
     return true;
   };
+  const std::string text = read_small_file(path, kMaxIndexBytes);  // a regular file, of sane size
+  util::check_json_depth(text, util::kDefaultJsonDepth, who);
   Json j;
   try {
-    j = Json::parse(read_text(path), note);
+    j = Json::parse(text, note);
   } catch (const Json::exception& e) {
     throw Error(who + ": malformed JSON: " + e.what());
   }
@@ -124,29 +121,32 @@ std::string shard_name(size_t index, size_t count) {
 
 // ---------------------------------------------------------------------------------------- writing
 
-std::vector<std::string> write_model(const fs::path& dir, const SafetensorsFile& f, uint64_t max_shard_bytes) {
+std::vector<std::string> write_model(const fs::path& dir, SafetensorsFile f, uint64_t max_shard_bytes) {
   uint64_t total = 0;
   for (const StoredTensor& t : f.tensors) total += t.bytes.size();
   std::vector<std::string> written;
   if (max_shard_bytes == 0 || total <= max_shard_bytes) {
+    add_checksums(f);
     write_safetensors(dir / kSingleFile, f);
     written.push_back(kSingleFile);
   } else {
     // Greedy in the given order, as Hugging Face's split_torch_state_dict_into_shards.
     std::vector<SafetensorsFile> shards;
     uint64_t in_current = 0;
-    for (const StoredTensor& t : f.tensors) {
-      if (shards.empty() || (in_current + t.bytes.size() > max_shard_bytes && !shards.back().tensors.empty())) {
+    for (StoredTensor& t : f.tensors) {
+      const uint64_t size = t.bytes.size();
+      if (shards.empty() || (in_current + size > max_shard_bytes && !shards.back().tensors.empty())) {
         shards.emplace_back();
         shards.back().metadata = f.metadata;
         in_current = 0;
       }
-      shards.back().tensors.push_back(t);
-      in_current += t.bytes.size();
+      shards.back().tensors.push_back(std::move(t));  // f is this function's own copy
+      in_current += size;
     }
     Json weight_map = Json::object();
     for (size_t i = 0; i < shards.size(); ++i) {
       const std::string name = shard_name(i + 1, shards.size());
+      add_checksums(shards[i]);  // each shard checks its own tensors
       write_safetensors(dir / name, shards[i]);
       written.push_back(name);
       for (const StoredTensor& t : shards[i].tensors) weight_map[t.name] = name;

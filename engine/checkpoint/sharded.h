@@ -7,7 +7,8 @@
 // The reader takes either and checks the index against the shards: every shard it names exists and
 // holds the tensors it places there, no tensor is in two shards or missing from the index, no shard
 // file lies beside the index unlisted, and total_size is the shards' tensor bytes. Every error names
-// the file at fault.
+// the file at fault. The index is read as the tensor files are: a regular file only, of bounded
+// size and JSON nesting.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +30,11 @@ std::string shard_name(size_t index, size_t count);
 // Writes f's tensors into `dir` (which must exist): one model.safetensors when max_shard_bytes is 0
 // or all tensor data fits in it; else shards filled in f's tensor order, each holding at most
 // max_shard_bytes of tensor data (a tensor larger than that gets a shard of its own, as Hugging
-// Face's split does), every shard with f's metadata, then the index. Each file is written
+// Face's split does), every shard with f's metadata, then the index. Every file gets the CRC32C of
+// each of its own tensors (add_checksums), which the reader verifies. Each file is written
 // atomically; files of the other layout or of an earlier, different shard count left in `dir` are
 // removed afterwards. Returns the file names written, index last.
-std::vector<std::string> write_model(const std::filesystem::path& dir, const SafetensorsFile& f, uint64_t max_shard_bytes);
+std::vector<std::string> write_model(const std::filesystem::path& dir, SafetensorsFile f, uint64_t max_shard_bytes);
 
 // Where read_model found each tensor.
 struct ModelFiles {

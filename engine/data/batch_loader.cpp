@@ -142,9 +142,17 @@ bool BatchLoader::next_in_epoch(Batch& out) {
 void BatchLoader::reset() { seek(0); }
 
 void BatchLoader::seek(int64_t position) {
+  // A position past kMaxPosition would overflow the worker's produced_ + prefetch and index the
+  // order with a negative start; a negative one is no batch at all. Neither is clamped.
+  if (position < 0 || position > kMaxPosition)
+    throw Error("BatchLoader: cannot seek to position " + std::to_string(position) + " (positions are 0 .. " +
+                std::to_string(kMaxPosition) + ")");
+  if (batches_per_epoch_ == 0 && position != 0)
+    throw Error("BatchLoader: cannot seek to position " + std::to_string(position) +
+                ": the dataset has no batches, so only position 0 exists");
   std::lock_guard<std::mutex> lock(mu_);
   ready_.clear();
-  consumed_ = produced_ = std::max<int64_t>(position, 0);
+  consumed_ = produced_ = position;
   ++generation_;
   cv_.notify_all();
 }

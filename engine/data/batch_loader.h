@@ -55,8 +55,10 @@ class BatchLoader {
   bool next_in_epoch(Batch& out);
   void reset();
   // Continues the stream at `position` (epoch * batches_per_epoch() + index): a resumed run gets
-  // the batches it would have had.
+  // the batches it would have had. Throws Error naming the position if it is negative or over
+  // kMaxPosition (2^53), or nonzero on a loader with no batches.
   void seek(int64_t position);
+  static constexpr int64_t kMaxPosition = int64_t(1) << 53;
 
  private:
   Batch make_batch(int64_t pos);  // only ever run by one thread at a time: the worker, or the caller if prefetch == 0
