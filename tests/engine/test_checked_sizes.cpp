@@ -109,7 +109,7 @@ class TestCheckedSizes : public QObject {
     Json j = small_json();
     j["graph"]["nodes"][1]["params"]["features"] = int64_t(1000000000000000000);
     const Result r = run_cli({"check", write(dir, j)});
-    verify_refused(r, {"node 'dense'", "parameter 'kernel'", "2^48 elements"});
+    verify_refused(r, {"node 'dense'", "2^48 elements"});
     VERIFY_LACKS(r.out + r.err, "-18");
   }
 
@@ -140,13 +140,13 @@ class TestCheckedSizes : public QObject {
     const Result r = run_cli({"train", kMlp, "--steps", "1", "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", digits});
     verify_refused(r, {"--max-shard-size", "too large"});
     VERIFY_LACKS(r.err, "stod");
-    verify_refused(run_cli({"train", kMlp, "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "0"}),
+    verify_refused(run_cli({"train", kMlp, "--steps", "1", "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "0"}),
                    {"--max-shard-size", "at least one byte"});
-    verify_refused(run_cli({"train", kMlp, "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "12XB"}),
+    verify_refused(run_cli({"train", kMlp, "--steps", "1", "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "12XB"}),
                    {"--max-shard-size: size '12XB'", "unknown unit"});
-    verify_refused(run_cli({"train", kMlp, "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "0.5B"}),
+    verify_refused(run_cli({"train", kMlp, "--steps", "1", "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "0.5B"}),
                    {"a fraction of a byte"});
-    verify_refused(run_cli({"train", kMlp, "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "9000000TB"}),
+    verify_refused(run_cli({"train", kMlp, "--steps", "1", "--checkpoint-dir", dir.filePath("c"), "--max-shard-size", "10000000TB"}),
                    {"too large"});
   }
 
