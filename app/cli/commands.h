@@ -26,6 +26,9 @@ struct TrainArgs {
   int64_t save_every = 0;
   int keep = 3;
   bool resume = false;
+  bool continue_run = false;  // --continue: continue the run in --checkpoint-dir (start one if it is empty)
+  bool start_over = false;    // --start-over: move the old run's steps into old-run-<id>/ first
+  std::string resume_from;    // --resume-from: a step directory to continue from
   std::string max_shard_size;  // "2GB": shard each checkpoint's safetensors; empty: one file
   bool quiet = false;
 };

@@ -43,7 +43,15 @@ int main(int argc, char** argv) {
   t->add_option("--checkpoint-dir", train.checkpoint_dir, "save checkpoints here (step_NNNNNN/ directories)");
   t->add_option("--save-every", train.save_every, "save every N steps (and at the end)")->check(CLI::PositiveNumber);
   t->add_option("--keep", train.keep, "keep the newest K checkpoints")->check(CLI::PositiveNumber);
-  t->add_flag("--resume", train.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  auto* resume = t->add_flag("--resume", train.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  auto* cont = t->add_flag("--continue", train.continue_run,
+                           "continue the run in --checkpoint-dir if it holds one (as --resume), else start it")
+                   ->excludes(resume);
+  t->add_flag("--start-over", train.start_over,
+              "move the checkpoints of the run in --checkpoint-dir into old-run-<id>/ there, then start a new run")
+      ->excludes(resume)
+      ->excludes(cont);
+  t->add_option("--resume-from", train.resume_from, "continue from this step_NNNNNN directory")->excludes(resume);
   t->add_option("--max-shard-size", train.max_shard_size,
                 "split each checkpoint's tensors over safetensors shards of at most this size, e.g. 500MB, 2GB, 1GiB");
 

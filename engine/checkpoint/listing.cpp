@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/sharded.h"
 
 namespace shardlab::checkpoint {
 
@@ -29,21 +30,52 @@ std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& root) {
   return out;
 }
 
+namespace {
+
+// Why the committed step in `dir` cannot be read, from its checkpoint.json and the presence of its
+// tensor files; empty when it looks loadable (the tensors themselves are checked by load()).
+std::string unreadable_reason(const fs::path& dir, int64_t step, const nlohmann::ordered_json& meta) {
+  const fs::path meta_file = dir / kMetaFile;
+  if (meta.is_discarded() || !meta.is_object()) return meta_file.string() + ": missing or not readable JSON";
+  if (!meta.contains("step") || !meta["step"].is_number_integer()) return meta_file.string() + ": step: missing";
+  if (meta["step"].get<int64_t>() != step)
+    return meta_file.string() + ": step " + meta["step"].dump() + " differs from the directory's name";
+  std::error_code ec;
+  if (!fs::exists(dir / kTensorsFile, ec) && !fs::exists(dir / kIndexFile, ec))
+    return dir.string() + ": no model.safetensors (nor a shard index)";
+  return {};
+}
+
+}  // namespace
+
 std::vector<Entry> list(const fs::path& root) {
   std::vector<Entry> out;
   std::error_code ec;
-  for (const auto& [step, dir] : committed(root)) {
+  if (!fs::is_directory(root, ec)) return out;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const int64_t step = step_of(e.path());
+    if (step < 0) continue;
     Entry x;
-    x.dir = dir;
+    x.dir = e.path();
     x.step = step;
-    std::ifstream in(dir / kMetaFile);
-    x.meta = nlohmann::ordered_json::parse(in, nullptr, false);
-    if (x.meta.is_discarded() || !x.meta.is_object()) x.meta = {{"error", (dir / kMetaFile).string() + ": not readable JSON"}};
-    for (const auto& f : fs::directory_iterator(dir, ec))
-      if (f.is_regular_file(ec)) x.bytes += double(f.file_size(ec));
-    x.written = fs::last_write_time(dir / kCommitFile, ec);
+    std::error_code sec;
+    const bool is_dir = fs::is_directory(x.dir, sec);
+    const bool marked = is_dir && fs::exists(x.dir / kCommitFile, sec);
+    if (sec) x.error = x.dir.string() + ": cannot be examined: " + sec.message();
+    else if (!is_dir) x.error = x.dir.string() + ": not a directory";
+    else if (!marked) continue;  // an interrupted save: never a checkpoint
+    if (x.error.empty()) {
+      std::ifstream in(x.dir / kMetaFile);
+      x.meta = in ? nlohmann::ordered_json::parse(in, nullptr, false) : nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
+      x.error = unreadable_reason(x.dir, step, x.meta);
+      for (const auto& f : fs::directory_iterator(x.dir, sec))
+        if (f.is_regular_file(sec)) x.bytes += double(f.file_size(sec));
+      x.written = fs::last_write_time(x.dir / kCommitFile, sec);
+    }
+    if (!x.error.empty()) x.meta = {{"error", x.error}};
     out.push_back(std::move(x));
   }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.step < b.step; });
   return out;
 }
 

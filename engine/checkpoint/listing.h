@@ -1,6 +1,7 @@
 // What a checkpoint browser shows: the committed checkpoints under a root, newest last, each with
 // its step, the metrics and mesh its metadata recorded, its size on disk and when it was written.
-// Reads only checkpoint.json, never the tensors.
+// Reads only checkpoint.json, never the tensors. A step that cannot be read is listed with the
+// reason, never skipped: a resume must not fall back silently to an older step.
 #pragma once
 
 #include <filesystem>
@@ -15,11 +16,14 @@ struct Entry {
   std::filesystem::path dir;
   int64_t step = 0;
   nlohmann::ordered_json meta;  // checkpoint.json; {"error": ...} when it could not be read
+  std::string error;            // why the step cannot be read; empty when it can
   double bytes = 0;             // every file of the directory
   std::filesystem::file_time_type written{};
 };
 
-// Committed checkpoints under `root`, by step; an unreadable root gives an empty list.
+// Committed checkpoints under `root`, by step, and step directories that cannot be examined or whose
+// checkpoint.json or tensor files are unreadable (with `error` set); an unreadable root gives an
+// empty list.
 std::vector<Entry> list(const std::filesystem::path& root);
 
 // (step, directory) of every committed checkpoint under `root`, by step; a missing root gives none.

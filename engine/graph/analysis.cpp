@@ -6,6 +6,7 @@
 
 #include "engine/graph/lower.h"
 #include "engine/ir/primitive.h"
+#include "engine/util/checked.h"
 #include "engine/util/error.h"
 
 namespace shardlab::graph {
@@ -86,6 +87,19 @@ double node_flops(const NodeReport& r) {
     f += ir::primitive(ins.op).flops(is, os, ins.attrs);
   }
   return f;
+}
+
+// Shapes come from the project (features, shapes, the batch size, repeat counts): each array's
+// element count must fit the int64 arithmetic the plan, the partitioner and the kernels do on it,
+// with room for sums of many arrays and their sizes in bytes. 2^48 elements is 1 PiB of float32.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+int64_t checked_elements(const Shape& s, const std::string& what) {
+  const auto n = util::product(s);
+  if (!n || *n > kMaxElements)
+    throw Error(what + " " + shape_str(s) + " has more than 2^48 elements" +
+                (n ? " (" + std::to_string(*n) + ")" : std::string(" (its element count overflows 64 bits)")));
+  return *n;
 }
 
 }  // namespace
@@ -201,6 +215,7 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     }
     try {
       r.output = r.layer->infer(r.inputs, r.params);
+      checked_elements(r.output.shape, n.type == "Input" ? "output (batch_size x shape)" : "output");
       if (!n.output_axes.is_null()) {
         auto axes = fields::names(n.output_axes, "output_axes");
         if (axes.size() != r.output.shape.size())
@@ -217,7 +232,8 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
             throw Error("param_axes." + it.key() + ": the layer has no parameter '" + it.key() + "' (its parameters: " +
                         (list.empty() ? "none" : list) + ")");
           }
-      for (const ParamInfo& p : r.params) r.param_count += numel(p.shape);
+      for (const ParamInfo& p : r.params)
+        r.param_count = util::add_or_throw(r.param_count, checked_elements(p.shape, "parameter '" + p.name + "'"), "parameter count");
       if (n.body) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
       r.flops = node_flops(r);
     } catch (const Error& e) {

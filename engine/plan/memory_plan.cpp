@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/util/checked.h"
+
 namespace shardlab::plan {
 
 using ir::Op;
@@ -38,7 +40,7 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
       if (p.values[v].kind == kind) {
         int64_t& total = kind == ValueKind::Param ? mp.param_elems : mp.opt_state_elems;
         mp.persistent_offset[v] = mp.param_elems + mp.opt_state_elems;
-        total += numel(p.values[v].shape);
+        total = util::add_or_throw(total, numel(p.values[v].shape), "memory plan: persistent elements");
       }
 
   std::vector<int> first(nv, end), last(nv, -1);
@@ -74,8 +76,9 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     if (first[v] == end && last[v] < 0) continue;  // never produced nor read
     int64_t size = numel(p.values[v].shape);
     bufs.push_back({int(v), size, first[v], last[v]});
-    if (k == ValueKind::Input || k == ValueKind::Target) mp.input_elems += size;
-    else mp.naive_temp_elems += size;
+    // Sizes come from the project's shapes (each bounded by graph analysis); their sums are checked.
+    if (k == ValueKind::Input || k == ValueKind::Target) mp.input_elems = util::add_or_throw(mp.input_elems, size, "memory plan: input elements");
+    else mp.naive_temp_elems = util::add_or_throw(mp.naive_temp_elems, size, "memory plan: temporary elements");
   }
   // Greedy by size: place the largest buffers first at the lowest offset free over their live range.
   std::vector<size_t> order(bufs.size());
@@ -96,7 +99,7 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
       off = std::max(off, e);
     }
     b.offset = off;
-    mp.arena_elems = std::max(mp.arena_elems, off + b.size);
+    mp.arena_elems = std::max(mp.arena_elems, util::add_or_throw(off, b.size, "memory plan: arena elements"));
     placed.push_back(bi);
   }
   for (const Buf& b : bufs) mp.arena_offset[size_t(b.value)] = b.offset;

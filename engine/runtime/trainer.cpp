@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/listing.h"
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
 #include "engine/sharding/layout.h"
@@ -256,17 +257,8 @@ void Trainer::run_loop() {
     throw Error(project_.display_name() + ": training.batch_size: " + std::to_string(t.batch_size) +
                 " is larger than the training split (" + std::to_string(splits.train.size()) + " examples)");
   data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
-  int64_t start = 0;
-  if (!options_.resume_from.empty()) {
-    start = restore_checkpoint(options_.resume_from);
-    loader.seek(start);
-  } else if (options_.resume) {
-    if (options_.checkpoint_dir.empty()) throw Error("resume: no checkpoint directory given");
-    auto last = checkpoint::latest(options_.checkpoint_dir);
-    if (!last) throw Error(options_.checkpoint_dir + ": no committed checkpoint to resume from");
-    start = restore_checkpoint(last->string());
-    loader.seek(start);
-  }
+  const int64_t start = claim_checkpoint_dir();
+  if (start > 0) loader.seek(start);
 
   StartInfo info = plan_info();
   info.steps_per_epoch = loader.batches_per_epoch();
@@ -316,7 +308,45 @@ void Trainer::run_loop() {
   }
   if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, steps_done(), false);
   wait_for_saves();
+  dir_lock_.reset();
   for (auto* l : listeners_) l->on_finish(cancelled_);
+}
+
+// Locks the checkpoint directory, makes sure it holds only this run's steps (or refuses), and
+// restores the checkpoint the run continues from. Returns the data position to continue at.
+int64_t Trainer::claim_checkpoint_dir() {
+  dir_lock_.reset();
+  const std::string& root = options_.checkpoint_dir;
+  if (options_.resume && root.empty() && options_.resume_from.empty()) throw Error("resume: no checkpoint directory given");
+  if (!root.empty()) {
+    dir_lock_ = std::make_unique<checkpoint::DirectoryLock>(root);
+    using checkpoint::ExistingRun;
+    // An explicit step to continue from (resume_from) continues the directory's run too.
+    const ExistingRun what = !options_.resume_from.empty() || options_.continue_run ? ExistingRun::Continue
+                             : options_.resume                                       ? ExistingRun::Resume
+                             : options_.start_over                                   ? ExistingRun::StartOver
+                                                                                     : ExistingRun::Refuse;
+    const checkpoint::Claim claim = checkpoint::claim_directory(root, checkpoint::identity_of(project_), what);
+    for (const std::string& w : claim.warnings)
+      for (auto* l : listeners_) l->on_warning(w);
+    if (!claim.moved_to.empty())
+      for (auto* l : listeners_) l->on_warning(root + ": the previous run's checkpoints are now in " + claim.moved_to.string());
+    if (claim.resume && options_.resume_from.empty()) {
+      // The newest step, or a refusal naming it: never an older step in its place.
+      const std::vector<checkpoint::Entry> steps = checkpoint::list(root);
+      const checkpoint::Entry& newest = steps.back();
+      const std::string older = steps.size() > 1 ? steps[steps.size() - 2].dir.string() : std::string("<an older step directory>");
+      const std::string advice = "; to continue from an older step, pass it as resume_from (--resume-from " + older + ")";
+      if (!newest.error.empty())
+        throw Error(newest.dir.string() + ": the newest checkpoint cannot be read: " + newest.error + advice);
+      try {
+        return restore_checkpoint(newest.dir.string());
+      } catch (const Error& e) {
+        throw Error(newest.dir.string() + ": the newest checkpoint cannot be read: " + e.what() + advice);
+      }
+    }
+  }
+  return options_.resume_from.empty() ? 0 : restore_checkpoint(options_.resume_from);
 }
 
 }  // namespace shardlab::runtime

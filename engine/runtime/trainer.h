@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/backends/backend.h"
+#include "engine/checkpoint/run_identity.h"
 #include "engine/data/dataset.h"
 #include "engine/profiler/trace.h"
 #include "engine/project/project.h"
@@ -59,6 +60,9 @@ class TrainerListener {
   // A checkpoint of `step` is committed in `dir`. Called from the thread that wrote it (a
   // background save's own thread), so a listener that touches a UI must hand it over.
   virtual void on_saved(int64_t step, const std::string& dir) { (void)step, (void)dir; }
+  // Something the user should know that does not stop the run (a continued run's seed or optimizer
+  // differs from the one it started with).
+  virtual void on_warning(const std::string& message) { (void)message; }
 };
 
 struct TrainOptions {
@@ -84,6 +88,11 @@ struct TrainOptions {
   bool resume = false;
   // A particular checkpoint step directory to continue from (a GUI's choice); wins over `resume`.
   std::string resume_from;
+  // A fresh run into a checkpoint_dir holding another run's steps is refused unless told what to
+  // do: `continue_run` continues that run as `resume` does (and starts afresh when there are no
+  // steps); `start_over` moves its steps into checkpoint_dir/old-run-<id>/ and starts a new run.
+  bool continue_run = false;
+  bool start_over = false;
   // > 0: split each checkpoint's tensors over safetensors shards of at most this many bytes of
   // tensor data, with a model.safetensors.index.json, as Hugging Face does; 0: one file.
   uint64_t max_shard_bytes = 0;
@@ -139,6 +148,7 @@ class Trainer {
   const ModelParam& param(const std::string& path) const;
   int state_value(const std::string& name) const;
   void run_loop();
+  int64_t claim_checkpoint_dir();
   void check_data(const data::Dataset& ds, const std::string& split) const;
   profiler::Trace* trace_for_next_step();
 
@@ -149,6 +159,9 @@ class Trainer {
   std::unique_ptr<SpmdSession> session_;
   std::shared_ptr<profiler::Trace> trace_;
   std::thread saver_;
+  // Held while a run writes into options.checkpoint_dir; the destructor joins a background save
+  // before members go, so the lock outlives every write.
+  std::unique_ptr<checkpoint::DirectoryLock> dir_lock_;
   std::string save_error_;
   double pending_data_wait_us_ = 0;
   std::vector<TrainerListener*> listeners_;

@@ -2,10 +2,17 @@
 
 #include <set>
 
+#include "engine/util/checked.h"
 #include "engine/util/error.h"
 #include "engine/util/strings.h"
 
 namespace shardlab::sharding {
+
+namespace {
+// Devices are numbered with `int` (collective groups, threads): a mesh is at most this large, which
+// also keeps every product of axis sizes far from overflowing.
+constexpr int64_t kMaxDevices = int64_t(1) << 20;
+}  // namespace
 
 Mesh::Mesh(std::vector<MeshAxis> axes) : axes_(std::move(axes)) {
   std::set<std::string> seen;
@@ -14,11 +21,21 @@ Mesh::Mesh(std::vector<MeshAxis> axes) : axes_(std::move(axes)) {
     if (!seen.insert(a.name).second) throw Error("mesh: axis '" + a.name + "' appears twice");
     if (a.size < 1) throw Error("mesh: axis '" + a.name + "' has size " + std::to_string(a.size) + " (sizes are >= 1)");
   }
+  // The device count is the product of the sizes: check it once here, so device_count() and every
+  // coordinate computation below stay in range.
+  int64_t n = 1;
+  for (const MeshAxis& a : axes_) {
+    const auto next = util::mul(n, a.size);
+    if (!next || *next > kMaxDevices)
+      throw Error("mesh " + str() + ": the device count (the product of the axis sizes, up to axis '" + a.name +
+                  "') is more than " + std::to_string(kMaxDevices) + " devices");
+    n = *next;
+  }
 }
 
 int64_t Mesh::device_count() const {
   int64_t n = 1;
-  for (const MeshAxis& a : axes_) n *= a.size;
+  for (const MeshAxis& a : axes_) n *= a.size;  // bounded by the constructor
   return n;
 }
 
@@ -89,6 +106,9 @@ Mesh parse_mesh(const std::string& text) {
       size_t used = 0;
       a.size = std::stoll(item.substr(eq + 1), &used);
       if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
+    } catch (const std::out_of_range&) {
+      throw Error("mesh '" + text + "': size of '" + a.name + "' is too large (at most " + std::to_string(kMaxDevices) +
+                  " devices in all)");
     } catch (const std::exception&) {
       throw Error("mesh '" + text + "': size of '" + a.name + "' is not a whole number");
     }

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/export/onnx_export.h"
 #include "engine/runtime/trainer.h"
@@ -220,7 +221,9 @@ class TestCheckpoint : public QObject {
     runtime::Trainer t(project::parse_project(kMlp, "mlp.shardlab.json"), o);
     t.run();
     std::vector<std::string> left;
-    for (const auto& e : fs::directory_iterator(o.checkpoint_dir)) left.push_back(e.path().filename().string());
+    // The run's identity (run.json) and lock file (.lock) sit beside the steps.
+    for (const auto& e : fs::directory_iterator(o.checkpoint_dir))
+      if (checkpoint::step_of(e.path()) >= 0) left.push_back(e.path().filename().string());
     std::sort(left.begin(), left.end());
     QCOMPARE(left, (std::vector<std::string>{"step_000005", "step_000006"}));
   }
@@ -238,7 +241,8 @@ class TestCheckpoint : public QObject {
     for (int round = 0; round < 6; ++round) {
       QProcess proc;
       proc.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli",
-                 {"train", project, "--checkpoint-dir", root, "--save-every", "1", "--keep", "2", "--quiet", "--threads", "1"});
+                 {"train", project, "--checkpoint-dir", root, "--save-every", "1", "--keep", "2", "--quiet", "--threads", "1",
+                  "--continue"});
       QVERIFY(proc.waitForStarted());
       QTest::qWait(300 + int(QRandomGenerator::global()->bounded(500)));
       proc.kill();  // SIGKILL

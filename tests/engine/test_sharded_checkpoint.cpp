@@ -290,7 +290,7 @@ class TestShardedCheckpoint : public QObject {
     for (int round = 0; round < 4; ++round) {
       QProcess proc;
       proc.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli", {"train", project, "--checkpoint-dir", root, "--save-every", "1", "--keep",
-                                                           "2", "--quiet", "--threads", "1", "--max-shard-size", "100KB"});
+                                                           "2", "--quiet", "--threads", "1", "--max-shard-size", "100KB", "--continue"});
       QVERIFY(proc.waitForStarted());
       QTest::qWait(300 + int(QRandomGenerator::global()->bounded(500)));
       proc.kill();

@@ -477,7 +477,10 @@ class TestTrainingDashboard : public QObject {
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Continuing from the checkpoint in");
     QCOMPARE(saved.last().first, qint64(30));
 
-    // A save on request during a long run, which then stops (and saves its last step too).
+    // A save on request during a long run, which then stops (and saves its last step too). A new
+    // run goes into a directory of its own: the first run's directory holds its steps, and a fresh
+    // run into it is refused.
+    typeInto(out->checkpointDirEdit(), root + "-second");
     typeInto(tab.form()->stepsBox(), "1000000");
     typeInto(out->saveEveryBox(), "0");
     saved.clear();

@@ -44,7 +44,9 @@ int CheckpointListModel::columnCount(const QModelIndex& parent) const { return p
 QVariant CheckpointListModel::data(const QModelIndex& index, int role) const {
   const checkpoint::Entry* e = entry(index.row());
   if (!e || !index.isValid()) return {};
-  if (role == Qt::ToolTipRole) return QString::fromStdString(e->dir.string());
+  // An unreadable step is listed (a resume would refuse it); the tooltip says why.
+  if (role == Qt::ToolTipRole)
+    return QString::fromStdString(e->error.empty() ? e->dir.string() : e->dir.string() + "\n" + e->error);
   if (role == Qt::TextAlignmentRole) return QVariant(index.column() == Mesh ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {

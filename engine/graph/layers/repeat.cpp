@@ -23,6 +23,10 @@ class RepeatLayer : public Layer {
   void configure(const Node& node) override {
     fields::only(node.params, {"count"});
     count_ = fields::positive_int(node.params, "count");
+    // The block is unrolled once per layer into the step program, so the count bounds its size.
+    if (count_ > kMaxCount)
+      throw Error("count: " + std::to_string(count_) + " is more than " + std::to_string(kMaxCount) +
+                  " (the block is unrolled once per layer)");
     if (!node.body) throw Error("body: missing (a Repeat needs a block of nodes)");
     if (node.body->output.empty()) throw Error("body.output: missing (the node whose output feeds the next layer)");
     if (!node.body->find(node.body->output)) throw Error("body.output: there is no node '" + node.body->output + "' in the block");
@@ -73,6 +77,7 @@ class RepeatLayer : public Layer {
     return r;
   }
 
+  static constexpr int64_t kMaxCount = 10000;
   int64_t count_ = 1;
   std::shared_ptr<Graph> body_;
   std::string name_;
