@@ -7,6 +7,7 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/export.h"
 #include "engine/checkpoint/listing.h"
+#include "engine/checkpoint/run_identity.h"
 #include "engine/graph/analysis.h"
 #include "engine/graph/catalog.h"
 #include "engine/profiler/peak.h"

@@ -8,6 +8,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -421,6 +422,55 @@ class TestTrainingDashboard : public QObject {
 
   // Checkpoints every N steps keeping K, the run's trace handed out live, a save on request, and
   // a run continuing from a saved step.
+  // Start with a checkpoint folder that holds another run's steps: a dialog asks. Cancel starts
+  // nothing; Start Over moves the old run's steps into old-run-<id>/ and trains afresh.
+  void aFreshRunIntoAFolderInUseAsks() {
+    const QString root = QDir::cleanPath(tmp_.filePath("ckpt-in-use"));
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(writeProject("tiny-asks.shardlab.json", tinyProject()));
+    typeInto(tab.outputsForm()->checkpointDirEdit(), root);
+    typeInto(tab.form()->stepsBox(), "3");
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 20000);
+    QCOMPARE(failed.count(), 0);
+    // Answers the dialog as soon as it is up (`name`: a button's object name; null: Cancel).
+    QString asked;
+    auto answer = [&](const char* name) {
+      auto* poll = new QTimer(this);
+      connect(poll, &QTimer::timeout, this, [&, poll, name] {
+        for (QWidget* w : QApplication::topLevelWidgets()) {
+          auto* box = qobject_cast<QMessageBox*>(w);
+          if (!box || box->objectName() != "existingRun" || !box->isVisible()) continue;
+          asked = box->text();
+          if (name) box->findChild<QPushButton*>(name)->click();
+          else box->reject();
+          poll->deleteLater();
+          return;
+        }
+      });
+      poll->start(20);
+    };
+    answer(nullptr);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    VERIFY_CONTAINS(asked, "already holds checkpoints");
+    VERIFY_CONTAINS(asked, "step 3");
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Not started");
+    QCOMPARE(finished.count() + failed.count(), 1);
+    asked.clear();
+    answer("startOver");
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QVERIFY(!asked.isEmpty());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 2, 20000);
+    QCOMPARE(failed.count(), 0);
+    const QStringList old = QDir(root).entryList({"old-run-*"}, QDir::Dirs);
+    QCOMPARE(old.size(), 1);
+    QVERIFY(QFileInfo(root + "/" + old[0] + "/step_000003").isDir());  // the first run's step, kept
+    QVERIFY(QFileInfo(root + "/step_000003").isDir());                 // the new run's
+  }
+
   void checkpointsTraceAndResume() {
     const QString root = QDir::cleanPath(tmp_.filePath("ckpt"));
     ProjectDocument doc;

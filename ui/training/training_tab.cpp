@@ -5,6 +5,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -214,6 +215,44 @@ void TrainingTab::resumeFrom(const QString& stepDir) {
   launch(info.absoluteFilePath());
 }
 
+// A fresh run into a checkpoint folder that already holds steps: continue that run, or move its
+// steps aside (old-run-<id>/) and start over; never mix two runs' steps or delete any.
+bool TrainingTab::askAboutExistingRun(runtime::TrainOptions& options) {
+  if (options.checkpoint_dir.empty() || options.continue_run || options.start_over) return true;
+  std::vector<std::pair<int64_t, std::filesystem::path>> steps;
+  QString owner;
+  try {
+    steps = checkpoint::committed(options.checkpoint_dir);
+    if (const auto id = checkpoint::read_identity(options.checkpoint_dir))
+      owner = tr(" of run %1 (%2)").arg(QString::fromStdString(id->run_id), QString::fromStdString(id->project));
+  } catch (const std::exception&) {
+    // An unreadable run.json: the trainer refuses with the reason; nothing to ask here.
+  }
+  if (steps.empty()) return true;
+  QMessageBox box(QMessageBox::Question, tr("Checkpoint Folder In Use"),
+                  tr("%1 already holds checkpoints%2; the newest is step %3.")
+                      .arg(QString::fromStdString(options.checkpoint_dir), owner)
+                      .arg(steps.back().first),
+                  QMessageBox::NoButton, this);
+  box.setObjectName("existingRun");
+  box.setInformativeText(tr("Continue that run from its newest step, or move its checkpoints into an old-run "
+                            "folder beside them and start a new run. Nothing is deleted."));
+  QPushButton* cont = box.addButton(tr("Continue That Run"), QMessageBox::AcceptRole);
+  cont->setObjectName("continueRun");
+  QPushButton* over = box.addButton(tr("Start Over"), QMessageBox::DestructiveRole);
+  over->setObjectName("startOver");
+  box.addButton(QMessageBox::Cancel);
+  box.setDefaultButton(cont);
+  box.exec();
+  if (box.clickedButton() == cont) options.continue_run = true;
+  else if (box.clickedButton() == over) options.start_over = true;
+  else {
+    log(tr("Not started: %1 already holds another run's checkpoints").arg(QString::fromStdString(options.checkpoint_dir)));
+    return false;
+  }
+  return true;
+}
+
 void TrainingTab::launch(const QString& resumeDir) {
   if (run_->isRunning()) return;
   error_->clear();
@@ -232,6 +271,7 @@ void TrainingTab::launch(const QString& resumeDir) {
     return;
   }
   settings.options.resume_from = resumeDir.toStdString();
+  if (resumeDir.isEmpty() && !askAboutExistingRun(settings.options)) return;
   // The run trains a copy: the learning rate set here does not touch the document.
   project::Project copy = doc_->project();
   overrideLearningRate(copy.optimizer.learning_rate, settings.learningRate);

@@ -77,6 +77,7 @@ class TrainingTab : public QWidget {
   void checkpointSaved(qint64 step, const QString& dir);
 
  private:
+  bool askAboutExistingRun(runtime::TrainOptions& options);
   void launch(const QString& resumeDir);
   void projectOpened();
   void projectChanged();
