@@ -4,12 +4,15 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/regular_file.h"
 #include "engine/util/atomic_file.h"
+#include "engine/util/checked.h"
 #include "engine/util/json_limits.h"
 #include "engine/util/error.h"
 
@@ -248,31 +251,53 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
 // ----------------------------------------------------------------------------------------- sizes
 
 uint64_t parse_size(const std::string& text) {
-  auto bad = [&](const std::string& why) -> Error {
-    return Error("size '" + text + "': " + why + " (expected bytes, or a number with KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
+  const std::string shown = text.size() > 40 ? text.substr(0, 40) + "... (" + std::to_string(text.size()) + " characters)" : text;
+  auto bad = [&](const std::string& why) {
+    return Error("size '" + shown + "': " + why +
+                 " (expected bytes, or a number with KB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. 500MB, 2GB, 1GiB)");
   };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  const std::string number = text.substr(0, i);
-  std::string unit;
-  for (size_t k = i; k < text.size(); ++k) {
-    if (text[k] == ' ' && unit.empty()) continue;
-    unit += char(std::tolower(static_cast<unsigned char>(text[k])));
+  int64_t whole = 0;
+  bool digits = false, too_large = false;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    digits = true;
+    auto next = util::mul<int64_t>(whole, 10);
+    if (next) next = util::add<int64_t>(*next, text[i] - '0');
+    if (!next) too_large = true;
+    else whole = *next;
   }
-  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) throw bad("no number");
+  std::string fraction;
+  if (i < text.size() && text[i] == '.')
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) fraction += text[i];
+  if (!digits && fraction.empty()) throw bad("no number");
+  std::string unit;
+  for (; i < text.size(); ++i) {
+    const char ch = char(std::tolower(static_cast<unsigned char>(text[i])));
+    if (ch == ' ' && unit.empty()) continue;
+    unit += ch;
+  }
   if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1.0},          {"k", 1e3},          {"m", 1e6},          {"g", 1e9},          {"t", 1e12},
-      {"ki", 1024.0},     {"mi", 1048576.0},   {"gi", 1073741824.0}, {"ti", 1099511627776.0}};
-  double scale = 0;
-  for (const auto& [u, s] : kUnits)
-    if (unit == u) scale = s;
-  if (scale == 0) throw bad("unknown unit");
-  if (scale == 1.0 && number.find('.') != std::string::npos) throw bad("a fraction of a byte");
-  const double v = std::stod(number) * scale;
-  if (!(v >= 1.0)) throw bad("must be at least one byte");
-  if (v >= 9e18) throw bad("too large");
-  return uint64_t(std::llround(v));
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"", 1}, {"k", 1000}, {"m", 1000'000}, {"g", 1000'000'000}, {"t", 1000'000'000'000},
+      {"ki", int64_t(1) << 10}, {"mi", int64_t(1) << 20}, {"gi", int64_t(1) << 30}, {"ti", int64_t(1) << 40}};
+  int64_t scale = 0;
+  for (const auto& [u, f] : kUnits)
+    if (unit == u) scale = f;
+  if (scale == 0) throw bad("unknown unit '" + unit + "'");
+  if (scale == 1 && fraction.find_first_not_of('0') != std::string::npos) throw bad("a fraction of a byte");
+  // whole * scale + fraction * scale, the fraction's bytes rounded down.
+  auto bytes = too_large ? std::nullopt : util::mul(whole, scale);
+  int64_t part = 0, denominator = 1;
+  for (char d : fraction) {
+    if (denominator > kMax / 10 / scale) break;  // digits beyond a byte's resolution
+    part = part * 10 + (d - '0');
+    denominator *= 10;
+  }
+  if (bytes) bytes = util::add(*bytes, part * scale / denominator);
+  if (!bytes) throw bad("too large (at most " + std::to_string(kMax) + " bytes)");
+  if (*bytes < 1) throw bad("must be at least one byte");
+  return uint64_t(*bytes);
 }
 
 }  // namespace shardlab::checkpoint
