@@ -121,6 +121,20 @@ def worker_torch(threads, steps, warmup):
     }
 
 
+def flax_deep_mlp():
+    """The model as a Flax module (spmd_overhead.py uses it too)."""
+    import flax.linen as nn
+
+    class DeepMLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(DEPTH):
+                x = nn.relu(nn.Dense(HIDDEN)(x))
+            return nn.Dense(OUT_FEATURES)(x)
+
+    return DeepMLP()
+
+
 def worker_jax(threads, steps, warmup):
     import jax
     import jax.numpy as jnp
@@ -130,15 +144,7 @@ def worker_jax(threads, steps, warmup):
     from flax.training import train_state
 
     rss_import = _vm_rss_mib()
-
-    class DeepMLP(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            for _ in range(DEPTH):
-                x = nn.relu(nn.Dense(HIDDEN)(x))
-            return nn.Dense(OUT_FEATURES)(x)
-
-    model = DeepMLP()
+    model = flax_deep_mlp()
     x = jnp.ones((BATCH, IN_FEATURES), jnp.float32)
     y = jnp.ones((BATCH, OUT_FEATURES), jnp.float32)
     params = model.init(jax.random.PRNGKey(0), x)["params"]

@@ -29,24 +29,16 @@ import cpu_step  # noqa: E402  (the model's constants, the pinned child runner)
 def worker_jax(devices, steps, warmup):
     import jax
     import jax.numpy as jnp
-    import flax.linen as nn
     import optax
     from flax.training import train_state
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-
-    class DeepMLP(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            for _ in range(cpu_step.DEPTH):
-                x = nn.relu(nn.Dense(cpu_step.HIDDEN)(x))
-            return nn.Dense(cpu_step.OUT_FEATURES)(x)
 
     found = jax.devices()
     if len(found) < devices:
         raise SystemExit(f"JAX sees {len(found)} devices, {devices} wanted")
     mesh = Mesh(found[:devices], ("data",))
     replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
-    model = DeepMLP()
+    model = cpu_step.flax_deep_mlp()
     x = jax.device_put(jnp.ones((cpu_step.BATCH, cpu_step.IN_FEATURES), jnp.float32), split)
     y = jax.device_put(jnp.ones((cpu_step.BATCH, cpu_step.OUT_FEATURES), jnp.float32), split)
     params = model.init(jax.random.PRNGKey(0), jnp.ones((1, cpu_step.IN_FEATURES)))["params"]

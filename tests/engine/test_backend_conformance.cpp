@@ -20,6 +20,7 @@
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/mesh.h"
 #include "engine/util/hash.h"
+#include "tests/engine/odd_mlp.h"
 
 using namespace shardlab;
 using ir::Op;
@@ -450,25 +451,6 @@ QString run_case(backends::Backend& backend, const Case& c, int draw_index, Buff
   }
 }
 
-// A small MLP's training step (odd sizes: GEMM edge tiles; bias + relu forward, relu_grad backward).
-runtime::StepProgram mlp_step() {
-  const char* text = R"({
-    "format": "shardlab.project", "version": 1,
-    "graph": {"nodes": [
-        {"name": "x", "type": "Input", "params": {"shape": [37]}},
-        {"name": "d1", "type": "Dense", "params": {"features": 70}}, {"name": "r1", "type": "ReLU"},
-        {"name": "d2", "type": "Dense", "params": {"features": 45}}, {"name": "r2", "type": "ReLU"},
-        {"name": "d3", "type": "Dense", "params": {"features": 3}}],
-      "edges": [{"from": "x.out", "to": "d1.in"}, {"from": "d1.out", "to": "r1.in"}, {"from": "r1.out", "to": "d2.in"},
-                {"from": "d2.out", "to": "r2.in"}, {"from": "r2.out", "to": "d3.in"}]},
-    "loss": {"type": "mean_squared_error", "output": "d3"},
-    "optimizer": {"type": "adam"},
-    "data": {"type": "synthetic", "kind": "normal", "feature_shape": [37], "target_shape": [3], "examples": 64},
-    "training": {"batch_size": 29, "steps": 1}
-  })";
-  project::Project p = project::parse_project(text, "conformance.shardlab.json");
-  return runtime::build_step(p, project::analyze_project(p), 29, true);
-}
 
 }  // namespace
 
@@ -616,7 +598,7 @@ void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit_data() {
 // forward pass agrees with the double reference.
 void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit() {
   QFETCH(QString, kind);
-  const runtime::StepProgram s = mlp_step();
+  const runtime::StepProgram s = testing::odd_mlp_step();
   backends::Backend& b = backend(kind.toStdString());
   backends::LoadOptions fuse, plain;
   plain.fuse = false;

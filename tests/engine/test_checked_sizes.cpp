@@ -9,6 +9,7 @@
 #include "engine/sharding/mesh.h"
 #include "engine/util/checked.h"
 #include "engine/util/error.h"
+#include "tests/engine/cli_runner.h"
 #include "tests/engine/test_support.h"
 
 using namespace shardlab;
@@ -17,30 +18,14 @@ using shardlab::testing::error_of;
 
 namespace {
 
-const QString kCli = QStringLiteral(SHARDLAB_BINARY_DIR "/app/shardlab-cli");
+using Result = shardlab::testing::CliResult;
+using shardlab::testing::run_cli;
+
+using shardlab::testing::kCli;
 const QString kMlp = QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/deep-mlp-small.shardlab.json");
 const QString kRepeat = QStringLiteral(SHARDLAB_SOURCE_DIR "/tests/reference/dot-relu-dot-small.shardlab.json");
 
-struct Result {
-  int exit_code = -1;
-  QString out, err;
-};
 
-Result run_cli(const QStringList& args) {
-  QProcess p;
-  p.start(kCli, args);
-  Result r;
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "timed out";
-    return r;
-  }
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;  // -1: killed by a signal
-  return r;
-}
 
 // Exit 1 with one error line holding every fragment.
 void verify_refused(const Result& r, const QStringList& fragments) {

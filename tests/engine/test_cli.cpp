@@ -8,42 +8,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/engine/cli_runner.h"
 #include "tests/engine/test_support.h"
 
 using Json = nlohmann::ordered_json;
 
 namespace {
 
-const QString kCli = QStringLiteral(SHARDLAB_BINARY_DIR "/app/shardlab-cli");
+using Result = shardlab::testing::CliResult;
+using shardlab::testing::run_cli;
+
+using shardlab::testing::kCli;
 const QString kProjects = QStringLiteral(SHARDLAB_SOURCE_DIR "/projects");
 
-struct Result {
-  int exit_code = -1;
-  QString out, err;
-};
 
-Result run_cli(const QStringList& args, int timeout_ms = 120000) {
-  QProcess p;
-  p.setProgram(kCli);
-  p.setArguments(args);
-  p.start();
-  Result r;
-  if (!p.waitForStarted(10000)) {
-    r.err = "could not start " + kCli + ": " + p.errorString();
-    return r;
-  }
-  p.closeWriteChannel();
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "timed out";
-    return r;
-  }
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
-}
 
 QString describe(const Result& r) {
   return QString("exit %1\n--- stdout ---\n%2\n--- stderr ---\n%3").arg(r.exit_code).arg(r.out, r.err);

@@ -7,6 +7,7 @@
 #include "engine/graph/init.h"
 #include "engine/project/project.h"
 #include "engine/runtime/train_step.h"
+#include "tests/engine/odd_mlp.h"
 
 using namespace shardlab;
 
@@ -15,22 +16,7 @@ class TestFusion : public QObject {
  private slots:
   void fusedStepEqualsUnfusedStep() {
     // Odd sizes exercise the GEMM's edge tiles as well as its full ones.
-    auto j = nlohmann::ordered_json::parse(R"({
-      "format": "shardlab.project", "version": 1,
-      "graph": {"nodes": [
-          {"name": "x", "type": "Input", "params": {"shape": [37]}},
-          {"name": "d1", "type": "Dense", "params": {"features": 70}}, {"name": "r1", "type": "ReLU"},
-          {"name": "d2", "type": "Dense", "params": {"features": 45}}, {"name": "r2", "type": "ReLU"},
-          {"name": "d3", "type": "Dense", "params": {"features": 3}}],
-        "edges": [{"from": "x.out", "to": "d1.in"}, {"from": "d1.out", "to": "r1.in"}, {"from": "r1.out", "to": "d2.in"},
-                  {"from": "d2.out", "to": "r2.in"}, {"from": "r2.out", "to": "d3.in"}]},
-      "loss": {"type": "mean_squared_error", "output": "d3"},
-      "optimizer": {"type": "adam"},
-      "data": {"type": "synthetic", "kind": "normal", "feature_shape": [37], "target_shape": [3], "examples": 64},
-      "training": {"batch_size": 29, "steps": 1}
-    })");
-    project::Project p = project::parse_project(j.dump(), "fusion.shardlab.json");
-    runtime::StepProgram s = runtime::build_step(p, project::analyze_project(p), 29, true);
+    const runtime::StepProgram s = testing::odd_mlp_step();
     backends::cpu::Executor<float> fused(s.program, s.memory, true), plain(s.program, s.memory, false);
     QCOMPARE(plain.fused_instructions(), size_t(0));
     // d1, d2: bias + relu forward, relu_grad backward; d3: bias only.

@@ -14,6 +14,7 @@
 #include "engine/checkpoint/run_identity.h"
 #include "engine/runtime/trainer.h"
 #include "engine/util/error.h"
+#include "tests/engine/cli_runner.h"
 #include "tests/engine/test_support.h"
 
 using namespace shardlab;
@@ -23,7 +24,10 @@ using shardlab::testing::error_of;
 
 namespace {
 
-const QString kCli = QStringLiteral(SHARDLAB_BINARY_DIR "/app/shardlab-cli");
+using Cli = shardlab::testing::CliResult;
+inline Cli cli(const QStringList& args) { return shardlab::testing::run_cli(args); }
+
+using shardlab::testing::kCli;
 
 Json small_json(int features = 8) {
   Json j = Json::parse(R"({
@@ -83,20 +87,6 @@ std::vector<std::string> step_names(const fs::path& dir) {
 
 QString run_id(const QTemporaryDir& dir) { return QString::fromStdString(checkpoint::read_identity(dir.path().toStdString())->run_id); }
 
-struct Cli {
-  int exit_code = -1;
-  QString out, err;
-};
-Cli cli(const QStringList& args) {
-  QProcess p;
-  p.start(kCli, args);
-  Cli r;
-  if (!p.waitForFinished(120000)) return r;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
-}
 
 }  // namespace
 
