@@ -1,5 +1,8 @@
 #include "engine/checkpoint/listing.h"
 
+#include "engine/checkpoint/regular_file.h"
+#include "engine/util/json_limits.h"
+
 #include <algorithm>
 #include <fstream>
 
@@ -31,6 +34,9 @@ std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& root) {
 }
 
 namespace {
+
+// checkpoint.json holds the project and a few fields: far below this.
+constexpr uint64_t kMaxMetaBytes = uint64_t(64) << 20;
 
 // Why the committed step in `dir` cannot be read, from its checkpoint.json and the presence of its
 // tensor files; empty when it looks loadable (the tensors themselves are checked by load()).
@@ -65,9 +71,13 @@ std::vector<Entry> list(const fs::path& root) {
     else if (!is_dir) x.error = x.dir.string() + ": not a directory";
     else if (!marked) continue;  // an interrupted save: never a checkpoint
     if (x.error.empty()) {
-      std::ifstream in(x.dir / kMetaFile);
-      x.meta = in ? nlohmann::ordered_json::parse(in, nullptr, false) : nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
-      x.error = unreadable_reason(x.dir, step, x.meta);
+      // As the loader reads it: a regular file of sane size and nesting (a FIFO never blocks here).
+      try {
+        x.meta = util::parse_json_limited(read_small_file(x.dir / kMetaFile, kMaxMetaBytes), (x.dir / kMetaFile).string());
+        x.error = unreadable_reason(x.dir, step, x.meta);
+      } catch (const std::exception& e) {
+        x.error = e.what();
+      }
       for (const auto& f : fs::directory_iterator(x.dir, sec))
         if (f.is_regular_file(sec)) x.bytes += double(f.file_size(sec));
       x.written = fs::last_write_time(x.dir / kCommitFile, sec);

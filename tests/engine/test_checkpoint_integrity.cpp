@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/checkpoint_meta.h"
 #include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/export.h"
@@ -384,6 +385,20 @@ class TestCheckpointIntegrity : public QObject {
       QCOMPARE(::mkfifo((ckpt / victim).c_str(), 0644), 0);
       VERIFY_CONTAINS(error_of([&] { load(ckpt); }), q(ckpt / victim) + ": is a FIFO");
     }
+  }
+
+  // The listing a resume and the Checkpoints browser read: a FIFO as a committed step's
+  // checkpoint.json is listed as unreadable, with the reason, without blocking.
+  void theListingReportsAFifoMetadataFile() {
+    QTemporaryDir dir;
+    const fs::path ckpt = make_checkpoint(dir.path().toStdString());
+    fs::remove(ckpt / kMetaFile);
+    QCOMPARE(::mkfifo((ckpt / kMetaFile).c_str(), 0644), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<checkpoint::Entry> entries = checkpoint::list(dir.path().toStdString());
+    QVERIFY(seconds_since(t0) < 1.0);
+    QCOMPARE(entries.size(), size_t(1));
+    VERIFY_CONTAINS(QString::fromStdString(entries[0].error), q(ckpt / kMetaFile) + ": is a FIFO");
   }
 
   void inspectOfAFifoFailsAtOnce() {
