@@ -7,6 +7,7 @@
 #include "engine/sharding/mesh.h"
 #include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
+#include "engine/util/json_limits.h"
 
 namespace shardlab::project {
 
@@ -153,9 +154,14 @@ std::string line_col(const std::string& text, size_t byte) {
   return "line " + std::to_string(line) + ", column " + std::to_string(col);
 }
 
+constexpr size_t kMaxProjectDepth = 256;
+
 }  // namespace
 
 Project parse_project(const std::string& text, const std::string& filename, Validation v) {
+  // Before parsing: the parser recurses once per level, and 100,000 nested arrays overflow the
+  // stack. Real projects nest about 3 levels per Repeat inside a Repeat, so 256 is far beyond them.
+  util::check_json_depth(text, kMaxProjectDepth, filename);
   Json j;
   try {
     j = Json::parse(text);

@@ -151,6 +151,24 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(lines[0], "line 3, column 16");
   }
 
+  // A node name nested 100,000 arrays deep (the parser recursed once per level and overflowed the
+  // stack: exit 139) is one short error line, for check and train alike.
+  void deeplyNestedJsonIsOneShortErrorLine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("nested.shardlab.json");
+    const std::string nested = std::string(100000, '[') + std::string(100000, ']');
+    std::ofstream(path.toStdString()) << R"({"format": "shardlab.project", "version": 1, "graph": {"nodes": [{"name": )" << nested
+                                      << R"(, "type": "Input"}], "edges": []}})";
+    for (const char* command : {"check", "train"}) {
+      Result r = run_cli({command, path});
+      QVERIFY2(r.exit_code == 1, qPrintable(describe(r)));
+      const QStringList lines = nonempty_lines(r.err);
+      QVERIFY2(lines.size() == 1 && lines[0].size() < 300, qPrintable(describe(r).left(2000)));
+      VERIFY_CONTAINS(lines[0], path + ": JSON nested deeper than 256 levels");
+    }
+  }
+
   void checkOfAMissingFileNamesThePath() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());

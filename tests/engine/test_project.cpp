@@ -142,6 +142,20 @@ class TestProject : public QObject {
   Q_OBJECT
 
  private slots:
+  // ---- what a hostile file cannot do ---------------------------------------------------------
+
+  // Nesting is refused before parsing, however deep (the parser would overflow the stack), with a
+  // short message; a project's real depth (a Repeat inside a Repeat) stays far below the limit.
+  void deepNestingIsRefusedBeforeParsing() {
+    for (const std::string& value : {std::string(100000, '[') + std::string(100000, ']'),
+                                     std::string(300, '{') + std::string(300, '}')}) {
+      const std::string text = R"({"format": "shardlab.project", "version": 1, "name": )" + value + "}";
+      const QString err = testing::error_of([&] { project::parse_project(text, kFile); });
+      VERIFY_CONTAINS(err, QString::fromStdString(kFile) + ": JSON nested deeper than 256 levels");
+      QVERIFY2(err.size() < 200, qPrintable(err.left(400)));
+    }
+  }
+
   // ---- what an editor needs ---------------------------------------------------------------------
 
   void editorSectionIsKeptAsWritten() {
