@@ -147,12 +147,19 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the flock
 }
 
+std::string Occupant::describe() const {
+  return owner ? shardlab::checkpoint::describe(*owner) : std::string("a run without a run.json (written by an older Shardlab?)");
+}
+
+Occupant occupant(const fs::path& root) { return Occupant{read_identity(root), list(root)}; }
+
 Claim claim_directory(const fs::path& root, const RunIdentity& mine, ExistingRun what) {
   Claim c;
-  const std::optional<RunIdentity> old = read_identity(root);
-  const std::vector<Entry> steps = list(root);
+  const Occupant here = occupant(root);
+  const std::optional<RunIdentity>& old = here.owner;
+  const std::vector<Entry>& steps = here.steps;
   const bool has_steps = !steps.empty();
-  const std::string other = old ? describe(*old) : std::string("a run without a run.json (written by an older Shardlab?)");
+  const std::string other = here.describe();
   if (what == ExistingRun::Continue) what = has_steps ? ExistingRun::Resume : ExistingRun::Refuse;
 
   if (what == ExistingRun::Refuse && has_steps)

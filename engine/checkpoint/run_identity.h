@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/listing.h"
 #include "engine/project/project.h"
 
 namespace shardlab::checkpoint {
@@ -45,6 +46,15 @@ class DirectoryLock {
  private:
   int fd_ = -1;
 };
+
+// What a new run into `root` meets: the run that owns it (when run.json says) and its steps,
+// unreadable ones included. Both the trainer's claim and the GUI's question go by this.
+struct Occupant {
+  std::optional<RunIdentity> owner;
+  std::vector<Entry> steps;  // by step; empty: the directory is free
+  std::string describe() const;  // "run <id> of project '<p>' (model <hash>, started <t>)"
+};
+Occupant occupant(const std::filesystem::path& root);
 
 // What a run into a directory that may hold another run's steps was told to do.
 enum class ExistingRun {

@@ -19,7 +19,9 @@ Tensor predict(const project::Project& project, const std::map<std::string, Tens
                 shape_str(s.program.shape(s.input)));
   s.memory = plan::plan_memory(s.program, {s.output, s.loss});
   // On the CPU backend, as a mesh of one device.
-  auto exe = backends::make_backend("cpu")->load(s.program, s.memory, sharding::Mesh(), {true, nullptr, "prediction"});
+  backends::LoadOptions lo;
+  lo.what = "prediction";
+  auto exe = backends::make_backend("cpu")->load(s.program, s.memory, sharding::Mesh(), lo);
   for (const ModelParam& mp : s.params) {
     auto it = params.find(mp.path);
     if (it == params.end()) throw Error("predict: parameter '" + mp.path + "' is missing");

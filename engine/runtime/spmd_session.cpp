@@ -27,6 +27,16 @@ Tensor examples(const Tensor& t, int64_t begin, int64_t count, int64_t times = 1
   return out;
 }
 
+// A global value's block for each device of the mesh, written into local value `local`: the
+// value itself where the block is all of it (replicated), else the device's own block.
+void write_blocks(backends::Executable& exe, int local, const Shape& local_shape, const Tensor& global,
+                  const sharding::Sharding& s, const sharding::Mesh& mesh) {
+  for (int d = 0; d < exe.num_devices(); ++d) {
+    if (local_shape == global.shape) exe.write(d, local, global.ptr());
+    else exe.write(d, local, sharding::local_block(global, s, mesh, d).ptr());
+  }
+}
+
 }  // namespace
 
 SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules,
@@ -91,16 +101,8 @@ void SpmdSession::set_value(int v, const Tensor& value) {
   if (value.shape != shape)
     throw Error("'" + global_.program.values[size_t(v)].name + "' has shape " + shape_str(shape) + ", the value has " +
                 shape_str(value.shape));
-  const sharding::Sharding& s = step_.sharding[size_t(v)];
   const int local = step_.local[size_t(v)];
-  for (int d = 0; d < exe_->num_devices(); ++d) {
-    if (step_.program.shape(local) == shape) {
-      exe_->write(d, local, value.ptr());
-    } else {
-      const Tensor block = sharding::local_block(value, s, mesh_, d);
-      exe_->write(d, local, block.ptr());
-    }
-  }
+  write_blocks(*exe_, local, step_.program.shape(local), value, step_.sharding[size_t(v)], mesh_);
 }
 
 void SpmdSession::feed(backends::Executable& exe, const sharding::PartitionedStep& s, const StepProgram& g, const Tensor& x,
@@ -112,14 +114,8 @@ void SpmdSession::feed(backends::Executable& exe, const sharding::PartitionedSte
                 " / " + shape_str(ys));
   Tensor yy = y;
   yy.shape = ys;
-  const sharding::Sharding& xsh = s.sharding[size_t(g.input)];
-  const sharding::Sharding& ysh = s.sharding[size_t(g.target)];
-  for (int d = 0; d < exe.num_devices(); ++d) {
-    if (s.program.shape(s.input) == xs) exe.write(d, s.input, x.ptr());
-    else exe.write(d, s.input, sharding::local_block(x, xsh, mesh_, d).ptr());
-    if (s.program.shape(s.target) == ys) exe.write(d, s.target, yy.ptr());
-    else exe.write(d, s.target, sharding::local_block(yy, ysh, mesh_, d).ptr());
-  }
+  write_blocks(exe, s.input, s.program.shape(s.input), x, s.sharding[size_t(g.input)], mesh_);
+  write_blocks(exe, s.target, s.program.shape(s.target), yy, s.sharding[size_t(g.target)], mesh_);
 }
 
 double SpmdSession::train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace,

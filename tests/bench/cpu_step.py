@@ -135,6 +135,36 @@ def flax_deep_mlp():
     return DeepMLP()
 
 
+def jax_train_step(model):
+    """value_and_grad of the MSE loss and an Adam update, as a function of (state, x, y) to jit."""
+    import jax
+    import jax.numpy as jnp
+
+    def train_step(state, x, y):
+        def loss_fn(p):
+            return jnp.mean((model.apply({"params": p}, x) - y) ** 2)
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        return state.apply_gradients(grads=grads), loss
+
+    return train_step
+
+
+def jax_stepper(step_fn, state, x, y):
+    """One timed step per call: runs the jitted step to completion and keeps the new state."""
+    import jax
+
+    box = {"state": state}
+
+    def step():
+        new_state, loss = step_fn(box["state"], x, y)
+        jax.block_until_ready((new_state, loss))
+        box["state"] = new_state
+        return float(loss)
+
+    return step
+
+
 def worker_jax(threads, steps, warmup):
     import jax
     import jax.numpy as jnp
@@ -150,23 +180,7 @@ def worker_jax(threads, steps, warmup):
     params = model.init(jax.random.PRNGKey(0), x)["params"]
     state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(LR))
 
-    def loss_fn(p, x, y):
-        pred = model.apply({"params": p}, x)
-        return jnp.mean((pred - y) ** 2)
-
-    def train_step(state, x, y):
-        loss, grads = jax.value_and_grad(loss_fn)(state.params, x, y)
-        return state.apply_gradients(grads=grads), loss
-
-    train_step = jax.jit(train_step, donate_argnums=0)  # donate the state: updated in place
-    box = {"state": state}
-
-    def step():
-        new_state, loss = train_step(box["state"], x, y)
-        jax.block_until_ready((new_state, loss))
-        box["state"] = new_state
-        return float(loss)
-
+    step = jax_stepper(jax.jit(jax_train_step(model), donate_argnums=0), state, x, y)  # donated: updated in place
     times, losses, busy = _timed_loop(step, steps + warmup, warmup)
     return {
         "version": f"jax {jax.__version__}, flax {flax.__version__}, optax {optax.__version__}",

@@ -45,23 +45,9 @@ def worker_jax(devices, steps, warmup):
     state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(cpu_step.LR))
     state = jax.device_put(state, replicated)
 
-    def train_step(state, x, y):
-        def loss_fn(p):
-            return jnp.mean((model.apply({"params": p}, x) - y) ** 2)
-
-        loss, grads = jax.value_and_grad(loss_fn)(state.params)
-        return state.apply_gradients(grads=grads), loss
-
-    step_fn = jax.jit(train_step, in_shardings=(replicated, split, split), out_shardings=(replicated, replicated),
-                      donate_argnums=0)
-    box = {"state": state}
-
-    def step():
-        new_state, loss = step_fn(box["state"], x, y)
-        jax.block_until_ready((new_state, loss))
-        box["state"] = new_state
-        return float(loss)
-
+    step_fn = jax.jit(cpu_step.jax_train_step(model), in_shardings=(replicated, split, split),
+                      out_shardings=(replicated, replicated), donate_argnums=0)
+    step = cpu_step.jax_stepper(step_fn, state, x, y)
     times, losses, busy = cpu_step._timed_loop(step, steps + warmup, warmup)
     return {"version": f"jax {jax.__version__}", "step_times_s": times, "losses": losses, "busy_cores": busy}
 

@@ -219,20 +219,17 @@ void TrainingTab::resumeFrom(const QString& stepDir) {
 // steps aside (old-run-<id>/) and start over; never mix two runs' steps or delete any.
 bool TrainingTab::askAboutExistingRun(runtime::TrainOptions& options) {
   if (options.checkpoint_dir.empty() || options.continue_run || options.start_over) return true;
-  std::vector<std::pair<int64_t, std::filesystem::path>> steps;
-  QString owner;
+  checkpoint::Occupant here;
   try {
-    steps = checkpoint::committed(options.checkpoint_dir);
-    if (const auto id = checkpoint::read_identity(options.checkpoint_dir))
-      owner = tr(" of run %1 (%2)").arg(QString::fromStdString(id->run_id), QString::fromStdString(id->project));
+    here = checkpoint::occupant(options.checkpoint_dir);
   } catch (const std::exception&) {
-    // An unreadable run.json: the trainer refuses with the reason; nothing to ask here.
+    return true;  // an unreadable run.json: the trainer refuses with the reason; nothing to ask here
   }
-  if (steps.empty()) return true;
+  if (here.steps.empty()) return true;
   QMessageBox box(QMessageBox::Question, tr("Checkpoint Folder In Use"),
-                  tr("%1 already holds checkpoints%2; the newest is step %3.")
-                      .arg(QString::fromStdString(options.checkpoint_dir), owner)
-                      .arg(steps.back().first),
+                  tr("%1 already holds checkpoints of %2; the newest is step %3.")
+                      .arg(QString::fromStdString(options.checkpoint_dir), QString::fromStdString(here.describe()))
+                      .arg(here.steps.back().step),
                   QMessageBox::NoButton, this);
   box.setObjectName("existingRun");
   box.setInformativeText(tr("Continue that run from its newest step, or move its checkpoints into an old-run "

@@ -76,8 +76,7 @@ class CpuExecutable final : public Executable {
     std::copy_n(host, numel(program_->shape(value)), device_at(device).data(value));
   }
   void read(int device, int value, float* host) const override {
-    const auto& ex = const_cast<CpuExecutable*>(this)->device_at(device);
-    std::copy_n(ex.data(value), numel(program_->shape(value)), host);
+    std::copy_n(device_at(device).data(value), numel(program_->shape(value)), host);
   }
 
   void run(const RunContext& ctx) override {
@@ -104,7 +103,7 @@ class CpuExecutable final : public Executable {
   uint64_t bytes_per_device() const override { return uint64_t(devices_[0]->allocated_elems()) * sizeof(float); }
 
  private:
-  Executor<float>& device_at(int d) {
+  Executor<float>& device_at(int d) const {
     if (d < 0 || d >= int(devices_.size()))
       throw Error("internal: device " + std::to_string(d) + " of a mesh of " + std::to_string(devices_.size()));
     return *devices_[size_t(d)];
