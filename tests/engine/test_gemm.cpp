@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "engine/backends/cpu/gemm.h"
+#include "tests/engine/disassembly.h"
 #include "tests/engine/test_support.h"
 
 using namespace shardlab::backends::cpu;
+using namespace shardlab::testing;
 using shardlab::testing::error_of;
 
 namespace {
@@ -232,32 +234,19 @@ class TestGemm : public QObject {
     QFile cache(QString(SHARDLAB_BINARY_DIR) + "/CMakeCache.txt");
     if (cache.open(QIODevice::ReadOnly) && cache.readAll().contains("SHARDLAB_NATIVE:BOOL=ON"))
       QSKIP("SHARDLAB_NATIVE=ON: the whole engine targets this machine's CPU");
-    if (QStandardPaths::findExecutable("objdump").isEmpty() || QStandardPaths::findExecutable("nm").isEmpty())
-      QSKIP("objdump or nm not found (binutils)");
+    if (const QString missing = binutils_missing(); !missing.isEmpty()) QSKIP(qPrintable(missing));
     if (!QFileInfo(objects).isDir()) QSKIP(qPrintable("no engine objects at " + objects));
-    auto run = [](const QString& tool, const QStringList& args) {
-      QProcess p;
-      p.start(tool, args);
-      p.waitForFinished(120000);
-      return p.readAllStandardOutput();
-    };
-    // zmm or mask registers, the 16 extra vector registers, or EVEX-only instructions on xmm/ymm.
-    static const QRegularExpression avx512(
-        "[^\\n]*(%zmm|%k[0-7]\\b|%[xy]mm(1[6-9]|2[0-9]|3[01])\\b|\\bvpternlog|\\bvperm[ti]2|\\bvcvt\\w*2u[dq]q)[^\\n]*");
     int checked = 0;
     for (QDirIterator it(objects, {"*.o"}, QDir::Files, QDirIterator::Subdirectories); it.hasNext();) {
       const QString object = it.next();
       if (object.endsWith("/backends/cpu/gemm_avx512.cpp.o")) {
-        const QByteArray symbols = run("nm", {"--defined-only", object});
-        for (const QByteArray& line : symbols.split('\n')) {
-          const QList<QByteArray> fields = line.simplified().split(' ');
-          QVERIFY2(fields.size() < 3 || (fields[1] != "W" && fields[1] != "V" && fields[1] != "u"),
-                   qPrintable("gemm_avx512.cpp.o defines a weak or unique symbol: " + QString(line)));
-        }
+        const QString weak = weak_symbol(object);
+        QVERIFY2(weak.isEmpty(), qPrintable("gemm_avx512.cpp.o defines a weak or unique symbol: " + weak));
         continue;
       }
       ++checked;
-      const QRegularExpressionMatch hit = avx512.match(QString::fromLatin1(run("objdump", {"-d", "--no-show-raw-insn", object})));
+      const QRegularExpressionMatch hit =
+          avx512_instruction().match(QString::fromLatin1(run_tool("objdump", {"-d", "--no-show-raw-insn", object})));
       QVERIFY2(!hit.hasMatch(), qPrintable(object + " holds AVX-512 code: " + hit.captured(0)));
     }
     QVERIFY(checked > 0);
