@@ -20,6 +20,7 @@
 #include <QTabWidget>
 #include <QUndoStack>
 
+#include "engine/api/build_info.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/checkpoints/checkpoint_list_model.h"
 #include "ui/checkpoints/checkpoint_browser.h"
@@ -70,6 +71,12 @@ QString MainWindow::examplesDir() {
   const QString installed = QCoreApplication::applicationDirPath() + "/../share/shardlab/projects";
   if (QDir(installed).exists()) return QDir(installed).canonicalPath();
   return QStringLiteral(SHARDLAB_PROJECTS_DIR);
+}
+
+QString MainWindow::aboutText() {
+  return tr("<b>Shardlab %1</b><p>Build a network, decide how every array is split over a mesh of "
+            "devices, train it and see where every shard lives.</p><pre>%2</pre>")
+      .arg(QCoreApplication::applicationVersion(), QString::fromStdString(api::build_info_text()).toHtmlEscaped());
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -236,10 +243,7 @@ void MainWindow::buildActions() {
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About Shardlab"), this, [this] {
-    QMessageBox::about(this, tr("About Shardlab"),
-                       tr("<b>Shardlab %1</b><p>Build a network, decide how every array is split over a mesh of "
-                          "devices, train it and see where every shard lives.</p>")
-                           .arg(QCoreApplication::applicationVersion()));
+    QMessageBox::about(this, tr("About Shardlab"), aboutText());
   });
 }
 

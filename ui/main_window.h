@@ -52,6 +52,8 @@ class MainWindow : public QMainWindow {
 
   // The example projects offered by File > New.
   static QString examplesDir();
+  // Help > About's text: version, build options and the CPU code path in use (api::build_info_text).
+  static QString aboutText();
 
   // Clipboard and selection commands, for the menus and tests.
   void copySelection();

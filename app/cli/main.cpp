@@ -3,11 +3,18 @@
 #include <iostream>
 
 #include "app/cli/commands.h"
+#include "engine/api/build_info.h"
 #include "engine/util/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Shardlab: build, shard, train and inspect neural networks"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    std::string text = shardlab::api::build_info_text();
+    text.pop_back();  // CLI11 ends the line itself
+    return text;
+  },
+                       "print the version, build options and the CPU code path, and exit");
 
   shardlab::cli::CheckArgs check;
   auto* c = app.add_subcommand("check", "Validate a project and print its layers, shapes, parameters and FLOPs");

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/api/build_info.h"
 #include "ui/main_window.h"
 
 namespace {
@@ -25,9 +26,12 @@ bool has_display() {
 std::string project_argument(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (argv[i][0] != '-') return argv[i];
+  // Installed (bin/../share/shardlab/projects) or in the build tree (build/app/../../projects).
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / ".." / ".." / "projects" / "fashion-mlp.shardlab.json").lexically_normal().string();
+  const auto bin = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  const auto installed = (bin / ".." / "share" / "shardlab" / "projects" / "fashion-mlp.shardlab.json").lexically_normal();
+  if (std::filesystem::exists(installed, ec)) return installed.string();
+  return (bin / ".." / ".." / "projects" / "fashion-mlp.shardlab.json").lexically_normal().string();
 }
 
 int train_headless(int argc, char** argv) {
@@ -51,6 +55,9 @@ int main(int argc, char** argv) {
     info_only |= a == "--help" || a == "-h" || a == "--version" || a == "-v";
   }
   if (!info_only && !has_display()) return train_headless(argc, argv);
+  // --help and --version print and exit; without a display they run on the offscreen platform
+  // (help2man runs them so at build time).
+  if (info_only && !has_display()) setenv("QT_QPA_PLATFORM", "offscreen", 0);
   QApplication app(argc, argv);
   QApplication::setApplicationName("Shardlab");
   QApplication::setOrganizationName("Shardlab");
@@ -59,11 +66,17 @@ int main(int argc, char** argv) {
   QCommandLineParser cli;
   cli.setApplicationDescription("Build, shard, train and inspect neural networks.");
   cli.addHelpOption();
-  cli.addVersionOption();
+  // Like shardlab-cli --version: the version, build options and the CPU code path in use.
+  QCommandLineOption version({"v", "version"}, "Displays the version, build options and CPU code path.");
+  cli.addOption(version);
   cli.addPositionalArgument("project", "a *.shardlab.json project to open");
   QCommandLineOption screenshot("screenshot", "render the window to FILE and exit (for documentation)", "FILE");
   cli.addOption(screenshot);
   cli.process(app);
+  if (cli.isSet(version)) {
+    std::fputs(shardlab::api::build_info_text().c_str(), stdout);
+    return 0;
+  }
 
   shardlab::ui::MainWindow window;
   const QStringList args = cli.positionalArguments();

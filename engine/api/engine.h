@@ -1,6 +1,6 @@
-// Everything the desktop UI may use of the engine, in one place: the UI includes this and nothing
-// else under engine/, so what the UI depends on is visible and the engine stays free to change
-// the rest.
+// Everything the desktop UI may use of the engine, in one place: the UI includes this (and only Help
+// > About, engine/api/build_info.h) and nothing else under engine/, so what the UI depends on is
+// visible and the engine stays free to change the rest.
 #pragma once
 
 #include "engine/api/design.h"

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/api/build_info.h"
+#include "engine/backends/cpu/gemm.h"
 #include "tests/engine/cli_runner.h"
 #include "tests/engine/test_support.h"
 
@@ -249,6 +251,20 @@ class TestCli : public QObject {
   void missingSubcommandFails() {
     Result r = run_cli({});
     QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+  }
+
+  // --version: the version, the build options and the GEMM kernel this CPU runs, as the engine
+  // reports them; no subcommand needed.
+  void versionShowsBuildOptionsAndTheCpuCodePath() {
+    Result r = run_cli({"--version"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QCOMPARE(r.out, QString::fromStdString(shardlab::api::build_info_text()));
+    QVERIFY2(QRegularExpression("^Shardlab \\d+\\.\\d+\\.\\d+\\nbuilt with: CUDA (yes|no), MPI (yes|no), ONNX (yes|no)\\n")
+                 .match(r.out)
+                 .hasMatch(),
+             qPrintable(r.out));
+    VERIFY_CONTAINS(r.out, QString(" GEMM kernel (picked at run time)"));
+    VERIFY_CONTAINS(r.out, QString::fromStdString(shardlab::backends::cpu::gemm_kind()));
   }
 
   // shard: the project's own mesh and rules (seed 002's), every array's spec, per-device totals.

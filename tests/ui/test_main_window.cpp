@@ -21,6 +21,7 @@
 #include <fstream>
 
 #include "tests/engine/test_support.h"
+#include "engine/api/build_info.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
 #include "ui/main_window.h"
@@ -167,6 +168,24 @@ class TestMainWindow : public QObject {
     for (const char* want : {"Open...", "Save", "Save As...", "Close Project", "Cut", "Copy", "Paste", "Duplicate", "Delete",
                              "Select All", "Zoom In", "Zoom Out", "Zoom to Fit", "Arrange Graph"})
       QVERIFY2(texts.contains(want), want);
+  }
+
+  // Help > About shows the version, what the build has and the GEMM kernel this CPU runs.
+  void aboutShowsBuildOptionsAndTheCpuCodePath() {
+    MainWindow w;
+    QAction* about = nullptr;
+    for (QAction* menu : w.menuBar()->actions())
+      for (QAction* a : menu->menu()->actions())
+        if (a->text().remove('&') == "About Shardlab") about = a;
+    QVERIFY(about);
+    QString text;
+    answerNextMessageBox(QMessageBox::Ok, &text);
+    about->trigger();
+    const api::BuildInfo info = api::build_info();
+    QVERIFY2(text.contains("built with: CUDA " + QString(info.cuda ? "yes" : "no")), qPrintable(text));
+    QVERIFY2(text.contains("ONNX " + QString(info.onnx ? "yes" : "no")), qPrintable(text));
+    QVERIFY2(text.contains(QString::fromStdString(info.gemm_kernel) + " GEMM kernel"), qPrintable(text));
+    QVERIFY2(!info.gemm_kernel.empty(), "no GEMM kernel named");
   }
 
   void themesSwitchThePalette() {
