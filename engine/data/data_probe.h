@@ -26,10 +26,10 @@ struct SourceShape {
 SplitShape shape_of(const Dataset& ds);
 
 // The shapes of the source `spec` names, as load_dataset would give them. Synthetic sources are
-// described from the spec alone; file sources are loaded once and remembered per process (keyed by
-// the spec and its files' sizes and times), so asking again costs a few stat calls. Throws Error
-// as load_dataset does: a missing or unreadable file named, with the Debian package for
-// Fashion-MNIST. Thread-safe.
+// described from the spec alone; IDX sources (Fashion-MNIST's too) from their images' headers and
+// their labels, without decoding the images; npy sources are loaded once. Answers are remembered
+// per process (keyed by the spec and its files' sizes and times). Throws Error as load_dataset
+// does: a missing or unreadable file named, with the Debian package for Fashion-MNIST. Thread-safe.
 SourceShape probe_dataset(const DataSpec& spec, const std::filesystem::path& base_dir);
 
 }  // namespace shardlab::data

@@ -479,6 +479,38 @@ class TestData : public QObject {
     }
   }
 
+  // IDX sources are described from the images' headers and the labels, as load_dataset gives them:
+  // a plain and a gzipped pair here, and Fashion-MNIST itself where it is installed.
+  void probeOfIdxDataMatchesWhatLoads() {
+    fs::create_directories(dir() / "probe-idx");
+    write_file(dir() / "probe-idx" / "tr-x", idx_bytes(0x08, {3, 2, 5}, Bytes(30, 7)));
+    write_file(dir() / "probe-idx" / "tr-y", idx_bytes(0x08, {3}, Bytes{0, 4, 2}));
+    write_gz(dir() / "probe-idx" / "te-x", idx_bytes(0x08, {2, 2, 5}, Bytes(20, 1)));
+    write_gz(dir() / "probe-idx" / "te-y", idx_bytes(0x08, {2}, Bytes{1, 6}));
+    std::vector<std::pair<DataSpec, fs::path>> sources = {
+        {spec_of(R"({"type": "idx", "train_images": "tr-x", "train_labels": "tr-y", "test_images": "te-x",
+                     "test_labels": "te-y"})"),
+         dir() / "probe-idx"}};
+    if (fs::exists(std::string(kFashionMnistDefaultDir) + "/train-images-idx3-ubyte.gz"))
+      sources.push_back({spec_of(R"({"type": "fashion_mnist"})"), dir()});
+    else
+      qInfo("Fashion-MNIST is not installed (dataset-fashion-mnist): only the written IDX files are probed");
+    for (const auto& [spec, base] : sources) {
+      const DataSplits d = load_dataset(spec, base);
+      const SourceShape p = probe_dataset(spec, base);
+      for (auto [probed, loaded] : {std::pair{p.train, shape_of(d.train)}, std::pair{p.test, shape_of(d.test)}}) {
+        QCOMPARE(probed.examples, loaded.examples);
+        QCOMPARE(probed.features, loaded.features);
+        QCOMPARE(probed.targets, loaded.targets);
+        QCOMPARE(probed.integer_labels, loaded.integer_labels);
+        QCOMPARE(probed.num_classes, loaded.num_classes);
+      }
+    }
+    // A count that disagrees is left to the loader, whose error names the file.
+    write_file(dir() / "probe-idx" / "tr-y", idx_bytes(0x08, {2}, Bytes{0, 4}));
+    VERIFY_CONTAINS(error_of([&] { probe_dataset(sources[0].first, dir() / "probe-idx"); }), "tr-y");
+  }
+
   // A synthetic source is described from its spec: 4 TB of it is not generated to be looked at.
   void probeOfHugeSyntheticDataGeneratesNothing() {
     const SourceShape p = probe_dataset(
