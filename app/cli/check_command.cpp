@@ -1,10 +1,13 @@
-// `shardlab-cli check`: the per-layer table, like Flax's tabulate or MATLAB's analyzeNetwork.
+// `shardlab-cli check`: refuses what `train` would refuse, with train's words (runtime::preflight);
+// for a project that would train, the per-layer table, like Flax's tabulate or MATLAB's analyzeNetwork.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "engine/backends/backend.h"
 #include "engine/project/project.h"
+#include "engine/runtime/preflight.h"
 #include "engine/runtime/train_step.h"
 
 namespace shardlab::cli {
@@ -36,11 +39,50 @@ void flatten(const std::vector<graph::NodeReport>& nodes, int depth, std::vector
   }
 }
 
+// The validation's verdict, for --json.
+nlohmann::ordered_json validation_json(const runtime::Preflight& f) {
+  nlohmann::ordered_json v;
+  v["ok"] = f.ok();
+  v["errors"] = f.errors;
+  if (!f.ok()) return v;
+  v["mesh"] = f.mesh.str();
+  v["devices"] = f.mesh.device_count();
+  v["bytes_per_device"] = f.need_bytes;
+  v["capacity_per_device"] = f.capacity_bytes;
+  return v;
+}
+
+// One line per error, as main() prints a thrown one.
+void print_errors(const std::vector<std::string>& errors) {
+  for (std::string e : errors) {
+    for (char& ch : e)
+      if (ch == '\n') ch = ';';
+    std::cerr << "shardlab-cli: error: " << e << "\n";
+  }
+}
+
 }  // namespace
 
 int run_check(const CheckArgs& a) {
   project::Project p = project::load_project(a.project);
   if (a.batch_size > 0) p.training.batch_size = a.batch_size;
+  runtime::PreflightOptions checks;
+  checks.mesh = a.mesh;
+  checks.rules = a.rules;
+  checks.devices = a.devices;
+  checks.data = true;
+  const runtime::Preflight verdict = runtime::preflight(p, *backends::make_backend("cpu"), checks);
+  if (!verdict.ok()) {
+    if (a.json) {
+      nlohmann::ordered_json j;
+      j["project"] = p.display_name();
+      j["batch_size"] = p.training.batch_size;
+      j["validation"] = validation_json(verdict);
+      std::cout << j.dump(2) << "\n";
+    }
+    print_errors(verdict.errors);
+    return 1;
+  }
   graph::GraphReport report = project::analyze_project(p);
   runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
   std::vector<Row> rows;
@@ -82,6 +124,7 @@ int run_check(const CheckArgs& a) {
                    {"input_bytes", double(m.input_elems) * bytes},
                    {"unplanned_temp_bytes", double(m.naive_temp_elems) * bytes},
                    {"total_bytes", double(m.total_elems()) * bytes}};
+    j["validation"] = validation_json(verdict);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -114,6 +157,8 @@ int run_check(const CheckArgs& a) {
               runtime::format_bytes(double(m.arena_elems) * bytes).c_str(),
               runtime::format_bytes(double(m.total_elems()) * bytes).c_str(),
               runtime::format_bytes(double(m.naive_temp_elems + m.input_elems) * bytes).c_str());
+  std::printf("train would run: mesh %s, %s of %s per device, data fits the model\n", verdict.mesh.str().c_str(),
+              runtime::format_bytes(verdict.need_bytes).c_str(), runtime::format_bytes(verdict.capacity_bytes).c_str());
   return 0;
 }
 

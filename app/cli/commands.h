@@ -9,6 +9,8 @@ struct CheckArgs {
   std::string project;
   bool json = false;
   int64_t batch_size = -1;
+  std::string mesh, rules;  // override the project's, as train's do
+  int devices = 0;          // the device count the mesh must have, as train's --devices
 };
 int run_check(const CheckArgs& a);
 

@@ -6,6 +6,18 @@
 #include "engine/api/build_info.h"
 #include "engine/util/error.h"
 
+namespace {
+
+// The overrides every command that plans a run takes, worded alike.
+void add_mesh_options(CLI::App* command, std::string& mesh, std::string& rules) {
+  command->add_option("--mesh", mesh, "mesh axes and sizes, e.g. data=2,model=4 (overrides the project's)");
+  command->add_option("--rules", rules,
+                      "logical axis rules in order, e.g. batch=data,hidden=model,embed=none,batch=data+model (override "
+                      "the project's)");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Shardlab: build, shard, train and inspect neural networks"};
   app.require_subcommand(1);
@@ -17,16 +29,18 @@ int main(int argc, char** argv) {
                        "print the version, build options and the CPU code path, and exit");
 
   shardlab::cli::CheckArgs check;
-  auto* c = app.add_subcommand("check", "Validate a project and print its layers, shapes, parameters and FLOPs");
+  auto* c = app.add_subcommand(
+      "check", "Validate a project as train would (graph, mesh, rules, memory, data) and print its layers, shapes, parameters and FLOPs");
   c->add_option("project", check.project, "the *.shardlab.json file")->required();
   c->add_flag("--json", check.json, "print the table as JSON");
-  c->add_option("--batch-size", check.batch_size, "override the project's batch size");
+  c->add_option("--batch-size", check.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
+  add_mesh_options(c, check.mesh, check.rules);
+  c->add_option("--devices", check.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
 
   shardlab::cli::ShardArgs shard;
   auto* sh = app.add_subcommand("shard", "Show how every array is split over a device mesh, and what each device holds");
   sh->add_option("project", shard.project, "the *.shardlab.json file")->required();
-  sh->add_option("--mesh", shard.mesh, "mesh axes and sizes, e.g. data=2,model=4 (overrides the project's)");
-  sh->add_option("--rules", shard.rules, "logical axis rules in order, e.g. batch=data,hidden=model,embed=none,batch=data+model");
+  add_mesh_options(sh, shard.mesh, shard.rules);
   sh->add_flag("--json", shard.json, "print the report as JSON");
   sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
@@ -41,8 +55,7 @@ int main(int argc, char** argv) {
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
   t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
-  t->add_option("--mesh", train.mesh, "mesh axes and sizes, e.g. data=8 (overrides the project's)");
-  t->add_option("--rules", train.rules, "logical axis rules, e.g. batch=data,hidden=model (override the project's)");
+  add_mesh_options(t, train.mesh, train.rules);
   t->add_option("--log", train.log, "write one JSON object per step and per evaluation to this file");
   t->add_flag("--quiet", train.quiet, "print only the final metrics");
   t->add_option("--trace", train.trace, "write every span as Chrome trace JSON (Perfetto opens it)");
@@ -77,8 +90,7 @@ int main(int argc, char** argv) {
   pr->add_option("project", profile.project, "the *.shardlab.json file")->required();
   pr->add_option("--steps", profile.steps, "steps to run (the first is warm-up)")->check(CLI::Range(2, 1000000));
   pr->add_option("--threads", profile.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
-  pr->add_option("--mesh", profile.mesh, "mesh axes and sizes, e.g. data=8");
-  pr->add_option("--rules", profile.rules, "logical axis rules, e.g. batch=data");
+  add_mesh_options(pr, profile.mesh, profile.rules);
   pr->add_option("--trace", profile.trace, "also write the Chrome trace JSON");
 
   try {

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <memory>
+
+#include "engine/runtime/preflight.h"
 #include "engine/runtime/train_step.h"
 #include "engine/util/error.h"
 
@@ -11,6 +15,26 @@ double cpu_device_capacity_bytes(int64_t devices) {
   const double total = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   return total / double(devices < 1 ? 1 : devices);
 }
+
+namespace {
+
+// What a run would refuse that the layouts above do not show: rules naming axes the mesh lacks, the
+// constraint fallback, the training step against its device's memory, and the data source against
+// the model (a missing file, a (28, 28) image fed to an Input of (784)). The same checks, in the
+// same words, as `train` and `shardlab-cli check` (runtime::preflight).
+// Returns whether the step was refused for memory.
+bool add_run_refusals(const project::Project& p, Design& d) {
+  // One backend for every check: it only answers what a device can hold.
+  static const std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu");
+  runtime::PreflightOptions checks;
+  checks.data = true;
+  const runtime::Preflight f = runtime::preflight(p, *cpu, checks);
+  for (const std::string& e : f.errors)
+    if (std::find(d.errors.begin(), d.errors.end(), e) == d.errors.end()) d.errors.push_back(e);
+  return f.out_of_memory >= 0;
+}
+
+}  // namespace
 
 Design check_design(const project::Project& p) {
   Design d;
@@ -22,7 +46,10 @@ Design check_design(const project::Project& p) {
   }
   d.errors = d.graph.errors;
   if (!p.graph.find(p.loss.output)) d.errors.push_back("loss.output: there is no node '" + p.loss.output + "'");
-  if (!d.graph.ok()) return d;
+  if (!d.graph.ok()) {
+    add_run_refusals(p, d);
+    return d;
+  }
   try {
     const sharding::Mesh mesh = sharding::project_mesh(p);
     const sharding::LogicalRules rules = sharding::project_rules(p);
@@ -31,10 +58,12 @@ Design check_design(const project::Project& p) {
     d.device_capacity_bytes = cpu_device_capacity_bytes(mesh.device_count());
   } catch (const std::exception& e) {
     d.errors.push_back(e.what());
+    add_run_refusals(p, d);
     return d;
   }
   for (const std::string& e : d.sharding.errors) d.errors.push_back(e);
   d.warnings = d.sharding.warnings;
+  if (add_run_refusals(p, d)) return d;  // the refusal says it, with the largest arrays
   for (size_t i = 0; i < d.sharding.devices.size(); ++i) {
     const double need = d.sharding.devices[i].total();
     if (need > d.device_capacity_bytes) {

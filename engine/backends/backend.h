@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,13 @@ class Backend {
   // Memory each of `n` devices of a mesh can hold: a GPU's own memory; on the CPU the host's memory
   // shared among n virtual devices (less what is already held).
   virtual uint64_t capacity_per_device(int n) const = 0;
+  // The refusal load() would throw for this plan on `mesh` (an OutOfMemory naming the device, the
+  // need, the capacity and the largest arrays), or none when it fits. Allocates nothing: a
+  // validation asks it before a run builds anything.
+  virtual std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
+                                                const sharding::Mesh& mesh, const LoadOptions& options = {}) const = 0;
   // Loads `program` (one device's share, with its memory plan) on every device of `mesh`.
-  // Throws OutOfMemory, naming the device, the need and the capacity, before allocating.
+  // Throws check_fits()'s OutOfMemory before allocating.
   virtual std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory,
                                            const sharding::Mesh& mesh, const LoadOptions& options = {}) = 0;
   // Cores (CPU) the devices share; reported with results.

@@ -111,16 +111,13 @@ void detect_labels(DataSplits& s) {
 
 DataSplits split(Dataset all, double test_fraction, uint64_t seed, const std::string& what) {
   const int64_t n = all.size();
-  const int64_t n_test = int64_t(std::llround(double(n) * test_fraction));
+  const int64_t n_test = test_split_size(n, test_fraction, what);
   if (n_test == 0) {
     DataSplits s;
     s.test = select_examples(all, {});
     s.train = std::move(all);
     return s;
   }
-  if (n_test >= n)
-    throw Error(what + ": test_fraction " + std::to_string(test_fraction) + " leaves no training examples out of " +
-                std::to_string(n));
   const std::vector<int64_t> perm = seeded_permutation(n, hash64(seed, kStreamSplit, 0));
   std::vector<int64_t> train(perm.begin(), perm.end() - n_test), test(perm.end() - n_test, perm.end());
   std::sort(train.begin(), train.end());
@@ -182,6 +179,14 @@ DataSplits load_synthetic(const DataSpec& spec) {
 }
 
 }  // namespace
+
+int64_t test_split_size(int64_t n, double test_fraction, const std::string& what) {
+  const int64_t n_test = int64_t(std::llround(double(n) * test_fraction));
+  if (n_test > 0 && n_test >= n)
+    throw Error(what + ": test_fraction " + std::to_string(test_fraction) + " leaves no training examples out of " +
+                std::to_string(n));
+  return n_test;
+}
 
 Dataset select_examples(const Dataset& ds, const std::vector<int64_t>& indices) {
   Dataset out;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "engine/data/data_spec.h"
@@ -29,6 +30,10 @@ struct DataSplits {
 // labels; anything else is a float regression target. A test_fraction split holds out the last examples of a
 // permutation seeded by spec.seed; each split keeps the original example order.
 DataSplits load_dataset(const DataSpec& spec, const std::filesystem::path& base_dir);
+
+// Examples a test_fraction holds out of n (rounded); throws Error under `what` when none would be
+// left to train on.
+int64_t test_split_size(int64_t n, double test_fraction, const std::string& what);
 
 // The rows `indices` of ds, in that order (labels metadata copied).
 Dataset select_examples(const Dataset& ds, const std::vector<int64_t>& indices);

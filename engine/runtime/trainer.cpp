@@ -9,6 +9,8 @@
 #include "engine/checkpoint/listing.h"
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
+#include "engine/runtime/data_fit.h"
+#include "engine/runtime/preflight.h"
 #include "engine/sharding/layout.h"
 #include "engine/util/error.h"
 
@@ -36,11 +38,16 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
                                              options_.trace_keep);
   backend_ = backends::make_backend("cpu", backends::BackendOptions{options_.threads});
   threads_ = backend_->threads();
-  const sharding::Mesh mesh = options_.mesh.empty() ? sharding::project_mesh(project_) : sharding::parse_mesh(options_.mesh);
-  if (options_.devices > 0) sharding::check_device_count(mesh, options_.devices);
-  const sharding::LogicalRules rules =
-      options_.rules.empty() ? sharding::project_rules(project_) : sharding::parse_rules(options_.rules);
-  session_ = std::make_unique<SpmdSession>(project_, mesh, rules, project_.training.batch_size, backend_);
+  // Everything `check` refuses, refused here before anything is allocated, in the same words. The
+  // data is checked in run() against what it loads, with the same messages.
+  PreflightOptions checks;
+  checks.mesh = options_.mesh;
+  checks.rules = options_.rules;
+  checks.devices = options_.devices;
+  const Preflight preflight_result = preflight(project_, *backend_, checks);
+  preflight_result.throw_first();
+  session_ = std::make_unique<SpmdSession>(project_, preflight_result.mesh, preflight_result.rules,
+                                           project_.training.batch_size, backend_);
 }
 
 Trainer::~Trainer() {
@@ -180,30 +187,6 @@ void Trainer::set_state(const std::string& name, const Tensor& value) {
   session_->set_value(v, value);
 }
 
-void Trainer::check_data(const data::Dataset& ds, const std::string& split) const {
-  const StepProgram& g = session_->global_step();
-  const std::string where = project_.display_name() + ": data (" + split + " split): ";
-  const Shape& model_in = g.program.shape(g.input);
-  Shape per_example(ds.features.shape.begin() + (ds.features.shape.empty() ? 0 : 1), ds.features.shape.end());
-  if (per_example != Shape(model_in.begin() + 1, model_in.end()))
-    throw Error(where + "examples have shape " + shape_str(per_example) + " but the Input node takes " +
-                shape_str(Shape(model_in.begin() + 1, model_in.end())));
-  const Shape& out = g.program.shape(g.output);
-  if (project_.loss.type == "softmax_cross_entropy") {
-    if (!ds.integer_labels)
-      throw Error(where + "softmax_cross_entropy needs integer class labels, the data has targets of shape " +
-                  shape_str(ds.targets.shape));
-    if (ds.num_classes > out.back())
-      throw Error(where + "labels go up to " + std::to_string(ds.num_classes - 1) + " but node '" + project_.loss.output +
-                  "' gives " + std::to_string(out.back()) + " classes");
-  } else {
-    Shape t(ds.targets.shape.begin() + 1, ds.targets.shape.end());
-    if (t != Shape(out.begin() + 1, out.end()))
-      throw Error(where + "targets have shape " + shape_str(t) + " per example but node '" + project_.loss.output +
-                  "' gives " + shape_str(Shape(out.begin() + 1, out.end())));
-  }
-}
-
 profiler::Trace* Trainer::trace_for_next_step() {
   const int64_t n = steps_done() + 1;
   if (!trace_->detailed()) return trace_.get();  // light mode: every step's totals
@@ -249,13 +232,13 @@ void Trainer::run() {
 void Trainer::run_loop() {
   cancelled_ = false;
   const project::TrainingSpec& t = project_.training;
-  data::DataSplits splits = data::load_dataset(project_.data, project_.file.empty() ? std::filesystem::path(".")
-                                                                                   : project_.file.parent_path());
-  check_data(splits.train, "train");
-  if (splits.test.size() > 0) check_data(splits.test, "test");
-  if (splits.train.size() < t.batch_size)
-    throw Error(project_.display_name() + ": training.batch_size: " + std::to_string(t.batch_size) +
-                " is larger than the training split (" + std::to_string(splits.train.size()) + " examples)");
+  data::DataSplits splits = data::load_dataset(project_.data, data_base_dir(project_));
+  {
+    const StepProgram& g = session_->global_step();
+    const std::vector<std::string> misfits = data_fit_problems(
+        project_, {data::shape_of(splits.train), data::shape_of(splits.test)}, g.program.shape(g.input), g.program.shape(g.output));
+    if (!misfits.empty()) throw Error(misfits.front());
+  }
   data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
   const int64_t start = claim_checkpoint_dir();
   if (start > 0) loader.seek(start);

@@ -149,7 +149,6 @@ class Trainer {
   int state_value(const std::string& name) const;
   void run_loop();
   int64_t claim_checkpoint_dir();
-  void check_data(const data::Dataset& ds, const std::string& split) const;
   profiler::Trace* trace_for_next_step();
 
   project::Project project_;

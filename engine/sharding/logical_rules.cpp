@@ -72,6 +72,28 @@ std::string rules_str(const LogicalRules& rules) {
   return s;
 }
 
+std::vector<std::string> unknown_rule_axes(const LogicalRules& rules, const Mesh& mesh, const std::string& where) {
+  std::vector<std::string> names;
+  for (const MeshAxis& a : mesh.axes()) names.push_back(a.name);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < rules.size(); ++i)
+    for (const std::string& axis : rules[i].mesh) {
+      if (mesh.axis_index(axis) >= 0) continue;
+      std::string m = where + "[" + std::to_string(i) + "] (" + rules_str({rules[i]}) + "): mesh " + mesh.str() +
+                      " has no axis '" + axis + "'";
+      const std::string near = util::nearest(axis, names);
+      if (!near.empty()) m += "; did you mean '" + near + "'?";
+      else if (!names.empty()) {
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        m += " (its axes: " + list + ")";
+      }
+      else m += " (a mesh of one device has no axes: add the axis to the mesh)";
+      out.push_back(m);
+    }
+  return out;
+}
+
 Fallback parse_fallback(const std::string& text, const std::string& where) {
   if (text.empty() || text == "unsharded") return Fallback::Unsharded;
   if (text == "error") return Fallback::Error;

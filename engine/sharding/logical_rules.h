@@ -26,6 +26,11 @@ LogicalRules rules_from_json(const nlohmann::ordered_json& j, const std::string&
 nlohmann::ordered_json rules_to_json(const LogicalRules& r);
 std::string rules_str(const LogicalRules& r);
 
+// One message per mesh axis a rule names that `mesh` does not have, naming the rule (by its
+// position under `where`, e.g. "p.shardlab.json: logical_axis_rules") and, for a near miss, the
+// axis probably meant. Flax would fail only when the rule is applied; this finds it up front.
+std::vector<std::string> unknown_rule_axes(const LogicalRules& rules, const Mesh& mesh, const std::string& where);
+
 // What with_logical_constraint does with a logical name that no rule maps (Flax's RulesFallback).
 enum class Fallback { Unsharded, Error, NoConstraint };
 // "unsharded" (or ""), "error", "no_constraint"; errors name `where`.

@@ -1,6 +1,8 @@
-// Small text helpers shared by the command-line syntaxes ("data=2,model=4", "batch=data,...").
+// Small text helpers shared by the command-line syntaxes ("data=2,model=4", "batch=data,...") and
+// the messages that suggest a name.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,34 @@ inline std::vector<std::string> split(const std::string& text, char sep) {
     if (end == std::string::npos) return out;
     start = end + 1;
   }
+}
+
+// Levenshtein distance (insertions, deletions, substitutions), for "did you mean" suggestions.
+inline size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate closest to `name` when it is a near miss (a typo: two edits, a swap of two letters
+// included, or a third of a longer name; never the whole name), else "".
+inline std::string nearest(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::min(std::max<size_t>(2, name.size() / 3), name.size() - (name.empty() ? 0 : 1)) + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(name, c);
+    if (d < best_d) best = c, best_d = d;
+  }
+  return best;
 }
 
 }  // namespace shardlab::util

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/data/batch_loader.h"
+#include "engine/data/data_probe.h"
 #include "engine/data/data_spec.h"
 #include "engine/data/dataset.h"
 #include "engine/data/idx.h"
@@ -455,6 +456,91 @@ class TestData : public QObject {
         QVERIFY(seen.insert(i).second);
       }
     QCOMPARE(int(seen.size()), 20);
+  }
+
+  // ---- probing a source's shapes ----
+
+  // The probe describes what load_dataset gives: split sizes, per-example shapes, labels.
+  void probeOfSyntheticDataMatchesWhatLoads() {
+    for (const char* json : {R"({"type": "synthetic", "kind": "blobs", "feature_shape": [8], "classes": 5,
+                                 "examples": 100, "test_fraction": 0.2})",
+                             R"({"type": "synthetic", "kind": "normal", "feature_shape": [2, 3], "target_shape": [4],
+                                 "examples": 10})"}) {
+      const DataSpec s = spec_of(json);
+      const DataSplits d = load_dataset(s, dir());
+      const SourceShape p = probe_dataset(s, dir());
+      for (auto [probed, loaded] : {std::pair{p.train, shape_of(d.train)}, std::pair{p.test, shape_of(d.test)}}) {
+        QCOMPARE(probed.examples, loaded.examples);
+        QCOMPARE(probed.features, loaded.features);
+        QCOMPARE(probed.targets, loaded.targets);
+        QCOMPARE(probed.integer_labels, loaded.integer_labels);
+        QCOMPARE(probed.num_classes, loaded.num_classes);
+      }
+    }
+  }
+
+  // IDX sources are described from the images' headers and the labels, as load_dataset gives them:
+  // a plain and a gzipped pair here, and Fashion-MNIST itself where it is installed.
+  void probeOfIdxDataMatchesWhatLoads() {
+    fs::create_directories(dir() / "probe-idx");
+    write_file(dir() / "probe-idx" / "tr-x", idx_bytes(0x08, {3, 2, 5}, Bytes(30, 7)));
+    write_file(dir() / "probe-idx" / "tr-y", idx_bytes(0x08, {3}, Bytes{0, 4, 2}));
+    write_gz(dir() / "probe-idx" / "te-x", idx_bytes(0x08, {2, 2, 5}, Bytes(20, 1)));
+    write_gz(dir() / "probe-idx" / "te-y", idx_bytes(0x08, {2}, Bytes{1, 6}));
+    std::vector<std::pair<DataSpec, fs::path>> sources = {
+        {spec_of(R"({"type": "idx", "train_images": "tr-x", "train_labels": "tr-y", "test_images": "te-x",
+                     "test_labels": "te-y"})"),
+         dir() / "probe-idx"}};
+    if (fs::exists(std::string(kFashionMnistDefaultDir) + "/train-images-idx3-ubyte.gz"))
+      sources.push_back({spec_of(R"({"type": "fashion_mnist"})"), dir()});
+    else
+      qInfo("Fashion-MNIST is not installed (dataset-fashion-mnist): only the written IDX files are probed");
+    for (const auto& [spec, base] : sources) {
+      const DataSplits d = load_dataset(spec, base);
+      const SourceShape p = probe_dataset(spec, base);
+      for (auto [probed, loaded] : {std::pair{p.train, shape_of(d.train)}, std::pair{p.test, shape_of(d.test)}}) {
+        QCOMPARE(probed.examples, loaded.examples);
+        QCOMPARE(probed.features, loaded.features);
+        QCOMPARE(probed.targets, loaded.targets);
+        QCOMPARE(probed.integer_labels, loaded.integer_labels);
+        QCOMPARE(probed.num_classes, loaded.num_classes);
+      }
+    }
+    // A count that disagrees is left to the loader, whose error names the file.
+    write_file(dir() / "probe-idx" / "tr-y", idx_bytes(0x08, {2}, Bytes{0, 4}));
+    VERIFY_CONTAINS(error_of([&] { probe_dataset(sources[0].first, dir() / "probe-idx"); }), "tr-y");
+  }
+
+  // A synthetic source is described from its spec: 4 TB of it is not generated to be looked at.
+  void probeOfHugeSyntheticDataGeneratesNothing() {
+    const SourceShape p = probe_dataset(
+        spec_of(R"({"type": "synthetic", "kind": "ones", "feature_shape": [1024], "target_shape": [1], "examples": 1000000000})"), dir());
+    QCOMPARE(p.train.examples, int64_t(1000000000));
+    QCOMPARE(p.train.features, (Shape{1024}));
+  }
+
+  // A file source is read once and remembered, and read again when the file changes.
+  void probeOfFilesFollowsTheFiles() {
+    fs::create_directories(dir() / "probe");
+    auto write = [&](int64_t n, int64_t width) {
+      std::vector<float> x(size_t(n * width), 1.0f);
+      std::vector<int64_t> y(size_t(n), 1);
+      write_file(dir() / "probe" / "x.npy",
+                 npy_bytes(npy_dict("<f4", "(" + std::to_string(n) + ", " + std::to_string(width) + ")"), le_bytes(x)));
+      write_file(dir() / "probe" / "y.npy", npy_bytes(npy_dict("<i8", "(" + std::to_string(n) + ",)"), le_bytes(y)));
+    };
+    const DataSpec s = spec_of(R"({"type": "npy", "features": "x.npy", "targets": "y.npy"})");
+    write(6, 3);
+    SourceShape p = probe_dataset(s, dir() / "probe");
+    QCOMPARE(p.train.features, (Shape{3}));
+    QVERIFY(p.train.integer_labels);
+    QCOMPARE(p.train.num_classes, int64_t(2));
+    write(7, 5);  // another size: the stamp changes even within the same second
+    p = probe_dataset(s, dir() / "probe");
+    QCOMPARE(p.train.features, (Shape{5}));
+    QCOMPARE(p.train.examples, int64_t(7));
+    fs::remove(dir() / "probe" / "x.npy");
+    VERIFY_CONTAINS(error_of([&] { probe_dataset(s, dir() / "probe"); }), "data.features");
   }
 
   void idxDatasetMissingFileNamesPath() {

@@ -7,6 +7,7 @@
 #include "engine/sharding/layout.h"
 #include "engine/sharding/visualize.h"
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 #include "tests/engine/test_support.h"
 
 using namespace shardlab;
@@ -34,6 +35,31 @@ class TestSharding : public QObject {
     QCOMPARE(m.group(5, {"data"}), (std::vector<int>{1, 5}));
     QCOMPARE(m.group(5, {"model", "data"}), (std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7}));
     QCOMPARE(m.str(), std::string("data=2,model=4"));
+  }
+  // A rule naming a mesh axis the mesh lacks is found up front, with the axis probably meant when
+  // the name is a near miss, and the mesh's axes otherwise.
+  void rulesNamingUnknownMeshAxesAreNamed() {
+    const Mesh m = parse_mesh("data=2,model=4");
+    const std::vector<std::string> e =
+        unknown_rule_axes(parse_rules("batch=dta,hidden=model,embed=none,mlp=data+tensor"), m, "p.json: logical_axis_rules");
+    QCOMPARE(e.size(), size_t(2));
+    QCOMPARE(QString::fromStdString(e[0]),
+             QString("p.json: logical_axis_rules[0] (batch=dta): mesh data=2,model=4 has no axis 'dta'; did you mean 'data'?"));
+    QCOMPARE(QString::fromStdString(e[1]),
+             QString("p.json: logical_axis_rules[3] (mlp=data+tensor): mesh data=2,model=4 has no axis 'tensor' (its axes: "
+                     "data, model)"));
+    QVERIFY(unknown_rule_axes(parse_rules("batch=data,hidden=model"), m, "r").empty());
+    VERIFY_CONTAINS(QString::fromStdString(unknown_rule_axes(parse_rules("batch=data"), Mesh(), "r").at(0)),
+                    "a mesh of one device has no axes");
+  }
+  void nearestNameIsOnlyANearMiss() {
+    QCOMPARE(util::edit_distance("model", "modle"), size_t(2));
+    QCOMPARE(util::edit_distance("", "data"), size_t(4));
+    QCOMPARE(util::nearest("modle", {"data", "model"}), std::string("model"));
+    QCOMPARE(util::nearest("tensor", {"data", "model"}), std::string());
+    QCOMPARE(util::nearest("dta", {"data", "model"}), std::string("data"));
+    QCOMPARE(util::nearest("x", {"y"}), std::string());  // the whole name replaced is no typo
+    QCOMPARE(util::nearest("", {"y"}), std::string());
   }
   void meshAllowsSizeOneAxes() { QCOMPARE(parse_mesh("data=1,model=8").device_count(), int64_t(8)); }
   void meshErrorsNameTheProblem() {

@@ -1,11 +1,13 @@
 // The main window as a user meets it: every example opens, the title carries the file and the
 // modified mark, save and reopen give the same project, recent files, drag-and-drop opening, the
-// unsaved-changes prompt, clipboard commands, themes, and a rendering of every tab kept as a
-// review artifact.
+// unsaved-changes prompt, clipboard commands, themes, a malformed file that leaves the open document
+// alone, a data source that does not fit the model shown before Start, and a rendering of every tab
+// kept as a review artifact.
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -25,6 +27,7 @@
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
 #include "ui/main_window.h"
+#include "ui/mesh/issues_list.h"
 
 using namespace shardlab;
 using namespace shardlab::ui;
@@ -111,6 +114,99 @@ class TestMainWindow : public QObject {
     auto* log = w.findChild<QPlainTextEdit*>("log");
     QVERIFY(log);
     VERIFY_CONTAINS(log->toPlainText(), "broken.shardlab.json");
+  }
+
+  // A file that is not a project (malformed JSON, nesting deep enough to overflow a recursive
+  // parser, fields of the wrong type) is reported, and the open document, unsaved edit included,
+  // stays exactly as it was.
+  void aMalformedFileLeavesTheOpenDocumentUntouched_data() {
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QString>("reason");
+    QTest::newRow("bad JSON") << QByteArray(R"({"format": "shardlab.project", "version": 1, "graph": {"nodes": [}})")
+                              << "malformed JSON";
+    QTest::newRow("deep nesting") << QByteArray(R"({"format": "shardlab.project", "version": 1, "name": )") +
+                                         QByteArray(100000, '[') + QByteArray(100000, ']') + "}"
+                                  << "JSON nested deeper than 256 levels";
+    QTest::newRow("wrong field types")
+        << QByteArray(R"({"format": "shardlab.project", "version": 1, "name": "x", "graph": {"nodes": "dense", "edges": 3}})")
+        << "graph.nodes";
+    QTest::newRow("a string where a number goes")
+        << QByteArray(R"({"format": "shardlab.project", "version": "one"})") << "version";
+  }
+  void aMalformedFileLeavesTheOpenDocumentUntouched() {
+    QFETCH(QByteArray, text);
+    QFETCH(QString, reason);
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("malformed.shardlab.json");
+    std::ofstream(bad.toStdString(), std::ios::binary) << text.toStdString();
+    MainWindow w;
+    QVERIFY(w.openFile(example("dot-relu-dot")));
+    ProjectDocument* doc = w.document();
+    doc->edit("Rename", [](project::Project& p) { p.name = "edited"; });
+    const std::string before = project::to_json_string(doc->project());
+    const QString path = doc->path(), title = w.windowTitle();
+    const int undo = doc->undoStack()->count();
+    QString shown;
+    answerNextMessageBox(QMessageBox::Ok, &shown);
+    QVERIFY(!w.openFile(bad));
+    VERIFY_CONTAINS(shown, "malformed.shardlab.json");
+    VERIFY_CONTAINS(shown, reason);
+    QCOMPARE(project::to_json_string(doc->project()), before);
+    QCOMPARE(doc->path(), path);
+    QCOMPARE(w.windowTitle(), title);
+    QCOMPARE(doc->undoStack()->count(), undo);
+    QVERIFY(doc->isModified());
+    QVERIFY(doc->design().ok());
+    auto* log = w.findChild<QPlainTextEdit*>("log");
+    QVERIFY(log);
+    VERIFY_CONTAINS(log->toPlainText(), "malformed.shardlab.json");
+  }
+
+  // An Input of (784) fed Fashion-MNIST's (28, 28) images: a design-check error, in the Mesh & Rules
+  // tab's issues and the Log, before anyone presses Start (it used to say "0 errors" and fail then).
+  void aDataSourceThatDoesNotFitTheModelIsADesignError() {
+    if (!QFileInfo::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+      QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    QTemporaryDir dir;
+    const QString path = dir.filePath("flat.shardlab.json");
+    std::ofstream(path.toStdString()) << R"({
+      "format": "shardlab.project", "version": 1, "name": "flat",
+      "graph": {
+        "nodes": [
+          {"name": "pixels", "type": "Input", "params": {"shape": [784], "axes": ["embed"]}},
+          {"name": "logits", "type": "Dense", "params": {"features": 10}}
+        ],
+        "edges": [{"from": "pixels.out", "to": "logits.in"}]
+      },
+      "loss": {"type": "softmax_cross_entropy", "output": "logits"},
+      "optimizer": {"type": "adam", "learning_rate": 0.001},
+      "data": {"type": "fashion_mnist"},
+      "training": {"batch_size": 128, "epochs": 1}
+    })";
+    MainWindow w;
+    QVERIFY(w.openFile(path));
+    const QString want = "data (train split): examples have shape (28, 28) but the Input node takes (784,)";
+    QVERIFY(!w.document()->design().ok());
+    QStringList errors;
+    for (const std::string& e : w.document()->design().errors) errors << QString::fromStdString(e);
+    VERIFY_CONTAINS(errors.join('\n'), want);
+    auto* issues = w.findChild<IssuesList*>("issues");
+    QVERIFY(issues);
+    QVERIFY(issues->errorCount() >= 1);
+    QStringList shown;
+    for (int i = 0; i < issues->count(); ++i) shown << issues->item(i)->text();
+    VERIFY_CONTAINS(shown.join('\n'), want);
+    auto* log = w.findChild<QPlainTextEdit*>("log");
+    QVERIFY(log);
+    VERIFY_CONTAINS(log->toPlainText(), want);
+    // Fixing the Input clears it.
+    w.document()->edit("Input shape", [](project::Project& p) {
+      p.graph.find("pixels")->params["shape"] = nlohmann::ordered_json::array({28, 28});
+      p.graph.find("pixels")->params["axes"] = nlohmann::ordered_json::array({"height", "width"});
+    });
+    errors.clear();
+    for (const std::string& e : w.document()->design().errors) errors << QString::fromStdString(e);
+    VERIFY_LACKS(errors.join('\n'), "examples have shape");
   }
 
   void closingWithUnsavedChangesAsks() {

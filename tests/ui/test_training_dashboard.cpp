@@ -353,15 +353,52 @@ class TestTrainingDashboard : public QObject {
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "eval after step 12 (epoch 1)");
   }
 
-  // The data file is missing: the engine's message shows in the tab, and Start works again.
-  void missingDataFailsAndStartComesBack() {
+  // The data folder is missing when the project opens: a design-check error naming it, and Start
+  // refuses with it (train would), staying usable.
+  void missingDataIsRefusedBeforeStart() {
     const QString missing = tmp_.filePath("no-such-dataset");
     ProjectDocument doc;
-    QSignalSpy docMessages(&doc, &ProjectDocument::message);
     TrainingTab tab(&doc);
     doc.open(writeProject("missing.shardlab.json",
                           tinyProject(QStringLiteral(R"({"type": "fashion_mnist", "dir": "%1"})").arg(missing))));
-    QVERIFY(doc.design().ok());
+    QVERIFY(!doc.design().ok());
+    VERIFY_CONTAINS(QString::fromStdString(doc.design().errors.back()), "no-such-dataset");
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+      QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+      QCOMPARE(started.count(), 0);
+      QCOMPARE(failed.count(), attempt);
+      VERIFY_CONTAINS(tab.errorText(), "no-such-dataset");
+      QVERIFY(!tab.isRunning());
+      QVERIFY(button(tab, "start")->isEnabled());
+    }
+  }
+
+  // The data goes missing after the design check passed: the run fails with the engine's message
+  // in the tab and the log, and Start works again.
+  void dataGoneAtStartFailsAndStartComesBack() {
+    const QString installed = QStringLiteral("/usr/share/datasets/fashion-mnist");
+    if (!QFileInfo::exists(installed + "/train-images-idx3-ubyte.gz"))
+      QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    const QString gone = tmp_.filePath("gone-dataset");
+    QVERIFY(QDir().mkpath(gone));
+    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                          "t10k-labels-idx1-ubyte.gz"})
+      QVERIFY(QFile::link(installed + "/" + f, gone + "/" + f));
+    ProjectDocument doc;
+    QSignalSpy docMessages(&doc, &ProjectDocument::message);
+    TrainingTab tab(&doc);
+    // The tiny classifier, made to take Fashion-MNIST: (28, 28) images flattened, 10 classes.
+    QString project = tinyProject(QStringLiteral(R"({"type": "fashion_mnist", "dir": "%1"})").arg(gone));
+    project.replace(R"("params": {"shape": [16], "axes": ["embed"]}},)",
+                    R"("params": {"shape": [28, 28], "axes": ["height", "width"]}},
+                       {"name": "flat", "type": "Flatten", "params": {"axis_name": "embed"}},)");
+    project.replace(R"({"from": "x.out", "to": "hidden.in"})", R"({"from": "x.out", "to": "flat.in"}, {"from": "flat.out", "to": "hidden.in"})");
+    project.replace(R"("params": {"features": 4}})", R"("params": {"features": 10}})");
+    doc.open(writeProject("gone.shardlab.json", project));
+    QVERIFY2(doc.design().ok(), doc.design().errors.empty() ? "" : doc.design().errors.front().c_str());
+    QVERIFY(QDir(gone).removeRecursively());
     QSignalSpy started(&tab, &TrainingTab::runStarted);
     QSignalSpy failed(&tab, &TrainingTab::runFailed);
     QSignalSpy finished(&tab, &TrainingTab::runFinished);
@@ -369,9 +406,8 @@ class TestTrainingDashboard : public QObject {
       QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
       QCOMPARE(started.count(), attempt);
       QTRY_COMPARE_WITH_TIMEOUT(failed.count(), attempt, 20000);
-      VERIFY_CONTAINS(failed.last().at(0).toString(), "no-such-dataset");
+      VERIFY_CONTAINS(failed.last().at(0).toString(), "gone-dataset");
       VERIFY_CONTAINS(tab.errorText(), "Training failed");
-      VERIFY_CONTAINS(tab.errorText(), "no-such-dataset");
       QVERIFY(!tab.isRunning());
       QVERIFY(button(tab, "start")->isEnabled());
       QVERIFY(tab.form()->isEnabled());
@@ -379,7 +415,7 @@ class TestTrainingDashboard : public QObject {
     QCOMPARE(finished.count(), 0);
     bool reported = false;
     for (const QList<QVariant>& m : docMessages)
-      reported |= m.at(0).toString() == "error" && m.at(1).toString().contains("no-such-dataset");
+      reported |= m.at(0).toString() == "error" && m.at(1).toString().contains("gone-dataset");
     QVERIFY(reported);
   }
 
