@@ -1,6 +1,6 @@
 // A checkpointing run killed at every file-system call it makes in its checkpoint directory
 // (tests/engine/fault_injection_shim.c, loaded with LD_PRELOAD into shardlab-cli), into a fresh
-// directory and over steps that already exist. After each kill, before anything else touches the
+// directory (one file a save, or shards and their index) and over steps that already exist. After each kill, before anything else touches the
 // directory: the newest committed step is never older than at the previous kill point (nor than
 // what was committed before the run), and it loads; then `--continue` finishes the run and its
 // losses are bit for bit those of an uninterrupted run.
@@ -185,6 +185,16 @@ class TestCheckpointKill : public QObject {
     t.start();
     const int points = kill_at_every_point([](const fs::path&) {}, train_args(ck) + QStringList{"--save-every", "2", "--keep", "2"}, ck, -1);
     if (points > 0) qInfo("fresh directory: %d kill points in %.1f s", points, t.elapsed() / 1000.0);
+  }
+
+  // The same with each save split over safetensors shards and their index (sharded.h).
+  void killedShardedRunNeverLosesACommittedStep() {
+    const QString ck = path("sharded");
+    QElapsedTimer t;
+    t.start();
+    const int points = kill_at_every_point(
+        [](const fs::path&) {}, train_args(ck) + QStringList{"--save-every", "3", "--keep", "1", "--max-shard-size", "200"}, ck, -1);
+    if (points > 0) qInfo("sharded saves: %d kill points in %.1f s", points, t.elapsed() / 1000.0);
   }
 
   // A second run from step 2 saves steps 4 (which exists) and 6 again: the committed step 4 must
