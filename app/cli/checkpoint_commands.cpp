@@ -6,6 +6,8 @@
 #include "app/cli/commands.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/export.h"
+#include "engine/checkpoint/listing.h"
+#include "engine/checkpoint/recovery.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/runtime/train_step.h"
 #include "engine/util/error.h"
@@ -14,10 +16,18 @@ namespace shardlab::cli {
 
 namespace {
 
-// A step directory as given, or the newest committed checkpoint under a root.
+// A step directory as given, or the newest committed checkpoint under a root. A newer step that an
+// interrupted save left moved aside is named, never passed over in silence.
 std::filesystem::path resolve(const std::string& path) {
   if (std::filesystem::exists(std::filesystem::path(path) / checkpoint::kCommitFile)) return path;
-  if (auto last = checkpoint::latest(path)) return *last;
+  const auto last = checkpoint::latest(path);
+  for (const checkpoint::Leftover& l : checkpoint::leftovers(path)) {
+    if (!l.restorable || (last && l.step < checkpoint::step_of(*last))) continue;
+    if (!last) throw Error(checkpoint::describe_restorable(l));
+    std::fprintf(stderr, "shardlab-cli: warning: %s; showing %s instead\n", checkpoint::describe_restorable(l).c_str(),
+                 last->c_str());
+  }
+  if (last) return *last;
   throw Error(path + ": neither a committed checkpoint nor a directory holding one");
 }
 

@@ -1,13 +1,16 @@
 #include "engine/checkpoint/checkpoint.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "engine/checkpoint/checkpoint_meta.h"
 #include "engine/checkpoint/listing.h"
+#include "engine/checkpoint/recovery.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/util/atomic_file.h"
@@ -28,16 +31,42 @@ void fsync_dir(const fs::path& dir) {
 }
 
 // Removes a checkpoint directory so that no reader ever sees it half-deleted (COMMITTED still there,
-// a shard already gone): it is first renamed to a temporary name, which never loads and which
-// prune() clears if this process dies before it is gone.
+// a shard already gone): it is first renamed to a temporary name that never loads and is never
+// restored, which recover() clears if this process dies before it is gone.
 void remove_atomically(const fs::path& dir) {
   std::error_code ec;
-  fs::path doomed = dir;
-  doomed += ".tmp-old-" + std::to_string(::getpid());
+  const fs::path doomed = temp_path(dir, TempKind::Deleting);
   fs::remove_all(doomed, ec);
   fs::rename(dir, doomed, ec);
   if (ec) throw Error(dir.string() + ": could not remove the old checkpoint: " + ec.message());
   fs::remove_all(doomed, ec);
+}
+
+// Puts the fully written `built` in place of the committed `final_dir`, which stays committed until
+// then: the two are swapped in one rename (the old one then lies at `built`'s name and is removed).
+// Where the file system cannot swap, the old one is moved aside as .tmp-old-<pid>, which recover()
+// puts back if this process dies before the new one is renamed in.
+void replace_committed(const fs::path& built, const fs::path& final_dir, const fs::path& root) {
+  std::error_code ec;
+  if (::renameat2(AT_FDCWD, built.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
+    fsync_dir(root);
+    fs::remove_all(built, ec);  // a .tmp- name, which never loads and recover() never restores
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+    throw Error(final_dir.string() + ": could not commit the checkpoint: " + std::strerror(errno));
+  const fs::path displaced = temp_path(final_dir, TempKind::Displaced);
+  fs::remove_all(displaced, ec);
+  fs::rename(final_dir, displaced, ec);
+  if (ec) throw Error(final_dir.string() + ": could not move the old checkpoint aside: " + ec.message());
+  fs::rename(built, final_dir, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::rename(displaced, final_dir, ignored);  // else the next run's recover() puts it back
+    throw Error(final_dir.string() + ": could not commit the checkpoint: " + ec.message());
+  }
+  fsync_dir(root);
+  remove_atomically(displaced);
 }
 
 }  // namespace
@@ -63,8 +92,7 @@ fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<st
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) throw Error(root.string() + ": cannot create the checkpoint directory: " + ec.message());
-  fs::path tmp = final_dir;
-  tmp += ".tmp-" + std::to_string(::getpid());
+  const fs::path tmp = temp_path(final_dir, TempKind::Building);
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
   if (ec) throw Error(tmp.string() + ": cannot create: " + ec.message());
@@ -78,7 +106,10 @@ fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<st
   // The marker goes last: a directory without it is an interrupted save and never loads.
   util::write_file_atomically(tmp / kCommitFile, "committed\n");
   fsync_dir(tmp);
-  if (fs::exists(final_dir)) remove_atomically(final_dir);
+  if (fs::exists(final_dir)) {
+    replace_committed(tmp, final_dir, root);
+    return final_dir;
+  }
   fs::rename(tmp, final_dir, ec);
   if (ec) throw Error(final_dir.string() + ": could not commit the checkpoint: " + ec.message());
   fsync_dir(root);
@@ -92,7 +123,11 @@ std::optional<fs::path> latest(const fs::path& root) {
 }
 
 Loaded load(const fs::path& dir) {
-  if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such checkpoint directory");
+  if (!fs::is_directory(dir)) {
+    for (const Leftover& l : leftovers(dir.parent_path()))
+      if (l.restorable && l.step == step_of(dir)) throw Error(dir.string() + ": no such checkpoint directory; " + describe_restorable(l));
+    throw Error(dir.string() + ": no such checkpoint directory");
+  }
   if (!fs::exists(dir / kCommitFile))
     throw Error(dir.string() + ": not a committed checkpoint (no " + kCommitFile + " marker: the save was interrupted)");
   Loaded out;
@@ -122,7 +157,6 @@ Loaded load(const fs::path& dir) {
 }
 
 void prune(const fs::path& root, int keep) {
-  std::error_code ec;
   auto all = committed(root);
   for (size_t i = 0; i + size_t(std::max(keep, 1)) < all.size(); ++i) {
     try {
@@ -131,10 +165,10 @@ void prune(const fs::path& root, int keep) {
       // Left for the next prune; it is an older checkpoint, never the one a resume picks.
     }
   }
-  if (!fs::is_directory(root, ec)) return;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("step_", 0) == 0 && n.find(".tmp-") != std::string::npos) fs::remove_all(e.path(), ec);
+  try {
+    recover(root);
+  } catch (const Error&) {
+    // A leftover that cannot be removed now is tried again at the next prune and the next run's start.
   }
 }
 

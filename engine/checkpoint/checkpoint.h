@@ -3,8 +3,9 @@
 // "params/<path>", optimizer state as "opt_state/<mu|nu|trace>/<path>", always as whole global
 // arrays, so they load onto any mesh) and checkpoint.json (project, step, data position, mesh,
 // rules, every array's PartitionSpec). A save is written under a temporary name, flushed, marked
-// committed, and renamed: a process killed at any point leaves the previous checkpoint loadable
-// and no half-written one that loads.
+// committed, and renamed; a step that already exists is swapped with its replacement in one
+// rename (recovery.h names the temporaries): a process killed at any point leaves the newest
+// committed checkpoint loadable, under its own name, and no half-written one that loads.
 #pragma once
 
 #include <filesystem>
@@ -49,7 +50,8 @@ struct Loaded {
 // checksum, and a NaN or infinity in any array (a diverged run is not resumed silently).
 Loaded load(const std::filesystem::path& dir);
 
-// Removes all but the newest `keep` committed checkpoints, and leftovers of interrupted saves.
+// Removes all but the newest `keep` committed checkpoints, and puts leftovers of interrupted saves
+// right (recovery.h: recover()); call it as the directory's lock holder, with no save in flight.
 void prune(const std::filesystem::path& root, int keep);
 
 }  // namespace shardlab::checkpoint

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/recovery.h"
 #include "engine/checkpoint/sharded.h"
 
 namespace shardlab::checkpoint {
@@ -85,6 +86,17 @@ std::vector<Entry> list(const fs::path& root) {
     if (!x.error.empty()) x.meta = {{"error", x.error}};
     out.push_back(std::move(x));
   }
+  // A committed step that an interrupted replacement left under a temporary name is listed, not
+  // skipped: the newest step must never seem to be an older one.
+  for (const Leftover& l : leftovers(root))
+    if (l.restorable) {
+      Entry x;
+      x.dir = l.path;
+      x.step = l.step;
+      x.error = describe_restorable(l);
+      x.meta = {{"error", x.error}};
+      out.push_back(std::move(x));
+    }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.step < b.step; });
   return out;
 }

@@ -22,8 +22,9 @@ struct Entry {
 };
 
 // Committed checkpoints under `root`, by step, and step directories that cannot be examined or whose
-// checkpoint.json or tensor files are unreadable (with `error` set); an unreadable root gives an
-// empty list.
+// checkpoint.json or tensor files are unreadable (with `error` set), and committed steps that an
+// interrupted save left under a temporary name (`error` says so; recovery.h); an unreadable root
+// gives an empty list.
 std::vector<Entry> list(const std::filesystem::path& root);
 
 // (step, directory) of every committed checkpoint under `root`, by step; a missing root gives none.

@@ -1,19 +1,22 @@
 #include "engine/checkpoint/run_identity.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include "engine/checkpoint/listing.h"
+#include "engine/checkpoint/regular_file.h"
 #include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 #include "engine/util/hash.h"
+#include "engine/util/json_limits.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::checkpoint {
 
@@ -21,6 +24,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace {
+
+// run.json holds an identity and an optimizer section: a few hundred bytes.
+constexpr uint64_t kMaxRunFileBytes = uint64_t(1) << 20;
 
 std::string hex64(uint64_t v) {
   char s[17];
@@ -37,8 +43,10 @@ std::string utc_now() {
   return s;
 }
 
+// Fields read from run.json, cut short: a message must not carry a megabyte "run_id".
 std::string describe(const RunIdentity& id) {
-  return "run " + id.run_id + " of project '" + id.project + "' (model " + id.model_hash + ", started " + id.created + ")";
+  return "run " + util::excerpt(id.run_id) + " of project '" + util::excerpt(id.project) + "' (model " +
+         util::excerpt(id.model_hash) + ", started " + util::excerpt(id.created) + ")";
 }
 
 // The old run's steps, identity and leftovers of its interrupted saves go into old-run-<id>/ (a
@@ -84,11 +92,14 @@ std::optional<RunIdentity> read_identity(const fs::path& root) {
   const fs::path file = root / kRunFile;
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const Json j = Json::parse(ss.str(), nullptr, false);
-  if (!in || j.is_discarded() || !j.is_object()) throw Error(file.string() + ": not readable JSON (move it aside to use this directory)");
+  // As every loader: a regular file of sane size and nesting (a FIFO in its place never blocks).
+  Json j;
+  try {
+    j = util::parse_json_limited(read_small_file(file, kMaxRunFileBytes), file.string());
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (move it aside to use this directory)");
+  }
+  if (!j.is_object()) throw Error(file.string() + ": not a JSON object (move it aside to use this directory)");
   auto text = [&](const char* key) {
     if (!j.contains(key) || !j[key].is_string()) throw Error(file.string() + ": " + key + ": missing or not a string");
     return j[key].get<std::string>();
@@ -96,6 +107,11 @@ std::optional<RunIdentity> read_identity(const fs::path& root) {
   if (text("format") != "shardlab.run") throw Error(file.string() + ": format: expected \"shardlab.run\"");
   RunIdentity id;
   id.run_id = text("run_id");
+  // It names old-run-<id>/ on --start-over and appears in messages: a name, not arbitrary text.
+  const bool plain = !id.run_id.empty() && id.run_id.size() <= 64 &&
+                     std::all_of(id.run_id.begin(), id.run_id.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '-' || c == '_'; });
+  if (!plain)
+    throw Error(file.string() + ": run_id: '" + util::excerpt(id.run_id) + "' is not a run id (16 hex digits; move the file aside to use this directory)");
   id.project = text("project");
   id.model_hash = text("model_hash");
   id.created = text("created");

@@ -17,6 +17,7 @@
 #include "engine/util/atomic_file.h"
 #include "engine/util/json_limits.h"
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::checkpoint {
 namespace {
@@ -49,7 +50,11 @@ std::string shape_list(const Shape& s) {
   return r + "]";
 }
 
-std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+// A name from the file, cut short for a message (a header may hold a name of megabytes).
+std::string in_quotes(const std::string& s) { return "'" + util::excerpt(s) + "'"; }
+
+// More dimensions than any array has; a shape of a million ones must not become a million-entry message.
+constexpr size_t kMaxRank = 64;
 
 std::string hex32(uint32_t v) {
   char buf[16];
@@ -314,7 +319,7 @@ Header parse_header(std::string_view text, uint64_t buffer_size, const std::stri
   try {
     header = Json::parse(text.begin(), text.end(), note_duplicates);
   } catch (const Json::exception& e) {
-    fail(std::string("header is not valid JSON: ") + e.what());
+    fail("header is not valid JSON: " + util::json_error_text(e));
   }
   if (!header.is_object()) fail("header is not a JSON object");
   if (!duplicate.empty()) fail(duplicate);
@@ -354,6 +359,8 @@ Header parse_header(std::string_view text, uint64_t buffer_size, const std::stri
 
     const Json& sh = value["shape"];
     if (!sh.is_array()) fail(ctx + "shape is not a list of non-negative integers");
+    if (sh.size() > kMaxRank)
+      fail(ctx + "shape has " + std::to_string(sh.size()) + " dimensions (at most " + std::to_string(kMaxRank) + ")");
     e.shape.reserve(sh.size());
     for (size_t i = 0; i < sh.size(); ++i) {
       if (!sh[i].is_number_unsigned())

@@ -15,6 +15,7 @@
 #include "engine/util/checked.h"
 #include "engine/util/json_limits.h"
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::checkpoint {
 
@@ -24,7 +25,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+// A name from the file, cut short for a message.
+std::string in_quotes(const std::string& s) { return "'" + util::excerpt(s) + "'"; }
 
 // "model-00001-of-00003.safetensors": a name our writer (and Hugging Face's) gives shards.
 bool looks_like_shard(const std::string& n) {
@@ -45,6 +47,9 @@ bool looks_like_shard(const std::string& n) {
 
 // An index lists one line per tensor; far more than any model has.
 constexpr uint64_t kMaxIndexBytes = 64ull << 20;
+// Tensors in one index, and bytes in one name: far more than any model has or uses.
+constexpr size_t kMaxTensors = size_t(1) << 20;
+constexpr size_t kMaxNameBytes = 4096;
 
 // The index's weight_map in file order, its total_size if given; an Error naming the index for a
 // malformed one. Duplicate tensor names are caught here: nlohmann would silently keep one.
@@ -56,12 +61,25 @@ struct Index {
 
 Index parse_index(const fs::path& path) {
   const std::string who = path.string();
+  Index out;
   std::vector<std::set<std::string>> open;
   std::vector<std::string> keys;  // the key whose value each open object is
-  std::string last_key, duplicate;
+  std::string last_key, duplicate, not_a_string;
+  auto too_long = [&](const std::string& what, const std::string& s) {
+    return Error(who + ": " + what + " " + in_quotes(s) + " is " + std::to_string(s.size()) + " bytes long (at most " +
+                 std::to_string(kMaxNameBytes) + ")");
+  };
+  // Checked as the parser goes, so an absurd index stops at its first absurd entry. The weight_map's
+  // entries are taken here and kept out of the parsed value: an ordered_json object finds each new
+  // key by a linear search, which would make a long index quadratic.
   const Json::parser_callback_t note = [&](int depth, Json::parse_event_t ev, Json& parsed) {
+    // At depth 2 in the top-level object's "weight_map" object: its keys, their values.
+    const bool in_map = depth == 2 && open.size() == 2 && keys.back() == "weight_map";
     switch (ev) {
       case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (in_map && not_a_string.empty()) not_a_string = last_key;
+        if (ev == Json::parse_event_t::array_start) break;
         open.emplace_back();
         keys.push_back(depth == 0 ? std::string() : last_key);
         break;
@@ -71,9 +89,20 @@ Index parse_index(const fs::path& path) {
         break;
       case Json::parse_event_t::key:
         last_key = parsed.get<std::string>();
+        if (last_key.size() > kMaxNameBytes) throw too_long(in_map ? "weight_map: tensor name" : "key", last_key);
+        if (in_map && out.weight_map.size() >= kMaxTensors)
+          throw Error(who + ": weight_map lists more than " + std::to_string(kMaxTensors) + " tensors");
         if (!open.back().insert(last_key).second && duplicate.empty())
-          duplicate = open.size() == 2 && keys.back() == "weight_map" ? "weight_map lists tensor " + in_quotes(last_key) + " twice"
-                                                                     : "duplicate key " + in_quotes(last_key);
+          duplicate = in_map ? "weight_map lists tensor " + in_quotes(last_key) + " twice" : "duplicate key " + in_quotes(last_key);
+        return !in_map;
+      case Json::parse_event_t::value:
+        if (parsed.is_string() && parsed.get_ref<const std::string&>().size() > kMaxNameBytes)
+          throw too_long("the string", parsed.get_ref<const std::string&>());
+        if (in_map) {
+          if (parsed.is_string()) out.weight_map.push_back({last_key, parsed.get<std::string>()});
+          else if (not_a_string.empty()) not_a_string = last_key;
+          return false;
+        }
         break;
       default: break;
     }
@@ -85,13 +114,14 @@ Index parse_index(const fs::path& path) {
   try {
     j = Json::parse(text, note);
   } catch (const Json::exception& e) {
-    throw Error(who + ": malformed JSON: " + e.what());
+    throw Error(who + ": malformed JSON: " + util::json_error_text(e));
   }
   if (!duplicate.empty()) throw Error(who + ": " + duplicate);
   if (!j.is_object()) throw Error(who + ": not a JSON object");
   if (!j.contains("weight_map") || !j["weight_map"].is_object())
     throw Error(who + ": weight_map: missing or not an object of tensor name -> shard file");
-  Index out;
+  if (!not_a_string.empty())
+    throw Error(who + ": weight_map: tensor " + in_quotes(not_a_string) + ": the shard is not a file name string");
   if (j.contains("metadata")) {
     const Json& m = j["metadata"];
     if (!m.is_object()) throw Error(who + ": metadata: not an object");
@@ -101,15 +131,12 @@ Index parse_index(const fs::path& path) {
       out.total_size = m["total_size"].get<uint64_t>();
     }
   }
-  for (const auto& [tensor, file] : j["weight_map"].items()) {
-    if (!file.is_string()) throw Error(who + ": weight_map: tensor " + in_quotes(tensor) + ": the shard is not a file name string");
-    const std::string f = file.get<std::string>();
+  for (const auto& [tensor, f] : out.weight_map) {
     // Shards lie beside the index: no directories, so an index cannot point outside the checkpoint.
     if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos || f.find('\\') != std::string::npos ||
         f.find('\0') != std::string::npos)
       throw Error(who + ": weight_map: tensor " + in_quotes(tensor) + ": shard " + in_quotes(f) +
                   " is not a plain file name beside the index");
-    out.weight_map.push_back({tensor, f});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -24,36 +25,49 @@ std::string hex_byte(unsigned v) {
   return std::string("0x") + digits[(v >> 4) & 15] + digits[v & 15];
 }
 
-// The whole (decompressed) file. gzread passes plain files through unchanged, so one path serves both.
-std::vector<uint8_t> read_all(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, expected an IDX file");
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  gzbuffer(f, 1 << 20);
-  std::vector<uint8_t> out;
-  constexpr size_t kChunk = size_t(1) << 22;
-  for (;;) {
-    const size_t old = out.size();
-    out.resize(old + kChunk);
-    const int got = gzread(f, out.data() + old, unsigned(kChunk));
-    if (got < 0) {
-      int code = 0;
-      const std::string msg = gzerror(f, &code);
-      gzclose(f);
-      fail(path, "corrupt gzip stream (" + msg + ")");
-    }
-    out.resize(old + size_t(got));
-    if (got == 0) break;
+// A (possibly gzip-compressed) file read in order: gzread passes plain files through unchanged, so
+// one path serves both. Only the bytes the header asks for are ever read, so a small file that
+// claims a huge shape, or a gzip bomb, costs no more memory than the data it really holds.
+class GzReader {
+ public:
+  explicit GzReader(const std::filesystem::path& path) : path_(path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+    if (!std::filesystem::is_regular_file(path, ec)) fail(path, "is not a regular file, expected an IDX file");
+    f_ = gzopen(path.c_str(), "rb");
+    if (!f_) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    gzbuffer(f_, 1 << 20);
   }
-  // A gzip stream cut short still yields its prefix; zlib only reports it through gzerror.
-  int code = Z_OK;
-  const std::string msg = gzerror(f, &code);
-  gzclose(f);
-  if (code != Z_OK) fail(path, "corrupt or truncated gzip stream (" + msg + ")");
-  return out;
-}
+  ~GzReader() { gzclose(f_); }
+  GzReader(const GzReader&) = delete;
+  GzReader& operator=(const GzReader&) = delete;
+
+  // Appends up to `n` more bytes to `out`, fewer only at the end of the data; a corrupt or cut
+  // gzip stream is an error (zlib reports a cut one only through gzerror).
+  void append(std::vector<uint8_t>& out, uint64_t n) {
+    constexpr uint64_t kChunk = uint64_t(1) << 22;
+    while (n > 0) {
+      const size_t old = out.size();
+      const unsigned want = unsigned(std::min(n, kChunk));
+      out.resize(old + want);
+      const int got = gzread(f_, out.data() + old, want);
+      out.resize(old + size_t(std::max(got, 0)));
+      int code = Z_OK;
+      const char* msg = gzerror(f_, &code);
+      if (got < 0 || (code != Z_OK && code != Z_BUF_ERROR))
+        fail(path_, "corrupt gzip stream (" + std::string(msg) + ")");
+      if (got == 0) {
+        if (code == Z_BUF_ERROR) fail(path_, "corrupt or truncated gzip stream (" + std::string(msg) + ")");
+        return;
+      }
+      n -= uint64_t(got);
+    }
+  }
+
+ private:
+  std::filesystem::path path_;
+  gzFile f_ = nullptr;
+};
 
 uint32_t be32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -83,7 +97,9 @@ double be_f64(const uint8_t* p) {
 }  // namespace
 
 Tensor load_idx(const std::filesystem::path& path) {
-  const std::vector<uint8_t> bytes = read_all(path);
+  GzReader in(path);
+  std::vector<uint8_t> bytes;
+  in.append(bytes, 4);
   if (bytes.size() < 4)
     fail(path, "truncated IDX header (expected at least 4 bytes, got " + std::to_string(bytes.size()) + ")");
   if (bytes[0] != 0 || bytes[1] != 0)
@@ -105,25 +121,30 @@ Tensor load_idx(const std::filesystem::path& path) {
   if (rank == 0) fail(path, "bad IDX header: rank 0 (expected at least one dimension)");
 
   const size_t header = 4 + 4 * rank;
+  in.append(bytes, header - 4);
   if (bytes.size() < header)
     fail(path, "truncated IDX header (expected " + std::to_string(header) + " bytes for rank " +
                    std::to_string(rank) + ", got " + std::to_string(bytes.size()) + ")");
 
   Shape shape(rank);
-  // Overflow-checked: a corrupt header must give an error, not a huge allocation.
+  // Overflow-checked dimension by dimension: a corrupt header must give an error, not a huge
+  // allocation or a wrapped size.
   uint64_t count = 1;
   bool overflow = false;
   for (size_t d = 0; d < rank; ++d) {
     const uint32_t n = be32(bytes.data() + 4 + 4 * d);
     shape[d] = int64_t(n);
-    if (n != 0 && count > std::numeric_limits<uint64_t>::max() / 16 / n) overflow = true;
-    count *= n;
+    if (n != 0 && count > (uint64_t(1) << 56) / n) overflow = true;
+    if (!overflow) count *= n;
   }
+  if (overflow)
+    fail(path, "bad IDX header: shape " + shape_str(shape) + " has more than 2^56 elements");
+  const uint64_t needed = count * elem;
+  in.append(bytes, needed);  // grows only as far as the file really goes; trailing bytes are not read
   const uint64_t available = bytes.size() - header;
-  if (overflow || count * elem > available)
-    fail(path, "truncated IDX data (expected " +
-                   (overflow ? std::string("an impossibly large number of") : std::to_string(count * elem)) +
-                   " bytes for shape " + shape_str(shape) + ", got " + std::to_string(available) + ")");
+  if (needed > available)
+    fail(path, "truncated IDX data (expected " + std::to_string(needed) + " bytes for shape " + shape_str(shape) +
+                   ", got " + std::to_string(available) + ")");
 
   Tensor t(shape);
   const uint8_t* p = bytes.data() + header;

@@ -1,5 +1,6 @@
 #include "engine/data/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -9,13 +10,21 @@
 #include <limits>
 #include <vector>
 
+#include "engine/checkpoint/regular_file.h"
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::data {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
+// numpy writes headers of a few hundred bytes (and by default refuses to read any over 10,000);
+// a 4 GB header length is a corrupt file, not a header to allocate for.
+constexpr uint64_t kMaxHeaderLen = uint64_t(1) << 20;
+// More dimensions than numpy allows (64), and more elements than any array this engine can hold.
+constexpr size_t kMaxRank = 64;
+constexpr uint64_t kMaxElements = uint64_t(1) << 56;
 
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& why) {
   throw Error(path.string() + ": " + why);
@@ -47,7 +56,7 @@ class HeaderParser {
         shape = tuple();
         have_shape = true;
       } else {
-        bad("unexpected key '" + key + "'");
+        bad("unexpected key '" + util::excerpt(key) + "'");
       }
       ws();
       if (peek() == ',') { ++i_; continue; }
@@ -85,19 +94,25 @@ class HeaderParser {
     if (s_.compare(i_, 5, "False") == 0) { i_ += 5; return false; }
     bad("expected True or False at offset " + std::to_string(i_));
   }
+  // Rank and element count are checked dimension by dimension, as they are read.
   Shape tuple() {
     expect('(');
     Shape out;
+    uint64_t count = 1;
     for (;;) {
       ws();
       if (peek() == ')') { ++i_; return out; }
       if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("expected a dimension at offset " + std::to_string(i_));
+      if (out.size() == kMaxRank) bad("shape has more than " + std::to_string(kMaxRank) + " dimensions");
       int64_t v = 0;
       while (std::isdigit(static_cast<unsigned char>(peek()))) {
         if (v > (std::numeric_limits<int64_t>::max() - 9) / 10) bad("dimension too large");
         v = v * 10 + (s_[i_++] - '0');
       }
       if (peek() == 'L') ++i_;  // Python 2 long literal
+      if (v != 0 && count > kMaxElements / uint64_t(v))
+        bad("shape " + shape_str(out) + " then " + std::to_string(v) + ": more than 2^56 elements");
+      count *= uint64_t(v);
       out.push_back(v);
       ws();
       if (peek() == ',') { ++i_; continue; }
@@ -112,7 +127,7 @@ class HeaderParser {
 };
 
 void normalise_descr(const std::filesystem::path& path, const std::string& raw, NpyHeader& h) {
-  const std::string unsupported = "unsupported dtype '" + raw +
+  const std::string unsupported = "unsupported dtype '" + util::excerpt(raw) +
                                   "' (supported: f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1, little- or big-endian)";
   if (raw.size() < 3) fail(path, unsupported);
   const char order = raw[0];
@@ -162,17 +177,13 @@ TensorT<T> load_as(const std::filesystem::path& path) {
     fail(path, "truncated npy data (expected " + std::to_string(expected) + " bytes for shape " +
                    shape_str(h.shape) + " of " + h.descr + ", got " + std::to_string(got) + ")");
   };
-  // Size check first, so a corrupt shape is reported instead of attempting a huge allocation.
-  std::error_code ec;
-  const uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (!ec && file_size < uint64_t(h.data_offset) + expected) truncated(file_size - uint64_t(h.data_offset));
-
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  in.seekg(h.data_offset);
+  // Size check first, so a corrupt shape is reported instead of attempting a huge allocation; a
+  // FIFO or a device is refused by RegularFile rather than read without end.
+  const checkpoint::RegularFile file(path);
+  const uint64_t available = file.size() - std::min<uint64_t>(file.size(), uint64_t(h.data_offset));
+  if (available < expected) truncated(available);
   std::vector<unsigned char> raw(static_cast<size_t>(expected));
-  in.read(reinterpret_cast<char*>(raw.data()), std::streamsize(expected));
-  if (uint64_t(in.gcount()) != expected) truncated(uint64_t(in.gcount()));
+  file.read_at(uint64_t(h.data_offset), raw.data(), expected);
 
   TensorT<T> t(h.shape);
   T* out = t.ptr();
@@ -206,27 +217,29 @@ TensorT<T> load_as(const std::filesystem::path& path) {
 NpyHeader read_npy_header(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  const checkpoint::RegularFile file(path);  // refuses a FIFO, a directory or a device, naming it
+  const uint64_t size = file.size();
 
   unsigned char pre[12] = {};
-  in.read(reinterpret_cast<char*>(pre), 8);
-  if (in.gcount() < std::streamsize(kMagicLen) || std::memcmp(pre, kMagic, kMagicLen) != 0)
+  file.read_at(0, pre, std::min<uint64_t>(size, 8));
+  if (size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
     fail(path, "not an npy file (missing the \\x93NUMPY magic)");
-  if (in.gcount() < 8) fail(path, "bad npy header: file ends inside the preamble");
+  if (size < 8) fail(path, "bad npy header: file ends inside the preamble");
   const unsigned major = pre[6], minor = pre[7];
   if (major < 1 || major > 3)
     fail(path, "bad npy header: unsupported format version " + std::to_string(major) + "." + std::to_string(minor));
   const size_t len_bytes = major == 1 ? 2 : 4;
-  in.read(reinterpret_cast<char*>(pre + 8), std::streamsize(len_bytes));
-  if (size_t(in.gcount()) != len_bytes) fail(path, "bad npy header: file ends inside the header length");
+  if (size < 8 + len_bytes) fail(path, "bad npy header: file ends inside the header length");
+  file.read_at(8, pre + 8, len_bytes);
   const uint64_t header_len = load_le(pre + 8, len_bytes);
-
-  std::string text(size_t(header_len), '\0');
-  in.read(text.data(), std::streamsize(header_len));
-  if (uint64_t(in.gcount()) != header_len)
+  if (header_len > kMaxHeaderLen)
+    fail(path, "bad npy header: header length " + std::to_string(header_len) + " is over the limit of " +
+                   std::to_string(kMaxHeaderLen) + " bytes");
+  if (header_len > size - 8 - len_bytes)
     fail(path, "bad npy header: truncated (expected " + std::to_string(header_len) + " header bytes, got " +
-                   std::to_string(in.gcount()) + ")");
+                   std::to_string(size - 8 - len_bytes) + ")");
+  std::string text(size_t(header_len), '\0');
+  file.read_at(8 + len_bytes, text.data(), header_len);
 
   NpyHeader h;
   std::string descr;
@@ -234,13 +247,6 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
   normalise_descr(path, descr, h);
   if (h.fortran_order && h.shape.size() > 1)
     fail(path, "fortran_order arrays are not supported (save a C-ordered array, e.g. np.ascontiguousarray)");
-  // Guard the element count so a corrupt shape gives an error rather than an enormous allocation.
-  uint64_t count = 1;
-  for (int64_t d : h.shape) {
-    if (d != 0 && count > (uint64_t(1) << 56) / uint64_t(d))
-      fail(path, "bad npy header: shape " + shape_str(h.shape) + " is too large");
-    count *= uint64_t(d);
-  }
   h.data_offset = int64_t(8 + len_bytes + header_len);
   return h;
 }

@@ -1,16 +1,16 @@
 #include "engine/profiler/trace_file.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "engine/checkpoint/regular_file.h"
 #include "engine/util/error.h"
+#include "engine/util/json_limits.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::profiler {
 
@@ -18,15 +18,17 @@ namespace {
 
 using Json = nlohmann::json;
 
-// nlohmann prefixes its messages with "[json.exception.parse_error.101] "; the rest is for people.
-std::string json_message(const std::exception& e) {
-  std::string m = e.what();
-  if (!m.empty() && m.front() == '[') {
-    const size_t close = m.find("] ");
-    if (close != std::string::npos) m = m.substr(close + 2);
-  }
-  return m;
-}
+// A trace of a long detailed run is tens of megabytes; parsing a far larger file would take many
+// times its size in memory.
+constexpr uint64_t kMaxTraceBytes = uint64_t(512) << 20;
+// Steps stay exact in a double (the file stores them as numbers) and far from overflowing.
+constexpr double kMaxStep = 9007199254740992.0;  // 2^53
+
+// As many devices as a mesh may have (engine/sharding/mesh.cpp); a viewer keeps a row per device.
+constexpr int64_t kMaxDevices = int64_t(1) << 20;
+
+// A value from the file, quoted and cut short for a message.
+std::string quoted(const std::string& s) { return "\"" + util::excerpt(s) + "\""; }
 
 bool parse_category(const std::string& name, Category* out) {
   for (Category c : {Category::Compute, Category::Collective, Category::Optimizer, Category::Data, Category::Step})
@@ -91,17 +93,18 @@ class EventReader {
 Span read_span(const EventReader& r) {
   Span s;
   s.name = r.string("name");
-  if (!parse_category(r.string("cat"), &s.category)) r.fail("unknown category \"" + r.string("cat") + "\"");
+  if (!parse_category(r.string("cat"), &s.category)) r.fail("unknown category " + quoted(r.string("cat")));
   s.start_us = r.number("ts");
   if (!r.has("dur")) r.fail("an X (complete) event without \"dur\"");
   s.dur_us = r.number("dur");
   if (s.dur_us < 0) r.fail("negative \"dur\"");
   // Track 2d + 1 is device d's compute stream, 2d + 2 its data stream (Trace::to_chrome_json).
   const int64_t tid = r.integer("tid");
-  if (tid < 1 || (tid - 1) / 2 > INT_MAX) r.fail("\"tid\" " + std::to_string(tid) + " is not a device track");
+  if (tid < 1 || (tid - 1) / 2 >= kMaxDevices) r.fail("\"tid\" " + std::to_string(tid) + " is not a device track");
   s.device = int((tid - 1) / 2);
   const double step = r.arg_number("step", 0);
-  if (step != double(int64_t(step)) || step < 0) r.fail("args.step is not a step number");
+  // Range first: converting a double past int64's range is undefined.
+  if (!(step >= 0 && step <= kMaxStep) || step != double(int64_t(step))) r.fail("args.step is not a step number");
   s.step = int64_t(step);
   s.node = r.arg_string("node");
   s.array = r.arg_string("array");
@@ -113,11 +116,12 @@ Span read_span(const EventReader& r) {
 }  // namespace
 
 TraceContents parse_chrome_trace(const std::string& json, const std::string& source) {
+  util::check_json_depth(json, util::kDefaultJsonDepth, source);  // before nlohmann's recursion sees it
   Json root;
   try {
     root = Json::parse(json);
   } catch (const std::exception& e) {
-    throw Error(source + ": not JSON (" + json_message(e) + ")");
+    throw Error(source + ": not JSON (" + util::json_error_text(e) + ")");
   }
   if (!root.is_object() || !root.contains("traceEvents"))
     throw Error(source + ": not a Chrome trace: no \"traceEvents\"");
@@ -130,7 +134,7 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
     const Json& e = events[i];
     std::string where = source + ": traceEvents[" + std::to_string(i) + "]";
     if (!e.is_object()) throw Error(where + ": not an object");
-    if (e.contains("name") && e["name"].is_string()) where += " (\"" + e["name"].get<std::string>() + "\")";
+    if (e.contains("name") && e["name"].is_string()) where += " (" + quoted(e["name"].get<std::string>()) + ")";
     EventReader r(e, where);
     const std::string ph = r.string("ph");
     if (ph == "X") {
@@ -143,9 +147,10 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
       try {
         size_t used = 0;
         m.device = std::stoi(name.substr(memory_prefix.size()), &used);
-        if (used != name.size() - memory_prefix.size() || m.device < 0) throw std::invalid_argument(name);
+        if (used != name.size() - memory_prefix.size() || m.device < 0 || m.device >= kMaxDevices)
+          throw std::invalid_argument(name);
       } catch (const std::exception&) {
-        r.fail("counter \"" + name + "\" names no device");
+        r.fail("counter " + quoted(name) + " names no device");
       }
       m.ts_us = r.number("ts");
       const Json* args = r.args();
@@ -155,7 +160,7 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
     } else if (ph == "M") {
       if (r.string("name") == "process_name") out.process_name = r.arg_string("name");
     } else {
-      r.fail("phase \"" + ph + "\" is not supported (a shardlab trace has X spans, C counters and M metadata)");
+      r.fail("phase " + quoted(ph) + " is not supported (a shardlab trace has X spans, C counters and M metadata)");
     }
   }
   if (out.process_name.empty()) out.process_name = "shardlab";
@@ -164,12 +169,8 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
 }
 
 TraceContents read_chrome_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(path + ": read failed");
-  return parse_chrome_trace(text.str(), path);
+  // A regular file of sane size (a FIFO or a device never blocks or streams forever here).
+  return parse_chrome_trace(checkpoint::read_small_file(path, kMaxTraceBytes), path);
 }
 
 std::vector<StepSummary> summarize_spans(const std::vector<Span>& spans) {

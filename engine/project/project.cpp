@@ -1,13 +1,12 @@
 #include "engine/project/project.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "engine/checkpoint/regular_file.h"
 #include "engine/sharding/logical_rules.h"
 #include "engine/sharding/mesh.h"
 #include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 #include "engine/util/json_limits.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::project {
 
@@ -155,6 +154,8 @@ std::string line_col(const std::string& text, size_t byte) {
 }
 
 constexpr size_t kMaxProjectDepth = 256;
+// Projects are a few kilobytes (a large graph, tens); this is far beyond any.
+constexpr uint64_t kMaxProjectBytes = uint64_t(64) << 20;
 
 }  // namespace
 
@@ -172,7 +173,8 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
     size_t pos = why.find(", column ");
     if (pos != std::string::npos) pos = why.find(": ", pos);
     if (pos != std::string::npos) why = why.substr(pos + 2);
-    throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + why);
+    // Cut short: "last read" quotes the whole token, all of an unterminated string of megabytes.
+    throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + util::excerpt(why, 160));
   }
   const std::string where = filename + ":";
   // The format first: another program's JSON is "not a project", not a list of unknown fields.
@@ -223,11 +225,10 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
 }
 
 Project load_project(const std::filesystem::path& file, Validation v) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file.string() + ": cannot open the project file (" + (std::filesystem::exists(file) ? "permission denied" : "no such file") + ")");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Project p = parse_project(ss.str(), file.string(), v);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw Error(file.string() + ": cannot open the project file (no such file)");
+  // A regular file of sane size: a FIFO would block here, a device or a huge file never end.
+  Project p = parse_project(checkpoint::read_small_file(file, kMaxProjectBytes), file.string(), v);
   p.file = file;
   return p;
 }

@@ -7,6 +7,7 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/listing.h"
+#include "engine/checkpoint/recovery.h"
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
 #include "engine/runtime/data_fit.h"
@@ -303,6 +304,9 @@ int64_t Trainer::claim_checkpoint_dir() {
   if (options_.resume && root.empty() && options_.resume_from.empty()) throw Error("resume: no checkpoint directory given");
   if (!root.empty()) {
     dir_lock_ = std::make_unique<checkpoint::DirectoryLock>(root);
+    // Under the lock every temporary is a dead writer's: put back what it moved aside, clear the rest.
+    for (const std::string& line : checkpoint::recover(root))
+      for (auto* l : listeners_) l->on_warning(line);
     using checkpoint::ExistingRun;
     // An explicit step to continue from (resume_from) continues the directory's run too.
     const ExistingRun what = !options_.resume_from.empty() || options_.continue_run ? ExistingRun::Continue

@@ -1,6 +1,7 @@
 #include "engine/util/json_limits.h"
 
 #include "engine/util/error.h"
+#include "engine/util/strings.h"
 
 namespace shardlab::util {
 
@@ -46,12 +47,21 @@ void check_json_depth(std::string_view text, size_t max_depth, const std::string
                 std::to_string(at) + ")");
 }
 
+std::string json_error_text(const std::exception& e) {
+  std::string m = e.what();
+  if (!m.empty() && m.front() == '[') {
+    const size_t close = m.find("] ");
+    if (close != std::string::npos) m = m.substr(close + 2);
+  }
+  return excerpt(m, 160);
+}
+
 nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who, size_t max_depth) {
   check_json_depth(text, max_depth, who);
   try {
     return nlohmann::ordered_json::parse(text.begin(), text.end());
   } catch (const nlohmann::ordered_json::exception& e) {
-    throw Error(who + ": malformed JSON: " + e.what());
+    throw Error(who + ": malformed JSON: " + json_error_text(e));
   }
 }
 

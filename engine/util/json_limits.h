@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,10 @@ size_t json_depth(std::string_view text, size_t limit);
 
 // Throws Error "<who>: JSON nested deeper than <max_depth> levels (at byte <offset>)" when it is.
 void check_json_depth(std::string_view text, size_t max_depth, const std::string& who);
+
+// nlohmann's exception text for a person: without its "[json.exception.parse_error.101] " prefix,
+// and cut short (its "last read: '...'" quotes the whole of a long token, megabytes of it).
+std::string json_error_text(const std::exception& e);
 
 // check_json_depth, then parse; a syntax error becomes Error "<who>: malformed JSON: <reason>".
 nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who,

@@ -1,9 +1,10 @@
 // Small text helpers shared by the command-line syntaxes ("data=2,model=4", "batch=data,...") and
-// the messages that suggest a name.
+// the messages that suggest a name or quote a value read from a file.
 #pragma once
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardlab::util {
@@ -46,6 +47,16 @@ inline std::string nearest(const std::string& name, const std::vector<std::strin
     if (d < best_d) best = c, best_d = d;
   }
   return best;
+}
+
+// At most about `max` bytes of a value read from a file, for an error message: a name of a million
+// bytes must not become a message of a million bytes. A cut never splits a UTF-8 sequence and says
+// how long the whole was: "abcd... (1000000 bytes)".
+inline std::string excerpt(std::string_view text, size_t max = 60) {
+  if (text.size() <= max) return std::string(text);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 }  // namespace shardlab::util

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
@@ -15,8 +16,14 @@ struct CliResult {
   QString out, err;
 };
 
-inline CliResult run_cli(const QStringList& args, int timeout_ms = 120000) {
+// `env`: variables to add to (or replace in) the test's own environment for this run.
+inline CliResult run_cli(const QStringList& args, int timeout_ms = 120000, const QProcessEnvironment& env = {}) {
   QProcess p;
+  if (!env.isEmpty()) {
+    QProcessEnvironment all = QProcessEnvironment::systemEnvironment();
+    all.insert(env);
+    p.setProcessEnvironment(all);
+  }
   p.setProgram(kCli);
   p.setArguments(args);
   p.start();

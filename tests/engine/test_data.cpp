@@ -2,6 +2,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -308,6 +310,68 @@ class TestData : public QObject {
     const QString msg = error_of([&] { load_npy(dir() / "fort.npy"); });
     VERIFY_CONTAINS(msg, "fort.npy");
     VERIFY_CONTAINS(msg, "fortran_order");
+  }
+
+  // Limits, checked while the header is read; values from the file are quoted cut short.
+  void npyAbsurdHeadersAreRefused() {
+    Bytes huge_len = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xF0, 0xFF, 0xFF, 0xFF, '{'};
+    write_file(dir() / "len.npy", huge_len);
+    QString msg = error_of([&] { load_npy(dir() / "len.npy"); });
+    VERIFY_CONTAINS(msg, "len.npy: bad npy header: header length 4294967280 is over the limit");
+
+    write_file(dir() / "prod.npy", npy_bytes(npy_dict("<f4", "(4294967296, 4294967296, 4294967296)"), {}));
+    msg = error_of([&] { load_npy(dir() / "prod.npy"); });
+    VERIFY_CONTAINS(msg, "prod.npy: bad npy header");
+    VERIFY_CONTAINS(msg, "more than 2^56 elements");
+
+    std::string rank65 = "(";
+    for (int i = 0; i < 65; ++i) rank65 += "1, ";
+    write_file(dir() / "rank.npy", npy_bytes(npy_dict("<f4", rank65 + ")"), le_bytes<float>({1})));
+    msg = error_of([&] { load_npy(dir() / "rank.npy"); });
+    VERIFY_CONTAINS(msg, "rank.npy: bad npy header: shape has more than 64 dimensions");
+
+    write_file(dir() / "key.npy", npy_bytes("{'" + std::string(30000, 'k') + "': 1}", {}));
+    msg = error_of([&] { load_npy(dir() / "key.npy"); });
+    VERIFY_CONTAINS(msg, "unexpected key 'kkk");
+    VERIFY_CONTAINS(msg, "... (30000 bytes)'");
+    QVERIFY2(msg.size() < 300, qPrintable(msg));
+  }
+
+  // A FIFO in place of the file is refused at once; reading it would block with no writer.
+  void npyAndIdxRefuseAFifo() {
+    const fs::path fifo = dir() / "fifo.npy";
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    VERIFY_CONTAINS(error_of([&] { load_npy(fifo); }), "fifo.npy: is a FIFO");
+    VERIFY_CONTAINS(error_of([&] { load_idx(fifo); }), "fifo.npy: is not a regular file");
+  }
+
+  void idxHugeShapesAreRefusedWithoutAllocating() {
+    write_file(dir() / "wrap.idx", idx_bytes(0x0E, {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1, 2, 3}));
+    QString msg = error_of([&] { load_idx(dir() / "wrap.idx"); });
+    VERIFY_CONTAINS(msg, "wrap.idx: bad IDX header: shape (4294967295, 4294967295, 4294967295) has more than 2^56 elements");
+    // 2^50 bytes claimed, 3 present: refused having read only those.
+    write_file(dir() / "claims.idx", idx_bytes(0x08, {1u << 30, 1u << 20}, {1, 2, 3}));
+    msg = error_of([&] { load_idx(dir() / "claims.idx"); });
+    VERIFY_CONTAINS(msg, "claims.idx: truncated IDX data (expected 1125899906842624 bytes");
+    VERIFY_CONTAINS(msg, "got 3)");
+  }
+
+  // A gzip bomb: 256 MB of zeros after a header asking for 10 bytes. Only those are decompressed:
+  // the process's peak memory does not grow by the bomb's size.
+  void idxReadsOnlyWhatItsHeaderAsks() {
+    gzFile f = gzopen((dir() / "bomb.idx.gz").c_str(), "wb");
+    QVERIFY(f);
+    const Bytes head = idx_bytes(0x08, {10}, Bytes(10, 7)), zeros(size_t(1) << 20, 0);
+    gzwrite(f, head.data(), unsigned(head.size()));
+    for (int i = 0; i < 256; ++i) gzwrite(f, zeros.data(), unsigned(zeros.size()));
+    gzclose(f);
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    const Tensor t = load_idx(dir() / "bomb.idx.gz");
+    getrusage(RUSAGE_SELF, &after);
+    QVERIFY2(after.ru_maxrss - before.ru_maxrss < 64 * 1024, qPrintable(QString("peak grew by %1 kB").arg(after.ru_maxrss - before.ru_maxrss)));
+    QCOMPARE(t.shape, (Shape{10}));
+    QCOMPARE(t.data, std::vector<float>(10, 7.0f));
   }
 
   // ---- data spec ----

@@ -1,6 +1,7 @@
 // The project file: parsing and validation (every error names the file, the node or field, and the
 // reason), the canonical round trip of the shipped projects, atomic saving, and shape analysis.
 #include <QtTest>
+#include <sys/stat.h>
 
 #include <unistd.h>
 
@@ -154,6 +155,24 @@ class TestProject : public QObject {
       VERIFY_CONTAINS(err, QString::fromStdString(kFile) + ": JSON nested deeper than 256 levels");
       QVERIFY2(err.size() < 200, qPrintable(err.left(400)));
     }
+  }
+
+  // An unterminated string of a megabyte: nlohmann's message quotes the whole token; ours a piece.
+  void aMalformedHugeValueIsQuotedShort() {
+    const std::string text = "{\"format\": \"shardlab.project\", \"version\": 1, \"name\": \"" + std::string(1 << 20, 'n');
+    const QString err = parse_error(text);
+    VERIFY_CONTAINS(err, QString::fromStdString(kFile) + ": malformed JSON at line 1");
+    VERIFY_CONTAINS(err, "bytes)");
+    QVERIFY2(err.size() < 400, qPrintable(err.left(600)));
+  }
+
+  // A FIFO in place of the project is refused at once (reading it would wait for a writer).
+  void aFifoIsRefusedNotWaitedOn() {
+    QTemporaryDir dir;
+    const fs::path fifo = fs::path(dir.path().toStdString()) / "fifo.shardlab.json";
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    const QString err = error_of([&] { project::load_project(fifo); });
+    VERIFY_CONTAINS(err, QString::fromStdString(fifo.string()) + ": is a FIFO");
   }
 
   // ---- what an editor needs ---------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/checkpoint/checkpoint.h"
@@ -225,6 +226,28 @@ class TestRunIdentity : public QObject {
     p.kill();
     p.waitForFinished();
     QCOMPARE(train(small(), o), QString());
+  }
+
+  // run.json is read as every loader reads: a FIFO in its place is refused, not waited on, and a
+  // run_id that is no id (it names old-run-<id>/) is refused, quoted cut short.
+  void aHostileRunFileIsRefusedNamingIt() {
+    QTemporaryDir dir;
+    const fs::path root = dir.path().toStdString();
+    QCOMPARE(::mkfifo((root / checkpoint::kRunFile).c_str(), 0600), 0);
+    QString msg = error_of([&] { checkpoint::read_identity(root); });
+    VERIFY_CONTAINS(msg, QString::fromStdString((root / checkpoint::kRunFile).string()) + ": is a FIFO");
+    VERIFY_CONTAINS(msg, "move it aside");
+
+    QTemporaryDir dir2;
+    const fs::path root2 = dir2.path().toStdString();
+    QCOMPARE(train(small(), into(dir2)), QString());
+    Json id = Json::parse(std::ifstream(root2 / checkpoint::kRunFile));
+    id["run_id"] = std::string(100000, 'r');
+    std::ofstream(root2 / checkpoint::kRunFile) << id.dump();
+    msg = train(small(), into(dir2));
+    VERIFY_CONTAINS(msg, QString::fromStdString((root2 / checkpoint::kRunFile).string()) + ": run_id: 'rrr");
+    VERIFY_CONTAINS(msg, "... (100000 bytes)' is not a run id");
+    QVERIFY2(msg.size() < 1000, qPrintable(msg.left(1200)));
   }
 
   void unreadableNewestStepIsListedAndRefusedByResume() {

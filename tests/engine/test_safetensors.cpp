@@ -396,6 +396,13 @@ void TestSafetensors::rejectsMalformedFiles_data() {
   row("missing dtype", st_file(entry(R"("shape":[2],"data_offsets":[0,8])"), 8), "missing 'dtype'", "a");
   row("missing shape", st_file(entry(R"("dtype":"F32","data_offsets":[0,8])"), 8), "missing 'shape'", "a");
   row("missing data_offsets", st_file(entry(R"("dtype":"F32","shape":[2])"), 8), "missing 'data_offsets'", "a");
+  // Limits: a value from the file is quoted cut short; a shape has at most 64 dimensions.
+  row("tensor name of 100,000 bytes", st_file("{\"" + std::string(100000, 'n') + "\":{\"shape\":[2],\"data_offsets\":[0,8]}}", 8),
+      "... (100000 bytes)': missing 'dtype'");
+  std::string dims65 = "1";
+  for (int i = 0; i < 64; ++i) dims65 += ",1";
+  row("shape of 65 dimensions", st_file(entry(R"("dtype":"F32","shape":[)" + dims65 + R"(],"data_offsets":[0,4])"), 4),
+      "shape has 65 dimensions (at most 64)", "a");
   // __metadata__.
   row("metadata not object", st_file(R"({"__metadata__":"pt"})", 0), "__metadata__ is not an object of string to string");
   row("metadata list", st_file(R"({"__metadata__":[["k","v"]]})", 0), "__metadata__ is not an object of string to string");
@@ -419,6 +426,7 @@ void TestSafetensors::rejectsMalformedFiles() {
   VERIFY_CONTAINS(msg, QString::fromStdString(p.string()) + ": ");
   VERIFY_CONTAINS(msg, reason);
   if (!tensor.isEmpty()) VERIFY_CONTAINS(msg, "tensor '" + tensor + "'");
+  QVERIFY2(msg.size() < 1000, "the message quotes too much of the file");
 
   // The same from memory, under the given name.
   const QString mem = error_of([&] { parse_safetensors(bytes.toStdString(), "in-memory.safetensors"); });

@@ -181,6 +181,14 @@ class TestShardedCheckpoint : public QObject {
     QTest::newRow("malformed index") << "json" << "model.safetensors.index.json" << "malformed JSON";
     QTest::newRow("no weight_map") << "no-map" << "model.safetensors.index.json" << "weight_map: missing";
     QTest::newRow("corrupt shard") << "corrupt" << "model-00003-of-" << "runs past the end of the file";
+    // Limits, checked while the index is parsed; values from the file are quoted cut short.
+    QTest::newRow("index nested 100,000 deep") << "deep" << "model.safetensors.index.json" << "nested deeper than 64 levels";
+    QTest::newRow("tensor name of 100,000 bytes") << "long-name" << "model.safetensors.index.json"
+                                                 << "... (100000 bytes)' is 100000 bytes long (at most 4096)";
+    QTest::newRow("over 2^20 tensors") << "many" << "model.safetensors.index.json" << "weight_map lists more than 1048576 tensors";
+    QTest::newRow("shard is a number") << "number" << "model.safetensors.index.json" << "tensor 'params/l0/kernel': the shard is not a file name string";
+    QTest::newRow("shard is an object") << "object" << "model.safetensors.index.json" << "tensor 'params/l0/kernel': the shard is not a file name string";
+    QTest::newRow("truncated index") << "cut" << "model.safetensors.index.json" << "malformed JSON";
   }
 
   void rejectsInconsistentShards() {
@@ -226,6 +234,24 @@ class TestShardedCheckpoint : public QObject {
     }
     if (breakage == "json") write_text(index, text.substr(0, text.size() / 2));
     if (breakage == "no-map") write_text(index, R"({"metadata": {"total_size": 0}})");
+    if (breakage == "deep") write_text(index, "{\"weight_map\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+    if (breakage == "long-name") {
+      auto j = nlohmann::ordered_json::parse(text);
+      j["weight_map"][std::string(100000, 'n')] = where.file_of.at("params/l0/kernel");
+      write_text(index, j.dump(2));
+    }
+    if (breakage == "many") {
+      std::string many = "{\"weight_map\": {";
+      for (size_t i = 0; i <= (size_t(1) << 20); ++i) many += "\"t" + std::to_string(i) + "\": \"m.safetensors\",";
+      many.back() = '}';
+      write_text(index, many + "}");
+    }
+    if (breakage == "number" || breakage == "object") {
+      auto j = nlohmann::ordered_json::parse(text);
+      j["weight_map"]["params/l0/kernel"] = breakage == "number" ? nlohmann::ordered_json(5) : nlohmann::ordered_json{{"a", "b"}};
+      write_text(index, j.dump(2));
+    }
+    if (breakage == "cut") write_text(index, text.substr(0, 30));
     if (breakage == "corrupt") {
       const std::string bytes = read_text(shard(3));
       write_text(shard(3), bytes.substr(0, 40));
@@ -239,6 +265,7 @@ class TestShardedCheckpoint : public QObject {
       VERIFY_CONTAINS(msg, QString::fromStdString(ckpt.string()));
       VERIFY_CONTAINS(msg, file);
       VERIFY_CONTAINS(msg, reason);
+      QVERIFY2(msg.size() < 1000, "the message quotes too much of the file");
     }
   }
 

@@ -3,6 +3,7 @@
 // re-serialised trace is byte-identical, and malformed files are refused with their name.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <sys/stat.h>
 #include <fstream>
 #include <map>
 
@@ -185,6 +186,37 @@ class TestTraceFile : public QObject {
     QCOMPARE(again->summaries().size(), c.summaries.size());
   }
 
+  // Limits: nesting checked before parsing, names quoted cut short, steps and devices in range, no FIFO.
+  void absurdFilesAreRefusedNamingTheFile() {
+    QTemporaryDir dir;
+    const QString deep = dir.filePath("deep.json"), name = dir.filePath("name.json"), step = dir.filePath("step.json"),
+                  cut = dir.filePath("cut.json"), fifo = dir.filePath("fifo.json");
+    write(deep, R"({"traceEvents": )" + std::string(100000, '[') + std::string(100000, ']') + "}");
+    write(name, R"({"traceEvents": [{"name": ")" + std::string(100000, 'n') + R"(", "cat": "compute", "ph": "X", "ts": 1, "pid": 0, "tid": 1}]})");
+    write(step, R"({"traceEvents": [{"name": "m", "cat": "compute", "ph": "X", "ts": 1, "dur": 2, "pid": 0, "tid": 1, "args": {"step": 1e300}}]})");
+    write(cut, R"({"traceEvents": [{"name": "m", "cat": "comp)");
+    const QString tid = dir.filePath("tid.json"), counter = dir.filePath("counter.json");
+    write(tid, R"({"traceEvents": [{"name": "m", "cat": "compute", "ph": "X", "ts": 1, "dur": 2, "pid": 0, "tid": 4294967296}]})");
+    write(counter, R"({"traceEvents": [{"name": "memory CPU 2000000000", "ph": "C", "ts": 1, "pid": 0, "args": {"live bytes": 1}}]})");
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    QString e = error_of([&] { profiler::read_chrome_trace(deep.toStdString()); });
+    VERIFY_CONTAINS(e, deep + ": JSON nested deeper than 64 levels");
+    e = error_of([&] { profiler::read_chrome_trace(name.toStdString()); });
+    VERIFY_CONTAINS(e, name + ": traceEvents[0] (\"nnnn");
+    VERIFY_CONTAINS(e, "... (100000 bytes)\"): an X (complete) event without \"dur\"");
+    QVERIFY2(e.size() < 1000, "the message quotes too much of the file");
+    e = error_of([&] { profiler::read_chrome_trace(step.toStdString()); });
+    VERIFY_CONTAINS(e, step + ": traceEvents[0] (\"m\"): args.step is not a step number");
+    e = error_of([&] { profiler::read_chrome_trace(tid.toStdString()); });
+    VERIFY_CONTAINS(e, tid + ": traceEvents[0] (\"m\"): \"tid\" 4294967296 is not a device track");
+    e = error_of([&] { profiler::read_chrome_trace(counter.toStdString()); });
+    VERIFY_CONTAINS(e, counter + ": traceEvents[0] (\"memory CPU 2000000000\"): counter \"memory CPU 2000000000\" names no device");
+    e = error_of([&] { profiler::read_chrome_trace(cut.toStdString()); });
+    VERIFY_CONTAINS(e, cut + ": not JSON");
+    e = error_of([&] { profiler::read_chrome_trace(fifo.toStdString()); });
+    VERIFY_CONTAINS(e, fifo + ": is a FIFO");
+  }
+
   void malformedFilesAreRefusedNamingTheFile() {
     QTemporaryDir dir;
     const QString notJson = dir.filePath("notjson.json"), noEvents = dir.filePath("noevents.json"),
@@ -212,7 +244,7 @@ class TestTraceFile : public QObject {
     const QString missing = dir.filePath("missing.json");
     e = error_of([&] { profiler::read_chrome_trace(missing.toStdString()); });
     VERIFY_CONTAINS(e, missing);
-    VERIFY_CONTAINS(e, "cannot read");
+    VERIFY_CONTAINS(e, "cannot open");
     // A well-formed file is accepted (the checks above are not refusing everything).
     write(noDur, R"({"traceEvents": [{"name": "matmul", "cat": "compute", "ph": "X", "ts": 1, "dur": 4, "pid": 0, "tid": 3}]})");
     const auto ok = profiler::read_chrome_trace(noDur.toStdString());
