@@ -5,6 +5,15 @@
 #include "app/cli/commands.h"
 #include "engine/util/error.h"
 
+namespace {
+// --backend for the commands that plan for or run on devices.
+void add_backend_option(CLI::App* cmd, std::string& backend) {
+  cmd->add_option("--backend", backend, "where the devices are: cpu (virtual devices on threads) or cuda (virtual devices on GPU 0)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Shardlab: build, shard, train and inspect neural networks"};
   app.require_subcommand(1);
@@ -24,6 +33,7 @@ int main(int argc, char** argv) {
   sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
   sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
+  add_backend_option(sh, shard.backend);
 
   shardlab::cli::TrainArgs train;
   auto* t = app.add_subcommand("train", "Train a project on the CPU");
@@ -33,6 +43,7 @@ int main(int argc, char** argv) {
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
+  add_backend_option(t, train.backend);
   t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
   t->add_option("--mesh", train.mesh, "mesh axes and sizes, e.g. data=8 (overrides the project's)");
   t->add_option("--rules", train.rules, "logical axis rules, e.g. batch=data,hidden=model (override the project's)");
@@ -73,6 +84,7 @@ int main(int argc, char** argv) {
   pr->add_option("--mesh", profile.mesh, "mesh axes and sizes, e.g. data=8");
   pr->add_option("--rules", profile.rules, "logical axis rules, e.g. batch=data");
   pr->add_option("--trace", profile.trace, "also write the Chrome trace JSON");
+  add_backend_option(pr, profile.backend);
 
   try {
     app.parse(argc, argv);

@@ -34,7 +34,7 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
   }
   trace_ = options_.trace ? options_.trace : std::make_shared<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
                                              options_.trace_keep);
-  backend_ = backends::make_backend("cpu", backends::BackendOptions{options_.threads});
+  backend_ = backends::make_backend(options_.backend, backends::BackendOptions{options_.threads});
   threads_ = backend_->threads();
   const sharding::Mesh mesh = options_.mesh.empty() ? sharding::project_mesh(project_) : sharding::parse_mesh(options_.mesh);
   if (options_.devices > 0) sharding::check_device_count(mesh, options_.devices);
