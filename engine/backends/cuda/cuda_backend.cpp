@@ -12,7 +12,6 @@
 #include "engine/backends/cuda/gemm.h"
 #include "engine/backends/cuda/kernels.h"
 #include "engine/backends/cuda/peer_collectives.h"
-#include "engine/ir/fusion.h"
 #include "engine/ir/primitive.h"
 #include "engine/profiler/trace.h"
 #include "engine/sharding/mesh.h"
@@ -197,12 +196,13 @@ class CudaExecutable final : public Executable {
     int out = -1;
   };
 
-  // cuBLASLt's epilogues add a bias and apply ReLU; ReLU's gradient (a mask from the activation)
-  // has no epilogue there, so those chains run as separate instructions.
+  // The chains the plan lets a GEMM fold (plan::foldable_chains), of those cuBLASLt can do: bias,
+  // then ReLU. ReLU's gradient (a mask from the activation) has no cuBLASLt epilogue, so those
+  // chains run as separate instructions.
   void plan_steps(bool fuse) {
     std::vector<const ir::EpilogueChain*> at(program_.instrs.size(), nullptr);
     std::vector<bool> folded_away(program_.instrs.size(), false);
-    const std::vector<ir::EpilogueChain> chains = fuse ? ir::find_epilogue_chains(program_) : std::vector<ir::EpilogueChain>{};
+    const std::vector<ir::EpilogueChain> chains = fuse ? plan::foldable_chains(program_, plan_) : std::vector<ir::EpilogueChain>{};
     for (const ir::EpilogueChain& c : chains)
       if (c.bias >= 0) at[c.matmul] = &c;
     for (size_t i = 0; i < program_.instrs.size(); ++i) {
