@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "engine/backends/cuda/cublaslt_library.h"
 #include "engine/util/error.h"
 
 namespace shardlab::backends::cuda {
@@ -16,7 +17,7 @@ inline void check(cudaError_t status, const char* what) {
 
 inline void check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cuBLASLt: ") + what + ": " + cublasLtGetStatusString(status));
+    throw Error(std::string("cuBLASLt: ") + what + ": " + cublaslt().status_string(status));
 }
 
 }  // namespace shardlab::backends::cuda
