@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/ir/fusion.h"
 #include "engine/ir/program.h"
 
 namespace shardlab::plan {
@@ -27,11 +26,5 @@ struct MemoryPlan {
 // `keep` are values read after the step (loss, metrics): they stay live to the end.
 // In-place reuse: an elementwise result may take its operand's buffer when that operand dies there.
 MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep);
-
-// The epilogue chains (ir::find_epilogue_chains) a backend can fold under this plan: those whose
-// result the plan put in the MatMul's own buffer. Writing the chain's result at the MatMul's place
-// is then safe: that buffer is the MatMul's output, live from there on, so it cannot overlap the
-// GEMM's operands or a value read by an update the chain steps over.
-std::vector<ir::EpilogueChain> foldable_chains(const ir::Program& p, const MemoryPlan& plan);
 
 }  // namespace shardlab::plan

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "engine/backends/cpu/kernels.h"
-#include "engine/ir/fusion.h"
+#include "engine/plan/foldable_chains.h"
 #include "engine/ir/primitive.h"
 #include "engine/profiler/trace.h"
 #include "engine/util/error.h"

@@ -13,6 +13,7 @@
 #include "engine/backends/cuda/kernels.h"
 #include "engine/backends/cuda/peer_collectives.h"
 #include "engine/ir/primitive.h"
+#include "engine/plan/foldable_chains.h"
 #include "engine/profiler/trace.h"
 #include "engine/sharding/mesh.h"
 #include "engine/util/hash.h"
