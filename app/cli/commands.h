@@ -18,6 +18,7 @@ struct TrainArgs {
   std::string project;
   int64_t steps = -1, epochs = -1, batch_size = -1, seed = -1;
   int threads = 0;
+  std::string backend = "cpu";  // "cpu" or "cuda"
   int devices = 0;    // virtual CPU devices (0: as many as the mesh has)
   std::string mesh;   // overrides the project's
   std::string rules;  // overrides the project's
@@ -40,6 +41,7 @@ struct ProfileArgs {
   std::string project;
   int64_t steps = 10;
   int threads = 0;
+  std::string backend = "cpu";
   std::string mesh, rules;
   std::string trace;  // also write the Chrome trace
 };
@@ -61,6 +63,7 @@ struct ShardArgs {
   std::string show;   // draw this array's sharding
   std::string dims = "0,1";
   int64_t batch_size = -1;
+  std::string backend = "cpu";  // the report names its devices and their memory where not the CPU
 };
 int run_shard(const ShardArgs& a);
 

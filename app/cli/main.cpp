@@ -16,6 +16,12 @@ void add_mesh_options(CLI::App* command, std::string& mesh, std::string& rules) 
                       "the project's)");
 }
 
+// --backend for the commands that plan for or run on devices.
+void add_backend_option(CLI::App* cmd, std::string& backend) {
+  cmd->add_option("--backend", backend, "where the devices are: cpu (virtual devices on threads) or cuda (virtual devices on GPU 0)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,6 +51,7 @@ int main(int argc, char** argv) {
   sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
   sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
+  add_backend_option(sh, shard.backend);
 
   shardlab::cli::TrainArgs train;
   auto* t = app.add_subcommand("train", "Train a project on the CPU");
@@ -54,6 +61,7 @@ int main(int argc, char** argv) {
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
+  add_backend_option(t, train.backend);
   t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
   add_mesh_options(t, train.mesh, train.rules);
   t->add_option("--log", train.log, "write one JSON object per step and per evaluation to this file");
@@ -92,6 +100,7 @@ int main(int argc, char** argv) {
   pr->add_option("--threads", profile.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
   add_mesh_options(pr, profile.mesh, profile.rules);
   pr->add_option("--trace", profile.trace, "also write the Chrome trace JSON");
+  add_backend_option(pr, profile.backend);
 
   try {
     app.parse(argc, argv);

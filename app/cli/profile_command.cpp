@@ -7,6 +7,7 @@
 #include <map>
 
 #include "app/cli/commands.h"
+#include "engine/backends/backend.h"
 #include "engine/profiler/peak.h"
 #include "engine/runtime/trainer.h"
 
@@ -16,6 +17,7 @@ int run_profile(const ProfileArgs& a) {
   runtime::TrainOptions opt;
   opt.steps = a.steps;
   opt.threads = a.threads;
+  opt.backend = a.backend;
   opt.mesh = a.mesh;
   opt.rules = a.rules;
   opt.trace_detailed = true;
@@ -26,7 +28,8 @@ int run_profile(const ProfileArgs& a) {
   trainer.run();
   if (!a.trace.empty()) trainer.trace().write_chrome_json(a.trace);
 
-  const double peak = profiler::measure_gemm_peak_flops(trainer.plan_info().threads);
+  const double peak = a.backend == "cpu" ? profiler::measure_gemm_peak_flops(trainer.plan_info().threads)
+                                         : backends::make_backend(a.backend)->gemm_peak_flops();
   const auto summaries = trainer.trace().summaries();
   std::map<int, std::vector<profiler::StepSummary>> by_device;
   for (const auto& s : summaries)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "engine/backends/backend.h"
 #include "engine/ir/primitive.h"
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/partitioner.h"
@@ -39,6 +40,9 @@ nlohmann::ordered_json spec_json(const sharding::PartitionSpec& s, size_t rank) 
 }  // namespace
 
 int run_shard(const ShardArgs& a) {
+  // Made first: a backend this machine lacks (no GPU) is then the one error reported.
+  std::unique_ptr<backends::Backend> backend;
+  if (a.backend != "cpu") backend = backends::make_backend(a.backend);
   project::Project p = project::load_project(a.project);
   if (a.batch_size > 0) p.training.batch_size = a.batch_size;
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
@@ -137,6 +141,12 @@ int run_shard(const ShardArgs& a) {
     std::printf("  the partitioned training step's buffer plan: parameters %s + optimizer state %s + step arena %s = %s per device\n",
                 runtime::format_bytes(double(m.param_elems) * 4).c_str(), runtime::format_bytes(double(m.opt_state_elems) * 4).c_str(),
                 runtime::format_bytes(double(m.arena_elems) * 4).c_str(), runtime::format_bytes(double(m.total_elems()) * 4).c_str());
+    if (backend) {
+      const uint64_t cap = backend->capacity_per_device(int(mesh.device_count()));
+      std::printf("  on %s: %s free per device%s\n", backend->devices().front().name.c_str(),
+                  runtime::format_bytes(double(cap)).c_str(),
+                  double(m.total_elems()) * 4 > double(cap) ? " (the step will not fit)" : "");
+    }
     std::printf("\ncollectives per training step:%s\n", comms.empty() ? " none" : "");
     for (const auto& c : comms)
       std::printf("  %-16s over %-12s x%-4d %s per device\n", c.kind.c_str(), c.axes.c_str(), c.count, runtime::format_bytes(c.bytes).c_str());

@@ -36,6 +36,7 @@ int run_train(const TrainArgs& a) {
   opt.batch_size = a.batch_size;
   opt.seed = a.seed;
   opt.threads = a.threads;
+  opt.backend = a.backend;
   opt.devices = a.devices;
   opt.mesh = a.mesh;
   opt.rules = a.rules;

@@ -1,8 +1,8 @@
 // Epilogue fusion as a pass over the program, for every backend: which elementwise instructions
 // a GEMM can perform in its final store (bias add, then ReLU; or ReLU's gradient mask), so their
 // results are written once. The pass finds the chains; a backend then keeps those its GEMM can do
-// (the CPU's writes the chain's result into the MatMul's own buffer, so it needs the memory plan
-// to have put them together; cuBLASLt's epilogues write wherever they are told).
+// (plan::foldable_chains keeps those whose result the memory plan put in the MatMul's own buffer,
+// where writing it early is safe; the CUDA backend then keeps those cuBLASLt has an epilogue for).
 #pragma once
 
 #include <cstddef>

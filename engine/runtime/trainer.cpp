@@ -37,7 +37,7 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
   }
   trace_ = options_.trace ? options_.trace : std::make_shared<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
                                              options_.trace_keep);
-  backend_ = backends::make_backend("cpu", backends::BackendOptions{options_.threads});
+  backend_ = backends::make_backend(options_.backend, backends::BackendOptions{options_.threads});
   threads_ = backend_->threads();
   // Everything `check` refuses, refused here before anything is allocated, in the same words. The
   // data is checked in run() against what it loads, with the same messages.

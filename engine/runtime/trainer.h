@@ -69,6 +69,7 @@ struct TrainOptions {
   int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
   int64_t seed = -1;
   int threads = 0;    // 0: every core
+  std::string backend = "cpu";  // backends::make_backend's kind: "cpu" or "cuda"
   int devices = 0;    // virtual CPU devices; 0: as many as the mesh has
   std::string mesh;   // "data=8": overrides the project's mesh
   std::string rules;  // "batch=data": overrides the project's logical axis rules

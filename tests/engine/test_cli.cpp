@@ -10,6 +10,7 @@
 
 #include "engine/api/build_info.h"
 #include "engine/backends/cpu/gemm.h"
+#include "engine/backends/backend.h"
 #include "tests/engine/cli_runner.h"
 #include "tests/engine/test_support.h"
 
@@ -322,6 +323,29 @@ class TestCli : public QObject {
     r = run_cli({"train", kProjects + "/deep-mlp-small.shardlab.json", "--steps", "1", "--trace-steps", "5:2", "--trace", trace});
     QVERIFY(r.exit_code != 0);
     VERIFY_CONTAINS(r.err, "--trace-steps '5:2'");
+  }
+
+  // --backend cuda where there is no GPU (or no CUDA in the build) is one error line and exit 1,
+  // for every command that runs on or plans for devices; never a crash.
+  void cudaBackendWithoutAGpuIsOneErrorLine() {
+    const QString why = shardlab::testing::error_of([] { shardlab::backends::make_backend("cuda"); });
+    if (why.isEmpty()) QSKIP("a CUDA GPU is present here: --backend cuda runs instead of refusing");
+    const auto built = shardlab::backends::built_backends();
+    const bool has_cuda = std::find(built.begin(), built.end(), "cuda") != built.end();
+    const QString project = kProjects + "/dot-relu-dot.shardlab.json";
+    for (const QString& cmd : {QString("train"), QString("shard"), QString("profile")}) {
+      QStringList args{cmd, project, "--backend", "cuda"};
+      if (cmd != "shard") args << "--steps" << "2";
+      const Result r = run_cli(args);
+      QVERIFY2(r.exit_code == 1, qPrintable(cmd + ": " + describe(r)));
+      const QStringList lines = r.err.trimmed().split('\n');
+      QVERIFY2(lines.size() == 1, qPrintable(cmd + ": " + describe(r)));
+      VERIFY_CONTAINS(lines[0], "shardlab-cli: error: ");
+      VERIFY_CONTAINS(lines[0], has_cuda ? "no CUDA GPU found: " : "without CUDA");
+      QVERIFY2(r.out.isEmpty(), qPrintable(cmd + ": " + describe(r)));
+    }
+    const Result bad = run_cli({"train", project, "--backend", "tpu"});
+    QVERIFY2(bad.exit_code != 0 && bad.err.contains("tpu"), qPrintable(describe(bad)));
   }
 
   void profilePrintsTheStepBreakdown() {

@@ -22,17 +22,6 @@ void split(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
   for (size_t i = size_t(dim); i < s.size(); ++i) inner *= s[i];
 }
 
-// The block index of `device` over `axes` (mixed radix, first axis major), as device_block does.
-int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<std::string>& axes) {
-  const std::vector<int64_t> c = mesh.coords(device);
-  int64_t idx = 0;
-  for (const std::string& a : axes) {
-    const int k = mesh.axis_index(a);
-    idx = idx * mesh.axes()[size_t(k)].size + c[size_t(k)];
-  }
-  return idx;
-}
-
 // Copies `len` slices along `dim` from src (at src_off) to dst (at dst_off); the two shapes may
 // differ only in `dim`.
 template <class T>
@@ -46,6 +35,16 @@ void copy_slab(const T* src, const Shape& ss, T* dst, const Shape& ds, int64_t d
 }
 
 }  // namespace
+
+int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<std::string>& axes) {
+  const std::vector<int64_t> c = mesh.coords(device);
+  int64_t idx = 0;
+  for (const std::string& a : axes) {
+    const int k = mesh.axis_index(a);
+    idx = idx * mesh.axes()[size_t(k)].size + c[size_t(k)];
+  }
+  return idx;
+}
 
 template <class T>
 void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {

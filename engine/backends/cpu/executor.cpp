@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "engine/backends/cpu/kernels.h"
-#include "engine/ir/fusion.h"
+#include "engine/plan/foldable_chains.h"
 #include "engine/ir/primitive.h"
 #include "engine/profiler/trace.h"
 #include "engine/util/error.h"
@@ -95,18 +95,13 @@ size_t Executor<T>::fused_instructions() const {
   return n;
 }
 
-// The IR pass's epilogue chains, kept where the memory plan already put the chain's result in the
-// MatMul's buffer: the GEMM then writes its result once and cannot overwrite its own inputs.
+// The IR pass's epilogue chains that the memory plan lets a GEMM fold (plan::foldable_chains).
 template <class T>
 void Executor<T>::plan_fusion() {
   const auto& ins = program_.instrs;
-  auto same_buffer = [&](int a, int b) {
-    return plan_.arena_offset[size_t(a)] >= 0 && plan_.arena_offset[size_t(a)] == plan_.arena_offset[size_t(b)];
-  };
   std::vector<const ir::EpilogueChain*> at(ins.size(), nullptr);
-  const std::vector<ir::EpilogueChain> chains = ir::find_epilogue_chains(program_);
-  for (const ir::EpilogueChain& c : chains)
-    if (same_buffer(c.out, ins[c.matmul].out[0])) at[c.matmul] = &c;
+  const std::vector<ir::EpilogueChain> chains = plan::foldable_chains(program_, plan_);
+  for (const ir::EpilogueChain& c : chains) at[c.matmul] = &c;
   folded_away_.assign(ins.size(), false);
   for (size_t i = 0; i < ins.size(); ++i) {
     if (folded_away_[i]) continue;

@@ -15,10 +15,6 @@ namespace shardlab::backends::cpu {
 
 using ir::Op;
 
-double counter_uniform(uint64_t key, uint64_t index) {
-  return double(util::mix64(key ^ util::mix64(index + 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1.0p-53;
-}
-
 namespace {
 
 template <class T>
@@ -212,7 +208,7 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
       const double rate = ins.attrs.alpha;
       const T keep_scale = T(1.0 / (1.0 - rate));
       const uint64_t key = util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step)));
-      for_each(n, [=](int64_t i) { y[i] = counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
+      for_each(n, [=](int64_t i) { y[i] = util::counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
       return;
     }
     case Op::BiasAdd:

@@ -29,7 +29,4 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
 template <class T>
 void run_matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue);
 
-// Uniform in [0, 1) from a counter: the same (key, index) always gives the same number.
-double counter_uniform(uint64_t key, uint64_t index);
-
 }  // namespace shardlab::backends::cpu

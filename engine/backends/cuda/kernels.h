@@ -1,0 +1,52 @@
+// The CUDA backend's own kernels: every primitive but the GEMM (cuBLASLt, gemm.h) and the
+// collectives' rendezvous (peer_collectives.h). Plain host functions that enqueue work on a stream;
+// the arithmetic follows the CPU kernels (engine/backends/cpu/kernels.cpp) so both backends agree
+// within the conformance suite's tolerance, and bit for bit where the CPU sums in a fixed order.
+// Shapes arrive as (rows, cols) with cols the last dimension.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace shardlab::backends::cuda {
+
+// Elementwise primitives, y[i] from x[i] (and x1[i]); BiasAdd and MulRow read x1[i % cols].
+enum class Elementwise : int { Add, Sub, Mul, Scale, Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad, Fill, BiasAdd, MulRow };
+
+void elementwise(Elementwise op, int64_t n, const float* x, const float* x1, float* y, float alpha, int64_t cols,
+                 cudaStream_t s);
+// y = x / (1 - rate) where counter_uniform(key, i) >= rate, else 0 (the CPU's stream of numbers).
+void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, cudaStream_t s);
+// y[c] = sum over rows of x[r, c], rows added in order.
+void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, cudaStream_t s);
+// Normalises each row (g null) or, with g, its gradient.
+void layer_norm(int64_t rows, int64_t cols, const float* x, const float* g, float* y, double eps, cudaStream_t s);
+
+// Losses and metrics. A label that is not a class index stores its row (the smallest such) in
+// *bad_row, which the caller set to kNoBadRow beforehand (cudaMemset of 0x7f bytes) and checks.
+constexpr int kNoBadRow = 0x7f7f7f7f;
+// out[0] = mean over rows of logsumexp(z) - z[label]; row_scratch holds `rows` doubles.
+void softmax_xent(int64_t rows, int64_t classes, const float* z, const float* labels, float* out, double* row_scratch,
+                  int* bad_row, cudaStream_t s);
+// d = (softmax(z) - onehot(label)) * scale[0] / rows; scale is a device scalar (the loss's cotangent).
+void softmax_xent_grad(int64_t rows, int64_t classes, const float* z, const float* labels, const float* scale, float* d,
+                       int* bad_row, cudaStream_t s);
+// out[0] = mean((x - t)^2), summed in double.
+void mse(int64_t n, const float* x, const float* t, float* out, cudaStream_t s);
+// d = 2 * g[0] / n * (x - t).
+void mse_grad(int64_t n, const float* x, const float* t, const float* g, float* d, cudaStream_t s);
+// out[0] = fraction of rows whose first largest logit is the label.
+void accuracy(int64_t rows, int64_t classes, const float* z, const float* labels, float* out, double* row_scratch,
+              int* bad_row, cudaStream_t s);
+
+// Optimizer updates in place (Optax's rules, as the CPU's). inv_c1, inv_c2: Adam's bias corrections.
+void sgd(int64_t n, float* p, const float* g, float* trace, float momentum, bool nesterov, float lr, cudaStream_t s);
+void adam(int64_t n, float* p, const float* g, float* mu, float* nu, float b1, float b2, float eps, float weight_decay,
+          float lr, float inv_c1, float inv_c2, cudaStream_t s);
+
+// out[i] = ((src[0][i] + src[1][i]) + src[2][i]) + ...: the collectives' rank-ordered sum.
+constexpr int kMaxRanks = 64;
+void sum_ranks(int64_t n, const float* const* src, int ranks, float* out, cudaStream_t s);
+
+}  // namespace shardlab::backends::cuda
