@@ -173,6 +173,9 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
     if (pos != std::string::npos) pos = why.find(": ", pos);
     if (pos != std::string::npos) why = why.substr(pos + 2);
     throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + why);
+  } catch (const Json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number beyond double's range ("1e4000").
+    throw Error(filename + ": malformed JSON: " + e.what());
   }
   const std::string where = filename + ":";
   // The format first: another program's JSON is "not a project", not a list of unknown fields.
