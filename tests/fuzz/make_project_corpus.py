@@ -76,8 +76,9 @@ def every_layer():
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        os.remove(os.path.join(OUT, f))
+    for f in os.listdir(OUT):  # crash-* files are the fuzzer's findings, kept as regressions
+        if f.startswith(("valid-", "bad-")):
+            os.remove(os.path.join(OUT, f))
     seeds = {}
     for name in ("fashion-mlp", "deep-mlp-small", "dot-relu-dot"):
         seeds["valid-" + name] = load(f"projects/{name}.shardlab.json")
@@ -135,6 +136,7 @@ def main():
         "bad-not-json": b'{"format": "shardlab.project", "version": 1,',
         "bad-deep-nesting": b"[" * 300 + b"]" * 300,
         "bad-empty": b"",
+        "bad-number-overflow": b'{"format": "shardlab.project", "version": 1, "name": 1e4073709551616}',
     }
     for name, b in raw.items():
         with open(os.path.join(OUT, name + ".json"), "wb") as f:
