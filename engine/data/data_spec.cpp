@@ -122,7 +122,8 @@ DataSpec parse_data_spec(const ordered_json& j, const std::string& where) {
     p.fail("type", "unknown data type '" + s.type + "' (expected " + join(type_names, " or ") + ")");
 
   // Key checks come before value checks so a misspelt key is reported as such, not as a missing field.
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // a plain name, not a structured binding: clang 14 (the fuzz build) cannot capture those
     if (key == "type" || std::count(it->keys.begin(), it->keys.end(), key)) continue;
     const bool other_type = std::any_of(type_table().begin(), type_table().end(), [&](const TypeKeys& t) {
       return std::count(t.keys.begin(), t.keys.end(), key) > 0;

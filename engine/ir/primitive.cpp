@@ -14,7 +14,7 @@ std::vector<Primitive> build_table() {
   register_losses(all);
   register_optimizers(all);
   register_communication(all);
-  std::vector<Primitive> table(size_t(Op::kCount));
+  std::vector<Primitive> table(static_cast<size_t>(Op::kCount));  // not size_t(...): clang 14 reads that as a declaration
   std::vector<bool> seen(size_t(Op::kCount), false);
   for (auto& p : all) {
     seen[size_t(p.op)] = true;

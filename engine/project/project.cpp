@@ -175,6 +175,9 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
     if (pos != std::string::npos) why = why.substr(pos + 2);
     // Cut short: "last read" quotes the whole token, all of an unterminated string of megabytes.
     throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + util::excerpt(why, 160));
+  } catch (const Json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number beyond double's range ("1e4000").
+    throw Error(filename + ": malformed JSON: " + util::excerpt(e.what(), 160));
   }
   const std::string where = filename + ":";
   // The format first: another program's JSON is "not a project", not a list of unknown fields.

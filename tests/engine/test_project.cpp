@@ -175,6 +175,26 @@ class TestProject : public QObject {
     VERIFY_CONTAINS(err, QString::fromStdString(fifo.string()) + ": is a FIFO");
   }
 
+  // Every file of the project fuzzer's corpus (tests/fuzz/corpus/project, seeds and findings alike)
+  // loaded from its path: a valid-* file loads, a bad-* file is refused with an Error naming it, any
+  // other either; nothing else escapes. (CTest's project_corpus runs the same files through the
+  // fuzzer's own checks; this one keeps the seeds meaning what their names say.)
+  void fuzzCorpusIsAcceptedOrRejectedCleanly() {
+    const fs::path corpus = fs::path(SHARDLAB_SOURCE_DIR) / "tests/fuzz/corpus/project";
+    QVERIFY2(fs::is_directory(corpus), corpus.c_str());
+    int accepted = 0, rejected = 0;
+    for (const auto& e : fs::directory_iterator(corpus)) {
+      const std::string name = e.path().filename().string();
+      const QString err = error_of([&] { project::load_project(e.path()); });
+      if (!err.isEmpty()) VERIFY_CONTAINS(err, QString::fromStdString(e.path().string()) + ": ");
+      if (name.rfind("valid-", 0) == 0) QVERIFY2(err.isEmpty(), qPrintable(QString::fromStdString(name) + ": " + err));
+      if (name.rfind("bad-", 0) == 0) QVERIFY2(!err.isEmpty(), qPrintable(QString::fromStdString(name) + " was accepted"));
+      ++(err.isEmpty() ? accepted : rejected);
+    }
+    QVERIFY(accepted >= 10);
+    QVERIFY(rejected >= 10);
+  }
+
   // ---- what an editor needs ---------------------------------------------------------------------
 
   void editorSectionIsKeptAsWritten() {

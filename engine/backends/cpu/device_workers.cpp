@@ -1,7 +1,7 @@
 #include "engine/backends/cpu/device_workers.h"
 
 #include <algorithm>
-#include <omp.h>
+#include "engine/backends/cpu/openmp.h"
 
 #include "engine/backends/collectives.h"
 #include "engine/util/error.h"
@@ -28,7 +28,7 @@ DeviceWorkers::~DeviceWorkers() {
 
 void DeviceWorkers::loop(int device) {
   // OpenMP's thread count is per thread: set once, it holds for every kernel this device runs.
-  omp_set_num_threads(threads_per_device_);
+  openmp::set_num_threads(threads_per_device_);
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* job;

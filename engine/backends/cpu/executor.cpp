@@ -1,7 +1,7 @@
 #include "engine/backends/cpu/executor.h"
 
 #include <Eigen/Core>
-#include <omp.h>
+#include "engine/backends/cpu/openmp.h"
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -16,7 +16,7 @@ namespace shardlab::backends::cpu {
 
 void set_threads(int threads) {
   if (threads <= 0) threads = default_threads();
-  omp_set_num_threads(threads);
+  openmp::set_num_threads(threads);
   // 0: Eigen asks OpenMP, whose thread count is per calling thread, so concurrent virtual devices
   // each keep their own share of the cores.
   Eigen::setNbThreads(0);

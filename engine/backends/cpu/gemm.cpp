@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
-#include <omp.h>
+#include "engine/backends/cpu/openmp.h"
 #include <string>
 
 #include "engine/backends/cpu/gemm_blocked.h"
@@ -84,11 +84,11 @@ struct PackBuffer {
 void blocked_gemm(const BlockedKernel& kernel, const GemmProblem& g) {
   // Split the columns into nr-aligned slices, one per thread; small products stay on one thread.
   const int64_t nr = kernel.nr, panels = (g.n + nr - 1) / nr;
-  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), panels)));
+  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(openmp::max_threads(), panels)));
   const bool parallel = threads > 1 && double(g.m) * double(g.n) * double(g.k) >= 1e6;
 #pragma omp parallel num_threads(threads) if (parallel)
   {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int t = openmp::thread_num(), nt = openmp::num_threads();
     const int64_t first = panels * t / nt, last = panels * (t + 1) / nt;
     const int64_t j0 = first * nr, j1 = std::min(g.n, last * nr);
     if (j1 > j0) {

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The sanitizer stage of the README's test command: two more builds of the engine, shardlab-cli
+# and the engine's tests (no GUI), each in its own build directory beside `build`:
+#
+#   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer (and LeakSanitizer): every engine
+#               test and every fuzz corpus replay, except tests labelled asan_slow (a suite too slow
+#               under ASan for CI's time; tests/CMakeLists.txt says why for each; the list is printed).
+#   build-tsan  ThreadSanitizer, built without OpenMP (libgomp is not TSan-instrumented, so its
+#               threads would give only false reports): the tests labelled `threads`, those that run
+#               the CPU backend's device workers, collectives, thread budget and background saves.
+#
+# Any sanitizer report fails the test that caused it and so this script (exit status non-zero).
+# Usage: tests/sanitizers/run.sh [asan|tsan]...   (default: both). Safe to repeat: an existing
+# build directory is reused. Extra cmake arguments (a compiler launcher, say) come from
+# SHARDLAB_SANITIZE_CMAKE_ARGS.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(asan tsan)
+
+# Reports name source lines; a UBSan finding stops the test (-fno-sanitize-recover) with a stack.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# second_deadlock_stack: both stacks of a lock-order inversion. TSan exits 66 after its first report.
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4"
+
+configure_and_build() {  # DIR SANITIZER [TARGET]
+  local dir=$1 sanitizer=$2 target=${3:-all} start=$SECONDS
+  # shellcheck disable=SC2086  # the extra arguments are words
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDLAB_GUI=OFF -DSHARDLAB_SANITIZE="$sanitizer" \
+    ${SHARDLAB_SANITIZE_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$dir" --target "$target"
+  echo "sanitizers: $dir built in $((SECONDS - start)) s"
+}
+
+for stage in "${stages[@]}"; do
+  case $stage in
+    asan)
+      configure_and_build build-asan address
+      echo "sanitizers: ASan+UBSan: every engine test and corpus replay; left out (label asan_slow):"
+      slow=$(ctest --test-dir build-asan -N -L asan_slow | sed -n 's/^ *Test *#[0-9]*: /  /p')
+      echo "${slow:-  (none)}"
+      start=$SECONDS
+      ctest --test-dir build-asan -LE asan_slow --output-on-failure
+      echo "sanitizers: ASan+UBSan tests took $((SECONDS - start)) s"
+      ;;
+    tsan)
+      configure_and_build build-tsan thread thread_tests
+      start=$SECONDS
+      ctest --test-dir build-tsan -L threads --output-on-failure
+      echo "sanitizers: TSan tests took $((SECONDS - start)) s"
+      ;;
+    *)
+      echo "tests/sanitizers/run.sh: unknown stage '$stage' (expected asan or tsan)" >&2
+      exit 2
+      ;;
+  esac
+done
