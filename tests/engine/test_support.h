@@ -26,6 +26,14 @@ inline QString error_of(const std::function<void()>& f) {
 }  // namespace shardlab::testing
 
 // Every fragment must be in the text; the text is printed when one is not.
+// Peak-memory comparisons with the plan mean nothing under AddressSanitizer: its shadow memory,
+// redzones and quarantine add to every allocation (tests/sanitizers/run.sh builds with it).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderAddressSanitizer = true;
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+
 #define VERIFY_CONTAINS(text, fragment) \
   QVERIFY2(QString(text).contains(fragment), qPrintable(QString("\"%1\" lacks \"%2\"").arg(QString(fragment), QString(text))))
 #define VERIFY_LACKS(text, fragment) \

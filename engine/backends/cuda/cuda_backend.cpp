@@ -491,19 +491,28 @@ class CudaBackend final : public Backend {
     return uint64_t(free) / uint64_t(std::max(1, n));
   }
 
+  std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
+                                        const sharding::Mesh& mesh, const LoadOptions& options) const override {
+    const int n = int(mesh.device_count());
+    // State shared with another program is already held.
+    const bool shared = options.share_persistent_with != nullptr;
+    const uint64_t need =
+        uint64_t(memory.arena_elems + (shared ? 0 : memory.param_elems + memory.opt_state_elems)) * sizeof(float);
+    const uint64_t capacity = capacity_per_device(n);
+    if (need <= capacity) return std::nullopt;
+    return out_of_memory(n == 1 ? std::string("CUDA device 0")
+                                : "CUDA device 0 of " + std::to_string(n) + " (virtual devices share GPU 0's memory)",
+                         options.what, need, capacity, program);
+  }
+
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
     const int n = int(mesh.device_count());
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);
     if (options.share_persistent_with && (!share || share->num_devices() != n))
       throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");
-    const uint64_t need =
-        uint64_t(memory.arena_elems + (share ? 0 : memory.param_elems + memory.opt_state_elems)) * sizeof(float);
-    const uint64_t capacity = capacity_per_device(n);
-    if (need > capacity)
-      throw out_of_memory(n == 1 ? std::string("CUDA device 0")
-                                 : "CUDA device 0 of " + std::to_string(n) + " (virtual devices share GPU 0's memory)",
-                          options.what, need, capacity, program);
+    // Refuse before allocating.
+    if (auto refusal = check_fits(program, memory, mesh, options)) throw *refusal;
     auto& rt = runtimes_[n];
     if (!rt || rt->comm->aborted()) rt = std::make_shared<MeshRuntime>(n);
     return std::make_unique<CudaExecutable>(program, memory, mesh, rt, options, share);
