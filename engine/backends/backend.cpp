@@ -30,6 +30,11 @@ std::unique_ptr<Backend> make_backend(const std::string& kind, const BackendOpti
   throw Error("backend '" + kind + "': unknown; this build has: " + have);
 }
 
+uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent) {
+  return uint64_t(memory.arena_elems + (shares_persistent ? 0 : memory.param_elems + memory.opt_state_elems)) *
+         sizeof(float);
+}
+
 OutOfMemory out_of_memory(const std::string& device, const std::string& what, uint64_t need, uint64_t capacity,
                           const ir::Program& program) {
   // The three largest arrays, so the user sees what to shard.

@@ -114,6 +114,10 @@ std::unique_ptr<Backend> make_backend(const std::string& kind, const BackendOpti
 // Kinds this build can make ("cpu", and "cuda" where built with CUDA).
 std::vector<std::string> built_backends();
 
+// Bytes one device needs to load `memory`: its arena, plus the parameters and optimizer state unless
+// they are shared with an executable already loaded (LoadOptions::share_persistent_with).
+uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent);
+
 // The refusal a backend throws when `need` bytes per device exceed `capacity`: names the device,
 // both sizes, and the program's largest arrays.
 OutOfMemory out_of_memory(const std::string& device, const std::string& what, uint64_t need, uint64_t capacity,

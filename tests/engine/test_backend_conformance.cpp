@@ -310,7 +310,8 @@ struct Built {
 Built build(const Case& c, const Instance& inst, Buffers buffers) {
   Built b;
   ir::Program& p = b.program;
-  auto feed = [&](const std::string& name, const Shape& s, ValueKind kind, Gen g) {
+  // `s` by value: a caller's p.shape(v) refers into p.values, which add_value may reallocate.
+  auto feed = [&](const std::string& name, Shape s, ValueKind kind, Gen g) {
     int v = p.add_value(name, s, kind);
     b.fed.push_back(v);
     b.fed_gen.push_back(g);

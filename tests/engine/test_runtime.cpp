@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <set>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
@@ -68,27 +69,28 @@ Tensor rows(const Tensor& t, int64_t begin, int64_t count) {
 }
 
 // Threads of this process that are runnable now (state R in /proc/self/task/*/stat), less the caller.
-int runnable_threads() {
-  int n = 0;
+// This process's threads at one moment: their ids, and how many besides the caller are running.
+struct ThreadCensus {
+  std::set<long> ids;
+  int runnable = 0;
+};
+
+ThreadCensus thread_census() {
+  ThreadCensus c;
   DIR* dir = opendir("/proc/self/task");
-  if (!dir) return -1;
+  if (!dir) return c;
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] == '.') continue;
+    c.ids.insert(std::atol(e->d_name));
     std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/stat");
     std::string stat;
     std::getline(f, stat);
     const auto paren = stat.rfind(')');
-    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'R') ++n;
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'R') ++c.runnable;
   }
   closedir(dir);
-  return n - 1;
-}
-
-long last_pid() {
-  std::ifstream f("/proc/sys/kernel/ns_last_pid");
-  long v = -1;
-  f >> v;
-  return v;
+  c.runnable = std::max(0, c.runnable - 1);
+  return c;
 }
 
 }  // namespace
@@ -165,8 +167,8 @@ class TestRuntime : public QObject {
     QVERIFY2(rss < planned + unsharded_state, "RSS as large as the plan plus an unsharded copy");
   }
 
-  // Device threads are made once: steps create no thread (the kernel's last-assigned pid stays put,
-  // where one thread per device per step would move it by 8 each step). And with 8 devices on
+  // Device threads are made once: the steps start no thread of their own (thread ids sampled from
+  // /proc/self/task; one thread per device per step would add 8 each step). And with 8 devices on
   // 2 cores, no more than 2 devices are ever inside a kernel at once (a sweep over the trace's
   // compute spans; 6 without the budget). The runnable threads sampled from /proc are printed
   // only: about 3 on an idle machine, more while other processes queue the wake-ups.
@@ -188,19 +190,23 @@ class TestRuntime : public QObject {
     std::atomic<bool> done{false};
     double sum = 0;
     int samples = 0;
+    std::set<long> seen;  // every thread id of this process seen during the steps
     std::thread sampler([&] {
       while (!done) {
-        const int r = runnable_threads();
-        if (r >= 0) sum += r, ++samples;
+        const ThreadCensus c = thread_census();
+        sum += c.runnable, ++samples;
+        seen.insert(c.ids.begin(), c.ids.end());
         std::this_thread::sleep_for(std::chrono::microseconds(300));
       }
     });
-    const long pid_before = last_pid();
+    // Counted in this process, not from the kernel's last pid, which other processes move too.
+    const std::set<long> before = thread_census().ids;  // the sampler included
     const int steps = 10;
     for (int s = 0; s < steps; ++s) t.train_step(train.features, train.targets);
-    const long pid_after = last_pid();
     done = true;
     sampler.join();
+    size_t created = 0;
+    for (long id : seen) created += before.count(id) ? 0 : 1;
     // Most devices inside a kernel (compute or optimizer span) at the same moment.
     std::vector<std::pair<double, int>> edges;
     for (const profiler::Span& sp : t.trace().spans())
@@ -210,10 +216,10 @@ class TestRuntime : public QObject {
     int open = 0, most = 0;
     for (const auto& [ts, d] : edges) most = std::max(most, open += d);
     const double mean = samples ? sum / samples : 0;
-    qInfo("%d steps on 8 devices: %ld pids assigned meanwhile; at most %d devices in a kernel at once over %zu spans; "
+    qInfo("%d steps on 8 devices: %zu threads created meanwhile; at most %d devices in a kernel at once over %zu spans; "
           "%.2f runnable threads on average over %d samples",
-          steps, pid_after - pid_before, most, edges.size() / 2, mean, samples);
-    if (pid_before >= 0) QVERIFY2(pid_after - pid_before < 8 * steps / 2, "threads were created during the steps");
+          steps, created, most, edges.size() / 2, mean, samples);
+    QVERIFY2(created < size_t(8 * steps / 2), "threads were created during the steps");
     QVERIFY(edges.size() > 100);
     QVERIFY2(most <= 2, qPrintable(QString("%1 devices computed at once on 2 cores").arg(most)));
   }

@@ -20,7 +20,9 @@ stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(asan tsan)
 
 # Reports name source lines; a UBSan finding stops the test (-fno-sanitize-recover) with a stack.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+# verify_asan_link_order=0: the kill test preloads its file-system hook (LD_PRELOAD) ahead of the
+# ASan runtime; the hook only forwards calls, so the order is harmless there.
+export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # second_deadlock_stack: both stacks of a lock-order inversion. TSan exits 66 after its first report.
 # Qt Test stops a test function after 300 s; under a sanitizer the 8-device training tests need more

@@ -157,9 +157,7 @@ class CpuBackend final : public Backend {
     const int n = int(mesh.device_count());
     // What each device needs against its share of the host; state shared with another program is
     // already held.
-    const bool shared = options.share_persistent_with != nullptr;
-    const uint64_t need =
-        uint64_t(memory.arena_elems + (shared ? 0 : memory.param_elems + memory.opt_state_elems)) * sizeof(float);
+    const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr);
     const uint64_t capacity = capacity_per_device(n);
     if (need <= capacity) return std::nullopt;
     return out_of_memory(n == 1 ? std::string("the CPU device")

@@ -495,9 +495,7 @@ class CudaBackend final : public Backend {
                                         const sharding::Mesh& mesh, const LoadOptions& options) const override {
     const int n = int(mesh.device_count());
     // State shared with another program is already held.
-    const bool shared = options.share_persistent_with != nullptr;
-    const uint64_t need =
-        uint64_t(memory.arena_elems + (shared ? 0 : memory.param_elems + memory.opt_state_elems)) * sizeof(float);
+    const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr);
     const uint64_t capacity = capacity_per_device(n);
     if (need <= capacity) return std::nullopt;
     return out_of_memory(n == 1 ? std::string("CUDA device 0")
