@@ -33,11 +33,15 @@ install(FILES ${pkg}/${SHARDLAB_APP_ID}.mime.xml DESTINATION ${CMAKE_INSTALL_DAT
 
 # Debian's copyright and changelog in each package's doc folder; the changelog comes from the
 # metainfo's release notes.
-foreach(component cli gui)
+foreach(component cli gui cuda)
   if(component STREQUAL cli)
     set(package shardlab-cli)
-  else()
+  elseif(component STREQUAL gui)
     set(package shardlab)
+  elseif(TARGET shardlab_backend_cuda)
+    set(package shardlab-cuda)
+  else()
+    continue()
   endif()
   add_custom_command(
     OUTPUT ${gen}/${package}/changelog.gz
@@ -80,16 +84,20 @@ else()
 endif()
 add_custom_target(shardlab_package_docs ALL DEPENDS ${SHARDLAB_PACKAGE_DOCS})
 
-# CUDA: the hook for the CUDA backend. Its CMake installs its files with COMPONENT cuda and names
-# its target ${SHARDLAB_CUDA_BACKEND_TARGET}; where that target exists, component cuda becomes the
-# package shardlab-cuda. dpkg-shlibdeps cannot resolve libraries under /usr/local/cuda, so its
-# dependencies on the CUDA libraries are declared here instead (NVIDIA's Debian package names).
-set(SHARDLAB_CUDA_BACKEND_TARGET shardlab_backend_cuda CACHE STRING "The CUDA backend's CMake target, packaged as shardlab-cuda")
-set(SHARDLAB_CUDA_DEBIAN_DEPENDS "cuda-cudart-13-0, libcublas-13-0, libnccl2" CACHE STRING
-    "Depends of shardlab-cuda: the Debian packages of the CUDA libraries the backend links")
+# CUDA: where the CUDA backend module was built (engine/backends/cuda), it becomes the package
+# shardlab-cuda, installed where the programs look for it (/usr/bin/../lib/shardlab/backends; a
+# folder below /usr/lib/shardlab, so CPack adds no ldconfig call for this private module). It links
+# the CUDA runtime statically and opens cuBLASLt at run time, so dpkg-shlibdeps sees only the system
+# libraries; cuBLASLt (NVIDIA's package libcublas-MAJOR-MINOR) and the driver's libcuda are declared
+# here instead.
 set(CPACK_COMPONENTS_ALL cli gui)
-if(TARGET ${SHARDLAB_CUDA_BACKEND_TARGET})
+if(TARGET shardlab_backend_cuda)
   list(APPEND CPACK_COMPONENTS_ALL cuda)
+  install(TARGETS shardlab_backend_cuda LIBRARY DESTINATION lib/shardlab/backends COMPONENT cuda)
+  set(SHARDLAB_CUDA_DEBIAN_DEPENDS "libcublas-${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}" CACHE STRING
+      "Depends of shardlab-cuda beside shardlab-cli and shlibdeps': the Debian package of cuBLASLt, which the module opens")
+  set(SHARDLAB_CUDA_DEBIAN_RECOMMENDS "libcuda1 | cuda-drivers" CACHE STRING
+      "Recommends of shardlab-cuda: the NVIDIA driver's libcuda")
 endif()
 message(STATUS "Shardlab: Debian packages for components ${CPACK_COMPONENTS_ALL}")
 
@@ -129,9 +137,12 @@ Flax/JAX pjit model), trains it with live charts, and draws where every
 shard lives. Double-clicking a *.shardlab.json project opens it.")
 
 set(CPACK_DEBIAN_CUDA_PACKAGE_NAME shardlab-cuda)
-set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "shardlab-cli (= ${PROJECT_VERSION}), ${SHARDLAB_CUDA_DEBIAN_DEPENDS}")
-set(CPACK_COMPONENT_CUDA_DESCRIPTION "CUDA backend for Shardlab
-Runs Shardlab's training on NVIDIA GPUs.")
+set(CPACK_DEBIAN_CUDA_PACKAGE_RECOMMENDS "${SHARDLAB_CUDA_DEBIAN_RECOMMENDS}")
+set(CPACK_COMPONENT_CUDA_DESCRIPTION "CUDA backend for Shardlab (NVIDIA GPUs)
+The CUDA backend lets shardlab-cli and shardlab train on an NVIDIA GPU
+(--backend cuda): every virtual device of the mesh runs on the GPU with
+its own stream, GEMMs run in cuBLASLt. It needs the NVIDIA driver and
+cuBLASLt from NVIDIA's CUDA repository.")
 
 include(CPack)

@@ -2,33 +2,11 @@
 
 #include <algorithm>
 
-#include "engine/backends/cpu/cpu_backend.h"
-#if SHARDLAB_HAVE_CUDA
-#include "engine/backends/cuda/cuda_backend.h"
-#endif
 #include "engine/util/bytes.h"
 
 namespace shardlab::backends {
 
 const char* device_kind_name(DeviceKind k) { return k == DeviceKind::Cuda ? "cuda" : "cpu"; }
-
-#if SHARDLAB_HAVE_CUDA
-std::vector<std::string> built_backends() { return {"cpu", "cuda"}; }
-#else
-std::vector<std::string> built_backends() { return {"cpu"}; }
-#endif
-
-std::unique_ptr<Backend> make_backend(const std::string& kind, const BackendOptions& options) {
-  if (kind == "cpu") return cpu::make_cpu_backend(options);
-#if SHARDLAB_HAVE_CUDA
-  if (kind == "cuda") return cuda::make_cuda_backend(options);
-#else
-  if (kind == "cuda") throw Error("backend 'cuda': this build of Shardlab has no CUDA backend (built without CUDA)");
-#endif
-  std::string have;
-  for (const std::string& k : built_backends()) have += (have.empty() ? "" : ", ") + k;
-  throw Error("backend '" + kind + "': unknown; this build has: " + have);
-}
 
 uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent) {
   return uint64_t(memory.arena_elems + (shares_persistent ? 0 : memory.param_elems + memory.opt_state_elems)) *

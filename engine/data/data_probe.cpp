@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -60,8 +62,50 @@ std::filesystem::path resolve(const std::filesystem::path& base, const std::stri
   return q.is_absolute() ? q : base / q;
 }
 
+// The bytes an IDX file of this type and these dimensions holds, or 0 for an unknown type code.
+uint64_t idx_bytes(unsigned char type, const Shape& dims) {
+  uint64_t element = 0;
+  switch (type) {
+    case 0x08: case 0x09: element = 1; break;  // unsigned / signed byte
+    case 0x0B: element = 2; break;             // short
+    case 0x0C: case 0x0D: element = 4; break;  // int, float
+    case 0x0E: element = 8; break;             // double
+    default: return 0;
+  }
+  uint64_t bytes = 4 + 4 * uint64_t(dims.size()), count = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && count > UINT64_MAX / uint64_t(d))) return 0;
+    count *= uint64_t(d);
+  }
+  if (count > (UINT64_MAX - bytes) / element) return 0;
+  return bytes + count * element;
+}
+
+// The size a file holds once decompressed: its own size, or for gzip the size its trailer records
+// (modulo 2^32, as gzip keeps it). A truncated gzip file ends in compressed bytes, not its trailer,
+// so its answer is almost never the expected size.
+struct StoredSize {
+  uint64_t bytes = 0;
+  bool gzip = false;  // bytes is modulo 2^32
+};
+std::optional<StoredSize> stored_size(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[2] = {};
+  if (!in.read(reinterpret_cast<char*>(head), 2)) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) return std::nullopt;
+  if (head[0] != 0x1f || head[1] != 0x8b) return StoredSize{uint64_t(size), false};
+  if (size < 18) return std::nullopt;
+  unsigned char trailer[4];
+  in.seekg(size - 4);
+  if (!in.read(reinterpret_cast<char*>(trailer), 4)) return std::nullopt;
+  return StoredSize{uint64_t(trailer[0]) | uint64_t(trailer[1]) << 8 | uint64_t(trailer[2]) << 16 | uint64_t(trailer[3]) << 24, true};
+}
+
 // An IDX file's dimensions from its header alone (gzip or plain: gzread reads both), or none when
-// the header is not a plain IDX one; the full reader then says what is wrong.
+// the header is not a plain IDX one or the file may not hold the data its header declares
+// (truncated); the full reader then says what is wrong.
 std::optional<Shape> idx_dims(const std::filesystem::path& path) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) return std::nullopt;
@@ -75,6 +119,12 @@ std::optional<Shape> idx_dims(const std::filesystem::path& path) {
     if (d.size() == magic[3]) dims = d;
   }
   gzclose(f);
+  if (!dims) return std::nullopt;
+  const uint64_t expected = idx_bytes(magic[2], *dims);
+  const std::optional<StoredSize> stored = stored_size(path);
+  // Trailing bytes are allowed, as load_idx allows them; a gzip file must match, or is read in full.
+  if (expected == 0 || !stored || (stored->gzip ? stored->bytes != (expected & 0xffffffffu) : stored->bytes < expected))
+    return std::nullopt;
   return dims;
 }
 

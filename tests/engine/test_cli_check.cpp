@@ -10,6 +10,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "engine/data/data_spec.h"
 #include "tests/engine/cli_runner.h"
@@ -171,6 +172,46 @@ class TestCliCheck : public QObject {
     const QStringList refused = error_lines(train);
     QVERIFY2(refused.size() == 1, qPrintable(describe(train)));
     QCOMPARE(refused[0], reasons[0]);
+  }
+
+  // IDX images whose header promises more examples than the file holds, plain and gzip: check
+  // reads only headers, yet refuses as train does, naming the file.
+  void truncatedIdxImagesAreRefusedByCheck_data() {
+    QTest::addColumn<bool>("gzip");
+    QTest::newRow("plain") << false;
+    QTest::newRow("gzip") << true;
+  }
+  void truncatedIdxImagesAreRefusedByCheck() {
+    QFETCH(bool, gzip);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    auto idx = [](uint8_t rank, std::vector<uint32_t> dims, size_t payload) {
+      std::string b{'\0', '\0', '\x08', char(rank)};
+      for (uint32_t d : dims) b += {char(d >> 24), char(d >> 16), char(d >> 8), char(d)};
+      for (size_t i = 0; i < payload; ++i) b += char(i % 10);
+      return b;
+    };
+    const std::string images = idx(2, {32, 16}, 32 * 16 - 100), labels = idx(1, {32}, 32);
+    const std::string image_file = gzip ? "images.idx.gz" : "images.idx";
+    if (gzip) {
+      gzFile f = gzopen(dir.filePath(QString::fromStdString(image_file)).toStdString().c_str(), "wb");
+      QVERIFY(f);
+      QCOMPARE(gzwrite(f, images.data(), unsigned(images.size())), int(images.size()));
+      gzclose(f);
+    } else {
+      std::ofstream(dir.filePath("images.idx").toStdString(), std::ios::binary) << images;
+    }
+    std::ofstream(dir.filePath("labels.idx").toStdString(), std::ios::binary) << labels;
+    Json j = small_project();
+    j["loss"]["type"] = "softmax_cross_entropy";
+    j["data"] = {{"type", "idx"}, {"train_images", image_file}, {"train_labels", "labels.idx"}};
+    const QString path = write_project(dir, "truncated.shardlab.json", j);
+    const CliResult check = run_cli({"check", path});
+    QVERIFY2(check.exit_code == 1, qPrintable(describe(check)));
+    VERIFY_CONTAINS(check.err, QString::fromStdString(image_file));
+    const CliResult train = run_cli({"train", path, "--threads", "1", "--quiet"});
+    QVERIFY2(train.exit_code == 1, qPrintable(describe(train)));
+    QCOMPARE(error_lines(train).value(0), error_lines(check).value(0));
   }
 
   // The (784,) Input fed Fashion-MNIST's (28, 28) images: refused by check, not only at train.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/backend_module.h"
 #include "engine/data/dataset.h"
 #include "engine/profiler/trace.h"
 #include "engine/runtime/trainer.h"
@@ -270,6 +271,37 @@ class TestRuntime : public QObject {
       QVERIFY2(!err.contains('\n'), qPrintable(err));
     }
     VERIFY_CONTAINS(testing::error_of([] { backends::make_backend("tpu"); }), "backend 'tpu': unknown; this build has: cpu");
+  }
+
+  // The CUDA backend is a module found beside the program (build/lib/shardlab/backends here) or in
+  // $SHARDLAB_BACKEND_DIR; a file that is not a module, or is missing, is refused naming the file.
+  // (Where a module is built, cpuBackendDescribesItsDevice above already saw the module's own
+  // error, "no CUDA GPU found", cross into this program as a shardlab::Error.)
+  void backendModulesAreFoundAndCheckedBeforeUse() {
+    const backends::ModuleSearch found = backends::find_backend_module("cuda");
+    QVERIFY(!found.looked_in.empty());
+    QCOMPARE(QString::fromStdString(found.looked_in.back()), QString(SHARDLAB_BINARY_DIR "/lib/shardlab/backends"));
+    const auto built = backends::built_backends();
+    const bool has_cuda = std::find(built.begin(), built.end(), "cuda") != built.end();
+    QCOMPARE(!found.path.empty(), has_cuda);
+    if (has_cuda) QCOMPARE(QString::fromStdString(found.path), QString(SHARDLAB_BINARY_DIR "/lib/shardlab/backends/libshardlab_backend_cuda.so"));
+
+    QTemporaryDir dir;
+    qputenv("SHARDLAB_BACKEND_DIR", dir.path().toUtf8());
+    const backends::ModuleSearch env = backends::find_backend_module("cuda");
+    qunsetenv("SHARDLAB_BACKEND_DIR");
+    QCOMPARE(QString::fromStdString(env.looked_in.front()), dir.path());
+    QCOMPARE(env.path, found.path);  // nothing there: the folder beside the program still counts
+
+    const std::string missing = dir.path().toStdString() + "/libshardlab_backend_none.so";
+    VERIFY_CONTAINS(testing::error_of([&] { backends::make_module_backend(missing, {}); }),
+                    QString::fromStdString("backend module " + missing + ": cannot be loaded: "));
+    // A shared library that is not a backend module: the test build's fault-injection shim.
+    const std::string shim = SHARDLAB_BINARY_DIR "/tests/libshardlab_fault_shim.so";
+    if (QFileInfo::exists(QString::fromStdString(shim)))
+      VERIFY_CONTAINS(testing::error_of([&] { backends::make_module_backend(shim, {}); }),
+                      QString::fromStdString("backend module " + shim + ": not a Shardlab backend module (it lacks shardlab_backend_module_build)"));
+    VERIFY_CONTAINS(QString::fromStdString(backends::backend_module_build()), "Shardlab ");
   }
 };
 

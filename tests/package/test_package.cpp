@@ -1,5 +1,5 @@
-// The Debian packages as a user gets them: CPack builds shardlab and shardlab-cli from this build
-// tree, lintian finds no error, the desktop entry, AppStream metainfo and MIME type validate, and
+// The Debian packages as a user gets them: CPack builds shardlab, shardlab-cli and, where the CUDA
+// backend was built, shardlab-cuda from this build tree, lintian finds no error, the desktop entry, AppStream metainfo and MIME type validate, and
 // the programs unpacked with dpkg-deb into a temporary root train an example and draw the window.
 // The packaged binaries hold no AVX-512 code outside the AVX-512 GEMM kernel and start with the
 // baseline CPU check.
@@ -21,6 +21,8 @@ namespace {
 
 const QString kBuild = QStringLiteral(SHARDLAB_BINARY_DIR);
 const QString kVersion = QStringLiteral(SHARDLAB_PROJECT_VERSION);
+// The CUDA backend module, where this build has one (engine/backends/cuda).
+const QString kCudaModule = kBuild + "/lib/shardlab/backends/libshardlab_backend_cuda.so";
 
 struct Run {
   int exit_code = -1;  // -1: killed by a signal, did not start or did not finish
@@ -65,7 +67,8 @@ class TestPackage : public QObject {
   Q_OBJECT
 
   QTemporaryDir tmp_;
-  QString root_;                   // both packages unpacked here, as if installed under /
+  QString root_;                   // every package unpacked here, as if installed under /
+  QString cli_root_;               // shardlab-cli alone: a machine without shardlab-cuda
   QMap<QString, QString> debs_;    // package name -> .deb
   qint64 cpack_ms_ = 0;
 
@@ -96,13 +99,20 @@ class TestPackage : public QObject {
       const Run x = run("dpkg-deb", {"-x", deb, root_});
       QVERIFY2(x.exit_code == 0, qPrintable(describe("dpkg-deb -x " + deb, x)));
     }
+    cli_root_ = tmp_.path() + "/cli-root";
+    if (debs_.contains("shardlab-cli")) {
+      const Run x = run("dpkg-deb", {"-x", debs_.value("shardlab-cli"), cli_root_});
+      QVERIFY2(x.exit_code == 0, qPrintable(describe("dpkg-deb -x shardlab-cli", x)));
+    }
     qInfo("cpack took %.1f s", cpack_ms_ / 1000.0);
   }
 
   // Exactly the packages the issue names (shardlab-cuda only where the CUDA backend was built),
   // with the project's version.
-  void bothPackagesAreBuilt() {
-    QVERIFY2(debs_.contains("shardlab") && debs_.contains("shardlab-cli"), qPrintable(QStringList(debs_.keys()).join(", ")));
+  void everyPackageIsBuilt() {
+    QStringList expected{"shardlab", "shardlab-cli"};
+    if (QFileInfo::exists(kCudaModule)) expected << "shardlab-cuda";
+    QCOMPARE(QStringList(debs_.keys()), expected);
     for (auto it = debs_.cbegin(); it != debs_.cend(); ++it) {
       QCOMPARE(field(it.key(), "Version"), kVersion);
       qInfo("%s: %.0f KiB", qPrintable(QFileInfo(it.value()).fileName()), QFileInfo(it.value()).size() / 1024.0);
@@ -189,6 +199,53 @@ class TestPackage : public QObject {
                             "--threads", "2", "--log", work.path() + "/run.jsonl"});
     QVERIFY2(t.exit_code == 0, qPrintable(describe("shardlab-cli train", t)));
     QCOMPARE(read_text(work.path() + "/run.jsonl").count("{\"event\":\"step\""), 3);
+  }
+
+  // shardlab-cuda holds the CUDA backend module where the programs look for it, exporting only its
+  // two entry points; it declares cuBLASLt, which it opens at run time, and the system libraries
+  // come from dpkg-shlibdeps. With it, the command line has the CUDA backend (here without a GPU:
+  // one line saying so); without it, --backend cuda says which package to install.
+  void cudaPackageAddsTheCudaBackend() {
+    if (!QFileInfo::exists(kCudaModule))
+      QSKIP("this build has no CUDA backend (no CUDA toolkit at configure time), so no shardlab-cuda package");
+    const QString depends = field("shardlab-cuda", "Depends");
+    qInfo("shardlab-cuda Depends: %s; Recommends: %s", qPrintable(depends), qPrintable(field("shardlab-cuda", "Recommends")));
+    for (const QString& dep : {"shardlab-cli (= " + kVersion + ")", QString("libcublas-"), QString("libc6"), QString("libstdc++6")})
+      QVERIFY2(depends.contains(dep), qPrintable(dep + " missing from: " + depends));
+    // The CUDA runtime is inside the module and NCCL is not used: neither is a dependency.
+    for (const char* not_needed : {"qt", "cudart", "nccl"})
+      QVERIFY2(!depends.contains(not_needed, Qt::CaseInsensitive), qPrintable(depends));
+
+    const QString module = root_ + "/usr/lib/shardlab/backends/libshardlab_backend_cuda.so";
+    const Run nm = run("nm", {"-D", "--defined-only", module});
+    QVERIFY2(nm.exit_code == 0, qPrintable(describe("nm -D " + module, nm)));
+    QStringList exported;
+    for (const QString& line : nm.out.split('\n', Qt::SkipEmptyParts)) {
+      const QStringList f = line.split(' ', Qt::SkipEmptyParts);
+      if (f.size() == 3 && f[1] == "T") exported << f[2];
+    }
+    exported.sort();
+    QCOMPARE(exported, QStringList({"shardlab_backend_module_build", "shardlab_backend_module_make"}));
+
+    QTemporaryDir work;
+    const QString project = root_ + "/usr/share/shardlab/projects/dot-relu-dot.shardlab.json";
+    const QStringList train{"train", project, "--steps", "2", "--backend", "cuda", "--log", work.path() + "/run.jsonl"};
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove("SHARDLAB_BACKEND_DIR");
+    const Run with = run(root_ + "/usr/bin/shardlab-cli", {"--version"}, env);
+    QVERIFY2(with.out.contains("built with: CUDA yes"), qPrintable(with.all()));
+    const Run t = run(root_ + "/usr/bin/shardlab-cli", train, env);
+    if (t.exit_code != 0) {  // no GPU here: the module's own reason, in one line
+      QVERIFY2(t.exit_code == 1 && t.err.trimmed().count('\n') == 0 && t.err.contains("no CUDA GPU found: "),
+               qPrintable(describe("shardlab-cli train --backend cuda", t)));
+    }
+
+    const Run without = run(cli_root_ + "/usr/bin/shardlab-cli", {"--version"}, env);
+    QVERIFY2(without.out.contains("built with: CUDA no"), qPrintable(without.all()));
+    const Run refused = run(cli_root_ + "/usr/bin/shardlab-cli", train, env);
+    QVERIFY2(refused.exit_code == 1 && refused.err.contains("the CUDA backend is not installed") &&
+                 refused.err.contains(cli_root_ + "/usr/lib/shardlab/backends") && refused.err.contains("install the shardlab-cuda package"),
+             qPrintable(describe("shardlab-cli train --backend cuda without shardlab-cuda", refused)));
   }
 
   // From the unpacked root, on a real (virtual) X server: the desktop application opens a shipped
