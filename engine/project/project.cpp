@@ -25,7 +25,7 @@ void only(const Json& j, const std::string& where, std::initializer_list<const c
 }
 
 const Json& require(const Json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) throw Error(where + "." + key + ": missing");
+  if (!j.contains(key)) throw Error(where + (!where.empty() && where.back() == ':' ? " " : ".") + key + ": missing");
   return j[key];
 }
 

@@ -341,6 +341,16 @@ class TestProject : public QObject {
     VERIFY_CONTAINS(msg, "unknown field");
   }
 
+  // A missing top-level section reads "FILE: loss: missing" (the project fuzzer found
+  // "FILE:.loss: missing").
+  void missingSectionIsNamedAfterTheFile() {
+    for (const char* section : {"graph", "loss", "optimizer", "data"}) {
+      Json j = small_project();
+      j.erase(section);
+      QCOMPARE(parse_error(j), QString("%1: %2: missing").arg(kFile, section));
+    }
+  }
+
   void missingLayerParamIsNamed() {
     Json j = small_project();
     j["graph"]["nodes"][1].erase("params");

@@ -163,7 +163,7 @@ class TestRuntime : public QObject {
     const double baseline = 96.0 * 1024 * 1024;  // the binary, its libraries, threads' stacks, the batch
     qInfo("peak RSS %.0f MiB; plan for 8 devices %.0f MiB; one unsharded copy of the state would add %.0f MiB",
           rss / 1048576, planned / 1048576, unsharded_state / 1048576);
-    if (kUnderAddressSanitizer) QSKIP("peak RSS is not compared with the plan under AddressSanitizer (shadow memory, quarantine)");
+    if (kUnderSanitizer) QSKIP("peak RSS is not compared with the plan under a sanitizer (shadow memory, quarantine)");
     QVERIFY2(rss <= 1.25 * planned + baseline, qPrintable(QString("RSS %1 MiB over 1.25 x plan %2 MiB").arg(rss / 1048576).arg(planned / 1048576)));
     QVERIFY2(rss < planned + unsharded_state, "RSS as large as the plan plus an unsharded copy");
   }

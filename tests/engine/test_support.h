@@ -26,12 +26,13 @@ inline QString error_of(const std::function<void()>& f) {
 }  // namespace shardlab::testing
 
 // Every fragment must be in the text; the text is printed when one is not.
-// Peak-memory comparisons with the plan mean nothing under AddressSanitizer: its shadow memory,
-// redzones and quarantine add to every allocation (tests/sanitizers/run.sh builds with it).
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kUnderAddressSanitizer = true;
+// Peak-memory comparisons with the plan mean nothing under AddressSanitizer or ThreadSanitizer:
+// their shadow memory, redzones and quarantine add to every allocation (tests/sanitizers/run.sh
+// builds with them).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kUnderSanitizer = true;
 #else
-inline constexpr bool kUnderAddressSanitizer = false;
+inline constexpr bool kUnderSanitizer = false;
 #endif
 
 #define VERIFY_CONTAINS(text, fragment) \

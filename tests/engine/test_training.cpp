@@ -5,6 +5,7 @@
 
 #include "engine/runtime/trainer.h"
 #include "engine/util/error.h"
+#include "tests/engine/test_support.h"
 
 using namespace shardlab;
 
@@ -66,6 +67,9 @@ class TestTraining : public QObject {
   Q_OBJECT
  private slots:
   void fashionMlpReachesAtLeast84PercentAfterTwoEpochs() {
+    if (kUnderSanitizer)
+      QSKIP("under a sanitizer two epochs of Fashion-MNIST take minutes, too long for CI; the other training tests here "
+          "cover the same trainer");
     if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist"))
       QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist); packaging/install-deps.sh installs it");
     runtime::Trainer t(project::load_project(kProjects + "fashion-mlp.shardlab.json"));
@@ -81,6 +85,9 @@ class TestTraining : public QObject {
   }
 
   void deepMlpSmallLossFallsOverItsFirstSteps() {
+    if (kUnderSanitizer)
+      QSKIP("under a sanitizer deep-mlp-small (31 M parameters) takes minutes per run, too long for CI; the other "
+          "training tests here cover the same trainer");
     // Adam's first steps move every weight by about the learning rate; JAX/Flax on this model
     // also rises once around step 5 (0.96, 0.54, 0.12, 0.108, 0.146, ...), so steps 1-4 must fall
     // strictly and step 10 must be far below step 1.

@@ -28,7 +28,9 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Qt Test stops a test function after 300 s; under a sanitizer the 8-device training tests need more
 # (CTest's limit per suite is raised to 2400 s in tests/CMakeLists.txt for these builds).
 export QTEST_FUNCTION_TIMEOUT=1800000
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4"
+# die_after_fork=0: QProcess forks the test (which has threads) to start shardlab-cli; the child only
+# calls exec. The suppressions name races outside Shardlab's code (tsan.supp says why for each).
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:die_after_fork=0:suppressions=$PWD/tests/sanitizers/tsan.supp"
 
 configure_and_build() {  # DIR SANITIZER [TARGET]
   local dir=$1 sanitizer=$2 target=${3:-all} start=$SECONDS
