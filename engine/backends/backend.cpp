@@ -13,6 +13,14 @@ uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent) {
          sizeof(float);
 }
 
+std::optional<OutOfMemory> check_capacity(const ir::Program& program, const plan::MemoryPlan& memory,
+                                          const LoadOptions& options, uint64_t capacity, const std::string& device) {
+  // State shared with another program (share_persistent_with) is already held.
+  const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr);
+  if (need <= capacity) return std::nullopt;
+  return out_of_memory(device, options.what, need, capacity, program);
+}
+
 OutOfMemory out_of_memory(const std::string& device, const std::string& what, uint64_t need, uint64_t capacity,
                           const ir::Program& program) {
   // The three largest arrays, so the user sees what to shard.

@@ -118,6 +118,11 @@ std::vector<std::string> built_backends();
 // they are shared with an executable already loaded (LoadOptions::share_persistent_with).
 uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent);
 
+// check_fits for devices that split one memory (the host's, or one GPU's) `capacity` bytes each:
+// the refusal naming `device` when a device's need exceeds it, else none.
+std::optional<OutOfMemory> check_capacity(const ir::Program& program, const plan::MemoryPlan& memory,
+                                          const LoadOptions& options, uint64_t capacity, const std::string& device);
+
 // The refusal a backend throws when `need` bytes per device exceed `capacity`: names the device,
 // both sizes, and the program's largest arrays.
 OutOfMemory out_of_memory(const std::string& device, const std::string& what, uint64_t need, uint64_t capacity,

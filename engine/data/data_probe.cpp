@@ -64,14 +64,8 @@ std::filesystem::path resolve(const std::filesystem::path& base, const std::stri
 
 // The bytes an IDX file of this type and these dimensions holds, or 0 for an unknown type code.
 uint64_t idx_bytes(unsigned char type, const Shape& dims) {
-  uint64_t element = 0;
-  switch (type) {
-    case 0x08: case 0x09: element = 1; break;  // unsigned / signed byte
-    case 0x0B: element = 2; break;             // short
-    case 0x0C: case 0x0D: element = 4; break;  // int, float
-    case 0x0E: element = 8; break;             // double
-    default: return 0;
-  }
+  const uint64_t element = idx_element_bytes(type);
+  if (element == 0) return 0;
   uint64_t bytes = 4 + 4 * uint64_t(dims.size()), count = 1;
   for (int64_t d : dims) {
     if (d < 0 || (d > 0 && count > UINT64_MAX / uint64_t(d))) return 0;

@@ -96,6 +96,16 @@ double be_f64(const uint8_t* p) {
 
 }  // namespace
 
+size_t idx_element_bytes(unsigned type) {
+  switch (type) {
+    case 0x08: case 0x09: return 1;  // unsigned / signed byte
+    case 0x0B: return 2;             // short
+    case 0x0C: case 0x0D: return 4;  // int, float
+    case 0x0E: return 8;             // double
+    default: return 0;
+  }
+}
+
 Tensor load_idx(const std::filesystem::path& path) {
   GzReader in(path);
   std::vector<uint8_t> bytes;
@@ -107,16 +117,9 @@ Tensor load_idx(const std::filesystem::path& path) {
                    hex_byte(bytes[2]) + " " + hex_byte(bytes[3]) + ": the first two bytes must be zero)");
 
   const unsigned type = bytes[2];
-  size_t elem = 0;
-  switch (type) {
-    case 0x08: case 0x09: elem = 1; break;
-    case 0x0B: elem = 2; break;
-    case 0x0C: case 0x0D: elem = 4; break;
-    case 0x0E: elem = 8; break;
-    default:
-      fail(path, "bad magic: unsupported IDX data type " + hex_byte(type) +
-                     " (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)");
-  }
+  const size_t elem = idx_element_bytes(type);
+  if (elem == 0)
+    fail(path, "bad magic: unsupported IDX data type " + hex_byte(type) + " (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)");
   const size_t rank = bytes[3];
   if (rank == 0) fail(path, "bad IDX header: rank 0 (expected at least one dimension)");
 

@@ -1,6 +1,7 @@
 // IDX files (the MNIST container format), read into a float tensor whose shape is the header's.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 
 #include "engine/tensor/tensor.h"
@@ -13,5 +14,8 @@ namespace shardlab::data {
 // Throws shardlab::Error naming the file and the reason (missing, bad magic, unsupported type,
 // truncated header, truncated data with expected vs got bytes, corrupt gzip stream).
 Tensor load_idx(const std::filesystem::path& path);
+
+// Bytes per element of IDX data type `type` (the header's third byte), or 0 for a type it lacks.
+size_t idx_element_bytes(unsigned type);
 
 }  // namespace shardlab::data

@@ -14,18 +14,23 @@ using graph::Json;
 
 namespace {
 
+// `where` and a field below it: "FILE: loss" after a file name ("FILE:"), "graph.nodes" otherwise.
+std::string field_path(const std::string& where, const std::string& key) {
+  return where + (!where.empty() && where.back() == ':' ? " " : ".") + key;
+}
+
 void only(const Json& j, const std::string& where, std::initializer_list<const char*> keys) {
   if (!j.is_object()) throw Error(where + ": expected an object, got " + j.dump());
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; })) {
       std::string list;
       for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw Error(where + (where.back() == ':' ? " " : ".") + it.key() + ": unknown field (expected one of " + list + ")");
+      throw Error(field_path(where, it.key()) + ": unknown field (expected one of " + list + ")");
     }
 }
 
 const Json& require(const Json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) throw Error(where + (!where.empty() && where.back() == ':' ? " " : ".") + key + ": missing");
+  if (!j.contains(key)) throw Error(field_path(where, key) + ": missing");
   return j[key];
 }
 

@@ -155,14 +155,9 @@ class CpuBackend final : public Backend {
   std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
                                         const sharding::Mesh& mesh, const LoadOptions& options) const override {
     const int n = int(mesh.device_count());
-    // What each device needs against its share of the host; state shared with another program is
-    // already held.
-    const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr);
-    const uint64_t capacity = capacity_per_device(n);
-    if (need <= capacity) return std::nullopt;
-    return out_of_memory(n == 1 ? std::string("the CPU device")
-                                : "CPU device 0 of " + std::to_string(n) + " (virtual devices share the host's memory)",
-                         options.what, need, capacity, program);
+    return check_capacity(program, memory, options, capacity_per_device(n),
+                          n == 1 ? std::string("the CPU device")
+                                 : "CPU device 0 of " + std::to_string(n) + " (virtual devices share the host's memory)");
   }
 
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,

@@ -494,13 +494,9 @@ class CudaBackend final : public Backend {
   std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
                                         const sharding::Mesh& mesh, const LoadOptions& options) const override {
     const int n = int(mesh.device_count());
-    // State shared with another program is already held.
-    const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr);
-    const uint64_t capacity = capacity_per_device(n);
-    if (need <= capacity) return std::nullopt;
-    return out_of_memory(n == 1 ? std::string("CUDA device 0")
-                                : "CUDA device 0 of " + std::to_string(n) + " (virtual devices share GPU 0's memory)",
-                         options.what, need, capacity, program);
+    return check_capacity(program, memory, options, capacity_per_device(n),
+                          n == 1 ? std::string("CUDA device 0")
+                                 : "CUDA device 0 of " + std::to_string(n) + " (virtual devices share GPU 0's memory)");
   }
 
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
