@@ -38,6 +38,10 @@ class PartitionContext {
   // A further per-device instruction, and a sum over mesh axes, for rules that need them.
   virtual int apply(Op op, std::vector<int> operands, Attrs attrs, const std::string& node, const std::string& name = {}) = 0;
   virtual int all_reduce(int local, const std::vector<std::string>& axes, const std::string& node, const std::string& what) = 0;
+  // Every device of the group over `axes` holds its own block of `local` along `dim`; afterwards
+  // each holds all of them (the end of a sharded weight update).
+  virtual void gather_in_place(int local, const std::vector<std::string>& axes, int64_t dim, const std::string& node,
+                               const std::string& what) = 0;
   virtual void define(int v, int local, Layout layout) = 0;
   virtual int64_t group_size(const std::vector<std::string>& axes) const = 0;
   virtual Shape local_shape(const Shape& global, const Layout& layout) const = 0;

@@ -33,4 +33,9 @@ const Primitive& primitive(Op op) {
 
 const char* op_name(Op op) { return primitive(op).name; }
 
+bool is_collective(Op op) {
+  return op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter || op == Op::AllToAll ||
+         op == Op::AllGatherInPlace;
+}
+
 }  // namespace shardlab::ir

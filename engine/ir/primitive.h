@@ -31,6 +31,8 @@ struct Primitive {
 
 const Primitive& primitive(Op op);
 const char* op_name(Op op);
+// The primitives that move data between devices (they wait on their peers).
+bool is_collective(Op op);
 
 // Registration, one function per primitive family file.
 void register_matmul(std::vector<Primitive>&);

@@ -28,6 +28,7 @@ enum class Op {
   SgdUpdate, AdamUpdate,
   // communication between the devices of a mesh (inserted by the partitioner)
   AllReduce, AllGather, ReduceScatter, AllToAll, ShardSlice,
+  AllGatherInPlace,  // each device holds its own block of its operand; afterwards it holds them all
   kCount
 };
 
@@ -53,7 +54,9 @@ struct Attrs {
   // optimizer hyper-parameters (learning rate comes from the step context: schedules vary it)
   double b1 = 0.9, b2 = 0.999, opt_eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
   bool nesterov = false;
-  // communication: over which mesh axes (a group of group_size devices), along which dimension
+  // communication: over which mesh axes (a group of group_size devices), along which dimension.
+  // An optimizer update with group_size > 1 updates only this device's block of its parameter
+  // along `dim`; its gradient and state are that block (a sharded weight update).
   std::vector<std::string> mesh_axes;
   int64_t group_size = 1;
   int64_t dim = 0;

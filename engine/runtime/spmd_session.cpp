@@ -40,12 +40,13 @@ void write_blocks(backends::Executable& exe, int local, const Shape& local_shape
 }  // namespace
 
 SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules,
-                         int64_t batch, std::shared_ptr<backends::Backend> backend)
-    : project_(p), mesh_(mesh), rules_(rules), backend_(std::move(backend)) {
+                         int64_t batch, std::shared_ptr<backends::Backend> backend, sharding::WeightUpdate update)
+    : project_(p), mesh_(mesh), rules_(rules), backend_(std::move(backend)), update_(update) {
   const graph::GraphReport report = project::analyze_project(project_);
   global_ = build_step(project_, report, batch, true);
   step_ = sharding::partition(global_, mesh_, rules_,
-                              sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"));
+                              sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"),
+                              update_);
   backends::LoadOptions lo;
   lo.what = "the training step";
   exe_ = backend_->load(step_.program, step_.memory, mesh_, lo);
@@ -144,7 +145,8 @@ SpmdSession::EvalStep& SpmdSession::eval_step(int64_t batch) {
   auto e = std::make_unique<EvalStep>();
   e->global = build_step(project_, project::analyze_project(project_), batch, false);
   e->part = sharding::partition(e->global, mesh_, rules_,
-                                sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"));
+                                sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"),
+                                update_);
   // Both steps must keep every parameter and optimizer-state block at the same place, since the
   // evaluation step reads the training step's storage.
   for (const ModelParam& mp : e->global.params) {

@@ -20,8 +20,9 @@ namespace shardlab::runtime {
 
 class SpmdSession {
  public:
+  // `update`: Replicated keeps optimizer state in its parameter's layout (to compare against).
   SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules, int64_t batch,
-              std::shared_ptr<backends::Backend> backend);
+              std::shared_ptr<backends::Backend> backend, sharding::WeightUpdate update = sharding::WeightUpdate::Sharded);
   // On the CPU backend with `threads_per_device` cores per virtual device (0: every core shared).
   SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules, int64_t batch,
               int threads_per_device = 0);
@@ -75,6 +76,7 @@ class SpmdSession {
   sharding::Mesh mesh_;
   sharding::LogicalRules rules_;
   std::shared_ptr<backends::Backend> backend_;
+  sharding::WeightUpdate update_;
   StepProgram global_;
   sharding::PartitionedStep step_;
   std::unique_ptr<backends::Executable> exe_;

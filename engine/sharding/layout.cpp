@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/runtime/train_step.h"
+#include "engine/sharding/weight_update.h"
 #include "engine/util/error.h"
 
 namespace shardlab::sharding {
@@ -49,6 +50,14 @@ void collect_activations(const std::vector<graph::NodeReport>& nodes, int64_t co
   }
 }
 
+// Whether any optimizer state of parameter `name` is split where the parameter is not.
+bool sharded_state(const ShardingReport& r, const std::string& name) {
+  const ArraySharding* param = r.find(name);
+  for (const ArraySharding& a : r.arrays)
+    if (a.kind == ArrayKind::OptimizerState && a.name.rfind(name + "/", 0) == 0 && !(a.spec == param->spec)) return true;
+  return false;
+}
+
 }  // namespace
 
 ShardingReport analyze_sharding(const project::Project& p, const graph::GraphReport& report, const Mesh& mesh,
@@ -84,7 +93,19 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
     r.arrays.push_back(std::move(a));
   };
 
-  // Parameters (and the gradient and optimizer state that share their sharding).
+  // The batch's mesh axes (the input's first dimension): the optimizer state is further split over
+  // those its parameter does not use, as the partitioner does (a sharded weight update).
+  std::vector<std::string> batch_axes;
+  for (const graph::NodeReport& n : report.nodes)
+    if (n.type == "Input" && !n.output.shape.empty()) try {
+        std::vector<std::string> names = n.output.axes;
+        names.resize(n.output.shape.size());
+        batch_axes = logical_to_mesh(names, rules, n.name).spec.axes_of(0);
+      } catch (const Error&) {
+        // The input's own entry reports the error.
+      }
+
+  // Parameters, and the gradient that shares their sharding, and the optimizer state.
   std::vector<size_t> params;
   for (const graph::NodeReport& n : report.nodes)
     for (const graph::ParamInfo& info : n.params) {
@@ -94,7 +115,17 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   for (size_t i : std::vector<size_t>(params)) {
     const ArraySharding a = r.arrays[i];
     add("d_" + a.name, ArrayKind::Gradient, a.logical, a.shape);
-    for (const std::string& st : optimizer_states(p.optimizer)) add(a.name + "/" + st, ArrayKind::OptimizerState, a.logical, a.shape);
+    for (const std::string& st : optimizer_states(p.optimizer)) {
+      add(a.name + "/" + st, ArrayKind::OptimizerState, a.logical, a.shape);
+      ArraySharding& s = r.arrays.back();
+      if (!s.error.empty()) continue;
+      const size_t named = s.spec.dims.size();
+      s.spec = PartitionSpec(optimizer_state_axes(s.spec.dims, s.shape, mesh, batch_axes));
+      // Spelled as the parameter is: no trailing None beyond what its own spec names.
+      while (s.spec.dims.size() > named && s.spec.dims.back().empty()) s.spec.dims.pop_back();
+      s.shard = shard_shape(s.spec, s.shape, mesh);
+      s.bytes_per_device = double(numel(s.shard)) * sizeof(float);
+    }
   }
   // Inputs and activations: their logical names act as with_logical_constraint.
   std::vector<std::pair<const graph::NodeReport*, int64_t>> acts;
@@ -135,7 +166,8 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
     for (const ArraySharding& a : r.arrays)
       if (a.kind == ArrayKind::Parameter && a.error.empty() && a.spec.replicated() && a.bytes_per_device >= kReplicatedGiantBytes)
         r.warnings.push_back(a.name + " (" + runtime::format_bytes(a.bytes_per_device) + ") is replicated on all " +
-                             std::to_string(mesh.device_count()) + " devices, with its gradient and optimizer state");
+                             std::to_string(mesh.device_count()) + " devices, with its gradient" +
+                             (sharded_state(r, a.name) ? "" : " and optimizer state"));
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/ir/primitive.h"
+#include "engine/sharding/weight_update.h"
 #include "engine/util/error.h"
 
 namespace shardlab::sharding {
@@ -16,8 +17,8 @@ namespace {
 
 class Partitioner : public ir::PartitionContext {
  public:
-  Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback)
-      : g_(g), mesh_(mesh), rules_(rules), fallback_(fallback) {
+  Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback, WeightUpdate update)
+      : g_(g), mesh_(mesh), rules_(rules), fallback_(fallback), update_(update) {
     out_.local.assign(g.program.values.size(), -1);
     out_.sharding.assign(g.program.values.size(), {});
   }
@@ -43,6 +44,7 @@ class Partitioner : public ir::PartitionContext {
   const Mesh& mesh_;
   const LogicalRules& rules_;
   const Fallback fallback_;
+  const WeightUpdate update_;
   PartitionedStep out_;
 
   ir::Program& p() { return out_.program; }
@@ -71,18 +73,21 @@ class Partitioner : public ir::PartitionContext {
 
   void define_leaves() {
     const ir::Program& gp = g_.program;
-    Sharding input_s;
+    const ir::Value& in = gp.values[size_t(g_.input)];
+    const Sharding input_s = in.kind == ValueKind::Input ? from_rules(in.axes, in.shape, in.name) : Sharding{};
+    const std::vector<std::string> batch_axes = input_s.dims.empty() ? std::vector<std::string>{} : input_s.dims[0];
     for (size_t v = 0; v < gp.values.size(); ++v) {
       const ir::Value& val = gp.values[v];
       if (val.kind == ValueKind::Temp || val.kind == ValueKind::Target) continue;
       Sharding s = from_rules(val.axes, val.shape, val.name);
-      if (val.kind == ValueKind::Input) input_s = s;
+      if (val.kind == ValueKind::OptState && update_ == WeightUpdate::Sharded)
+        s.dims = optimizer_state_axes(s.dims, val.shape, mesh_, batch_axes);
       set(int(v), p().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes), s);
     }
     // Targets follow the input's batch sharding.
     const Shape& ts = gshape(g_.target);
     Sharding t = replicated(ts.size());
-    if (!ts.empty() && !input_s.dims.empty()) t.dims[0] = input_s.dims[0];
+    if (!ts.empty() && !batch_axes.empty()) t.dims[0] = batch_axes;
     set(g_.target, p().add_value(gp.values[size_t(g_.target)].name, local_shape(ts, t), ValueKind::Target), t);
   }
 
@@ -209,6 +214,15 @@ class Partitioner : public ir::PartitionContext {
   int all_reduce(int local, const std::vector<std::string>& axes, const std::string& node, const std::string& what) override {
     return comm(Op::AllReduce, local, axes, 0, node, what);
   }
+  void gather_in_place(int local, const std::vector<std::string>& axes, int64_t dim, const std::string& node,
+                       const std::string& what) override {
+    ir::Attrs a;
+    a.mesh_axes = axes;
+    a.group_size = group(axes);
+    a.dim = dim;
+    p().apply(Op::AllGatherInPlace, {local}, a, node);
+    out_.collectives.push_back({Op::AllGatherInPlace, axes, double(numel(p().shape(local))) * sizeof(float), what, node});
+  }
   void define(int v, int local, Sharding s) override { set(v, local, std::move(s)); }
   int64_t group_size(const std::vector<std::string>& axes) const override { return group(axes); }
   Shape local_shape(const Shape& global, const Sharding& s) const override {
@@ -266,8 +280,8 @@ void for_each_block_row(const Shape& global, const Shape& start, const Shape& si
 }  // namespace
 
 PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
-                          Fallback constraint_fallback) {
-  return Partitioner(step, mesh, rules, constraint_fallback).run();
+                          Fallback constraint_fallback, WeightUpdate update) {
+  return Partitioner(step, mesh, rules, constraint_fallback, update).run();
 }
 
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device) {

@@ -39,8 +39,11 @@ struct PartitionedStep {
 
 // `constraint_fallback`: what a constrained value's logical name without a rule means (Flax's
 // RulesFallback for with_logical_constraint): replicated, an error, or left to propagation.
+// `update`: whether optimizer state is split over the batch's mesh axes with a sharded weight
+// update (engine/sharding/weight_update.h), or kept in its parameter's layout.
+enum class WeightUpdate { Sharded, Replicated };
 PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
-                          Fallback constraint_fallback = Fallback::Unsharded);
+                          Fallback constraint_fallback = Fallback::Unsharded, WeightUpdate update = WeightUpdate::Sharded);
 
 // The device's block of a global tensor under `s` (whose partial set must be empty), and back.
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device);

@@ -1,7 +1,7 @@
 // spmd_overhead: what splitting a step over virtual devices costs on the same cores.
 // deep-mlp-small trained on 1 device and on N virtual devices with data parallelism (batch over
-// 'data', parameters replicated, gradients all-reduced); prints the median step times, their
-// ratio (target <= 1.15x) and the time each device spent in collectives.
+// 'data', parameters replicated, the weight update sharded over 'data'); prints the median step
+// times, their ratio (target <= 1.5x) and the time each device spent in collectives.
 //   build/tests/bench/spmd_overhead [--devices 8] [--steps 7] [--threads T] [--project P]
 #include <algorithm>
 #include <chrono>

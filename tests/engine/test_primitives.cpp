@@ -87,7 +87,8 @@ std::vector<Case> cases() {
 // Collectives are inserted by the partitioner after autodiff, so they need no VJP either.
 const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxXentGrad, Op::MseGrad,
                                          Op::Accuracy,  Op::SgdUpdate,     Op::AdamUpdate,      Op::AllReduce,
-                                         Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice};
+                                         Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice,
+                                         Op::AllGatherInPlace};
 
 double draw(Gen g, uint64_t key, uint64_t i, int64_t classes) {
   const double u = double(util::mix64(key ^ util::mix64(i)) >> 11) * 0x1.0p-53;
@@ -130,7 +131,8 @@ void TestPrimitives::everyDifferentiablePrimitiveHasACase() {
 // Every primitive the partitioner can meet says how it runs on a mesh; only the collectives,
 // which the partitioner itself inserts, have none.
 void TestPrimitives::everyPrimitiveHasAShardingRule() {
-  const std::set<Op> collectives = {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::ShardSlice};
+  const std::set<Op> collectives = {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::ShardSlice,
+                                   Op::AllGatherInPlace};
   for (int i = 0; i < int(Op::kCount); ++i) {
     const ir::Primitive& p = ir::primitive(Op(i));
     QVERIFY2(bool(p.partition) != bool(collectives.count(Op(i))), p.name);

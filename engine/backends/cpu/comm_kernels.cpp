@@ -46,10 +46,49 @@ int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<st
   return idx;
 }
 
+UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device) {
+  UpdateBlock b;
+  if (attrs.group_size <= 1) {
+    b.len = numel(param);
+    return b;
+  }
+  if (!mesh) throw Error("internal: a sharded update outside an SPMD run");
+  int64_t inner;
+  split(param, attrs.dim, b.runs, inner);
+  b.stride = inner;
+  b.len = inner / attrs.group_size;
+  b.offset = block_index(*mesh, device, attrs.mesh_axes) * b.len;
+  return b;
+}
+
+// Each device's own block along `dim` is already in place; the others arrive from their owners.
+template <class T>
+void gather_in_place(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx, const std::vector<int>& group) {
+  const UpdateBlock b = update_block(*a.in_shapes[0], ins.attrs, ctx.mesh, ctx.device);
+  T* x = a.in_mut[0];
+  const int64_t n = ins.attrs.group_size, count = b.runs * b.len;
+  if (b.runs == 1) {
+    ctx.comm->all_gather(ctx.device, group, x + b.offset, x, count);
+    return;
+  }
+  std::vector<T> mine(static_cast<size_t>(count)), staged(static_cast<size_t>(n * count));
+  for (int64_t r = 0; r < b.runs; ++r) std::memcpy(mine.data() + r * b.len, x + r * b.stride + b.offset, size_t(b.len) * sizeof(T));
+  ctx.comm->all_gather(ctx.device, group, mine.data(), staged.data(), count);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t r = 0; r < b.runs; ++r)
+      std::memcpy(x + r * b.stride + k * b.len, staged.data() + k * count + r * b.len, size_t(b.len) * sizeof(T));
+}
+
 template <class T>
 void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
   if (!ctx.mesh) throw Error(std::string("internal: ") + ir::op_name(ins.op) + " outside an SPMD run");
   const ir::Attrs& at = ins.attrs;
+  if (ins.op == ir::Op::AllGatherInPlace) {
+    if (!ctx.comm) throw Error("internal: no collectives for an SPMD run");
+    const std::vector<int> group = ctx.mesh->group(ctx.device, at.mesh_axes);
+    if (int64_t(group.size()) != at.group_size) throw Error("internal: collective group size does not match the program");
+    return gather_in_place(ins, a, ctx, group);
+  }
   const Shape& is = *a.in_shapes[0];
   const Shape& os = *a.out_shapes[0];
   const T* x = a.in[0];

@@ -1,4 +1,5 @@
-// Kernels of AllReduce, AllGather, ReduceScatter and ShardSlice for virtual CPU devices.
+// Kernels of the communication primitives for virtual CPU devices, and where a device's block of a
+// sharded weight update lies.
 #pragma once
 
 #include <string>
@@ -11,6 +12,14 @@ namespace shardlab::backends::cpu {
 // The block index of `device` over `axes` (mixed radix, first axis major), as device_block does:
 // which slice ShardSlice keeps. The CUDA backend's ShardSlice uses it too.
 int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<std::string>& axes);
+
+// This device's block of a parameter whose update is sharded along attrs.dim over attrs.mesh_axes
+// (attrs.group_size blocks): `runs` runs of `len` elements, run r starting at r * stride + offset.
+// An unsharded update (group_size 1) is one run over the whole parameter.
+struct UpdateBlock {
+  int64_t runs = 1, len = 0, stride = 0, offset = 0;
+};
+UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device);
 
 template <class T>
 void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx);

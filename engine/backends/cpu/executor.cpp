@@ -57,7 +57,7 @@ void Executor<T>::describe_steps() {
   for (const Step& st : steps_) {
     const ir::Instr& in = ins[st.instr];
     StepInfo info;
-    const bool comm = in.op == ir::Op::AllReduce || in.op == ir::Op::AllGather || in.op == ir::Op::ReduceScatter || in.op == ir::Op::AllToAll;
+    const bool comm = ir::is_collective(in.op);
     const bool update = in.op == ir::Op::AdamUpdate || in.op == ir::Op::SgdUpdate;
     info.category = int(comm ? profiler::Category::Collective : update ? profiler::Category::Optimizer : profiler::Category::Compute);
     info.name = ir::op_name(in.op);
@@ -169,8 +169,7 @@ void Executor<T>::run(const StepContext& ctx) {
       e.mask = step.mask >= 0 ? data(step.mask) : nullptr;
       args.out[0] = data(step.out);
       run_matmul(ins, args, e);
-    } else if (ins.op == ir::Op::AllReduce || ins.op == ir::Op::AllGather || ins.op == ir::Op::ReduceScatter ||
-               ins.op == ir::Op::AllToAll) {
+    } else if (ir::is_collective(ins.op)) {
       const auto t0 = std::chrono::steady_clock::now();
       run_kernel(ins, args, ctx);
       comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

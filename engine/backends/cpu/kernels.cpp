@@ -143,40 +143,46 @@ void softmax_xent(const KernelArgs<T>& a, bool grad) {
 template <class T>
 void adam(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
   const ir::Attrs& at = ins.attrs;
-  const int64_t n = numel(*a.in_shapes[0]);
-  T* __restrict p = a.in_mut[0];
-  const T* __restrict g = a.in[1];
-  T* __restrict mu = a.in_mut[2];
-  T* __restrict nu = a.in_mut[3];
+  const UpdateBlock blk = update_block(*a.in_shapes[0], at, ctx.mesh, ctx.device);
   // Optax scale_by_adam: bias correction with the incremented count, eps outside the square root.
   const double t = double(ctx.step + 1);
   const T inv_c1 = T(1.0 / (1.0 - std::pow(at.b1, t))), inv_c2 = T(1.0 / (1.0 - std::pow(at.b2, t)));
   const T b1 = T(at.b1), b2 = T(at.b2), eps = T(at.opt_eps), wd = T(at.weight_decay), lr = T(ctx.learning_rate);
-  // One pass over parameter, gradient and both moments: the update is memory-bound.
+  for (int64_t r = 0; r < blk.runs; ++r) {
+    T* __restrict p = a.in_mut[0] + r * blk.stride + blk.offset;
+    const T* __restrict g = a.in[1] + r * blk.len;
+    T* __restrict mu = a.in_mut[2] + r * blk.len;
+    T* __restrict nu = a.in_mut[3] + r * blk.len;
+    const int64_t n = blk.len;
+    // One pass over parameter, gradient and both moments: the update is memory-bound.
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
-    const T m = b1 * mu[i] + (T(1) - b1) * g[i];
-    const T v = b2 * nu[i] + (T(1) - b2) * g[i] * g[i];
-    mu[i] = m;
-    nu[i] = v;
-    // adamw's decoupled decay is wd * p (wd = 0 for adam)
-    p[i] += -lr * ((m * inv_c1) / (std::sqrt(v * inv_c2) + eps) + wd * p[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      const T m = b1 * mu[i] + (T(1) - b1) * g[i];
+      const T v = b2 * nu[i] + (T(1) - b2) * g[i] * g[i];
+      mu[i] = m;
+      nu[i] = v;
+      // adamw's decoupled decay is wd * p (wd = 0 for adam)
+      p[i] += -lr * ((m * inv_c1) / (std::sqrt(v * inv_c2) + eps) + wd * p[i]);
+    }
   }
 }
 
 template <class T>
 void sgd(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
-  const int64_t n = numel(*a.in_shapes[0]);
-  T* p = a.in_mut[0];
-  const T* g = a.in[1];
-  T* tr = a.in_mut.size() > 2 ? a.in_mut[2] : nullptr;
+  const UpdateBlock blk = update_block(*a.in_shapes[0], ins.attrs, ctx.mesh, ctx.device);
   const T m = T(ins.attrs.momentum), lr = T(ctx.learning_rate);
-  if (ins.attrs.momentum == 0.0) {
-    for_each(n, [=](int64_t i) { p[i] += -lr * g[i]; });
-  } else if (ins.attrs.nesterov) {  // optax.trace: t = g + m t; update g + m t
-    for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * (g[i] + m * tr[i]); });
-  } else {
-    for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * tr[i]; });
+  for (int64_t r = 0; r < blk.runs; ++r) {
+    T* p = a.in_mut[0] + r * blk.stride + blk.offset;
+    const T* g = a.in[1] + r * blk.len;
+    T* tr = a.in_mut.size() > 2 ? a.in_mut[2] + r * blk.len : nullptr;
+    const int64_t n = blk.len;
+    if (ins.attrs.momentum == 0.0) {
+      for_each(n, [=](int64_t i) { p[i] += -lr * g[i]; });
+    } else if (ins.attrs.nesterov) {  // optax.trace: t = g + m t; update g + m t
+      for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * (g[i] + m * tr[i]); });
+    } else {
+      for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * tr[i]; });
+    }
   }
 }
 
@@ -280,7 +286,8 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     case Op::AllGather:
     case Op::ReduceScatter:
     case Op::AllToAll:
-    case Op::ShardSlice: run_comm_kernel(ins, a, ctx); return;
+    case Op::ShardSlice:
+    case Op::AllGatherInPlace: run_comm_kernel(ins, a, ctx); return;
     case Op::kCount: break;
   }
   throw Error(std::string("internal: no CPU kernel for ") + ir::op_name(ins.op));

@@ -117,7 +117,7 @@ class CudaExecutable final : public Executable {
     for (const ir::Instr& ins : program_.instrs) {
       if (ins.op == Op::SoftmaxXent || ins.op == Op::Accuracy)
         rows = std::max(rows, numel(program_.shape(ins.in[0])) / program_.shape(ins.in[0]).back());
-      if (ins.op == Op::AllGather || ins.op == Op::ReduceScatter || ins.op == Op::AllToAll)
+      if (ins.op == Op::AllGather || ins.op == Op::ReduceScatter || ins.op == Op::AllToAll || ins.op == Op::AllGatherInPlace)
         comm_elems = std::max(comm_elems, 2 * ins.attrs.group_size * numel(program_.shape(ins.in[0])));
     }
     for (int d = 0; d < n; ++d) {
@@ -242,9 +242,7 @@ class CudaExecutable final : public Executable {
     cudaStream_t s = rt_->streams[size_t(d)];
     for (const Step& step : steps_) {
       const ir::Instr& ins = program_.instrs[step.instr];
-      const bool comm = ins.op == Op::AllReduce || ins.op == Op::AllGather || ins.op == Op::ReduceScatter ||
-                        ins.op == Op::AllToAll;
-      if (comm) {
+      if (ir::is_collective(ins.op)) {
         check(cudaStreamSynchronize(s), "finishing the work before a collective");
         const auto c0 = std::chrono::steady_clock::now();
         collective(d, ins, s);
@@ -339,16 +337,24 @@ class CudaExecutable final : public Executable {
         return;
       case Op::Mse: mse(numel(s0), in(0), in(1), out(0), s); return;
       case Op::MseGrad: mse_grad(n, in(0), in(1), in(2), out(0), s); return;
-      case Op::SgdUpdate:
-        sgd(numel(s0), in(0), in(1), ins.in.size() > 2 ? in(2) : nullptr, float(ins.attrs.momentum), ins.attrs.nesterov,
-            float(ctx.learning_rate), s);
+      case Op::SgdUpdate: {
+        // A sharded update (attrs.group_size > 1) touches only this device's block of the parameter.
+        const cpu::UpdateBlock b = cpu::update_block(s0, ins.attrs, &mesh_, d);
+        const bool momentum = ins.in.size() > 2;
+        for (int64_t r = 0; r < b.runs; ++r)
+          sgd(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, momentum ? in(2) + r * b.len : nullptr,
+              float(ins.attrs.momentum), ins.attrs.nesterov, float(ctx.learning_rate), s);
         return;
+      }
       case Op::AdamUpdate: {
         // Optax scale_by_adam: bias correction with the incremented count (as the CPU's).
         const ir::Attrs& at = ins.attrs;
         const double t = double(ctx.step + 1);
-        adam(numel(s0), in(0), in(1), in(2), in(3), float(at.b1), float(at.b2), float(at.opt_eps), float(at.weight_decay),
-             float(ctx.learning_rate), float(1.0 / (1.0 - std::pow(at.b1, t))), float(1.0 / (1.0 - std::pow(at.b2, t))), s);
+        const cpu::UpdateBlock b = cpu::update_block(s0, at, &mesh_, d);
+        for (int64_t r = 0; r < b.runs; ++r)
+          adam(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, in(2) + r * b.len, in(3) + r * b.len, float(at.b1),
+               float(at.b2), float(at.opt_eps), float(at.weight_decay), float(ctx.learning_rate),
+               float(1.0 / (1.0 - std::pow(at.b1, t))), float(1.0 / (1.0 - std::pow(at.b2, t))), s);
         return;
       }
       case Op::ShardSlice: {
@@ -363,6 +369,7 @@ class CudaExecutable final : public Executable {
       case Op::AllGather:
       case Op::ReduceScatter:
       case Op::AllToAll:
+      case Op::AllGatherInPlace:
       case Op::kCount: break;
     }
     throw Error(std::string("internal: no CUDA kernel for ") + ir::op_name(ins.op));
@@ -397,15 +404,27 @@ class CudaExecutable final : public Executable {
   void collective(int d, const ir::Instr& ins, cudaStream_t s) {
     const ir::Attrs& at = ins.attrs;
     const Shape& is = program_.shape(ins.in[0]);
-    const Shape& os = program_.shape(ins.out[0]);
-    const float* x = data(d, ins.in[0]);
-    float* y = data(d, ins.out[0]);
     float* staged = devices_[size_t(d)].comm_scratch.as<float>();
     const int64_t n = at.group_size;
     const std::vector<int> group = mesh_.group(d, at.mesh_axes);
     if (int64_t(group.size()) != n) throw Error("internal: collective group size does not match the program");
     PeerCollectives& comm = *rt_->comm;
     auto settle = [&] { check(cudaStreamSynchronize(s), "laying out a collective's blocks"); };
+    if (ins.op == Op::AllGatherInPlace) {
+      // This device's block is in place already; the peers' blocks arrive around it.
+      float* x = data(d, ins.in[0]);
+      const cpu::UpdateBlock b = cpu::update_block(is, at, &mesh_, d);
+      const int64_t count = b.runs * b.len;
+      if (b.runs == 1) return comm.all_gather(d, group, x + b.offset, x, count);
+      copy_rows(staged, b.len, x + b.offset, b.stride, b.len, b.runs, s);
+      settle();
+      comm.all_gather(d, group, staged, staged + count, count);
+      for (int64_t r = 0; r < n; ++r) copy_rows(x + r * b.len, b.stride, staged + count + r * count, b.len, b.len, b.runs, s);
+      return settle();
+    }
+    const Shape& os = program_.shape(ins.out[0]);
+    const float* x = data(d, ins.in[0]);
+    float* y = data(d, ins.out[0]);
     switch (ins.op) {
       case Op::AllReduce: comm.all_reduce(d, group, x, y, numel(is)); return;
       case Op::AllGather: {

@@ -63,6 +63,16 @@ void register_communication(std::vector<Primitive>& t) {
   slice.shapes = reduce_scatter.shapes;
   slice.flops = [](const std::vector<Shape>&, const std::vector<Shape>&, const Attrs&) { return 0.0; };
   t.push_back(slice);
+
+  // The second half of a sharded weight update: each device updated its own block of the
+  // parameter along dim, in place; the gather writes the other blocks into the same buffer.
+  Primitive gather_in_place = comm(Op::AllGatherInPlace, "all_gather_in_place");
+  gather_in_place.shapes = [](const std::vector<Shape>& in, const Attrs& a) {
+    along(in[0], a, false);  // the blocks must divide the dimension
+    return std::vector<Shape>{};
+  };
+  gather_in_place.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return double(numel(in[0])); };
+  t.push_back(gather_in_place);
 }
 
 }  // namespace shardlab::ir
