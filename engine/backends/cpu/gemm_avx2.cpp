@@ -15,22 +15,24 @@ struct Avx2Tile {
   // A block (144 KiB) stays in L2. Deeper kc re-reads C less often but spills the B panel.
   static constexpr int64_t kc = 256, mc = 144;
 
+  // R < mr computes only the first R rows of the tile (the last row block of C).
+  template <int R = mr>
   static void tile(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
                    bool accumulate, const Epilogue<float>* e) {
     // C's rows lie ldc apart, a stride no hardware prefetcher follows: fetch the tile now so it has
     // arrived by the store, kc FMAs later.
 #pragma GCC unroll 6
-    for (int r = 0; r < mr; ++r) {
+    for (int r = 0; r < R; ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + nr - 1), _MM_HINT_T0);
     }
-    __m256 acc[mr][2];
+    __m256 acc[R][2];
 #pragma GCC unroll 6
-    for (int r = 0; r < mr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t p = 0; p < kc; ++p) {
       const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 6
-      for (int r = 0; r < mr; ++r) {
+      for (int r = 0; r < R; ++r) {
         const __m256 av = _mm256_broadcast_ss(ap + r);
         acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
         acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
@@ -40,7 +42,7 @@ struct Avx2Tile {
     }
     const __m256 zero = _mm256_setzero_ps();
 #pragma GCC unroll 6
-    for (int r = 0; r < mr; ++r) {
+    for (int r = 0; r < R; ++r) {
       float* row = c + r * ldc;
       if (accumulate) {
         acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(row));

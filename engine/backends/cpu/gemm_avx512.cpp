@@ -15,22 +15,24 @@ struct Avx512Tile {
   // B panel (kc x nr = 64 KiB) stay in L2; both stream at well under L2 bandwidth for 24 FMAs per k.
   static constexpr int64_t kc = 512, mc = 240;
 
+  // R < mr computes only the first R rows of the tile (the last row block of C).
+  template <int R = mr>
   static void tile(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
                    bool accumulate, const Epilogue<float>* e) {
     // C's rows lie ldc apart, a stride no hardware prefetcher follows: fetch the tile now so it has
     // arrived by the store, kc FMAs later.
 #pragma GCC unroll 12
-    for (int r = 0; r < mr; ++r) {
+    for (int r = 0; r < R; ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + nr - 1), _MM_HINT_T0);
     }
-    __m512 acc[mr][2];
+    __m512 acc[R][2];
 #pragma GCC unroll 12
-    for (int r = 0; r < mr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int64_t p = 0; p < kc; ++p) {
       const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
 #pragma GCC unroll 12
-      for (int r = 0; r < mr; ++r) {
+      for (int r = 0; r < R; ++r) {
         const __m512 av = _mm512_set1_ps(ap[r]);
         acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
         acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
@@ -40,7 +42,7 @@ struct Avx512Tile {
     }
     const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 12
-    for (int r = 0; r < mr; ++r) {
+    for (int r = 0; r < R; ++r) {
       float* row = c + r * ldc;
       if (accumulate) {
         acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));

@@ -11,6 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "engine/backends/cpu/gemm.h"
 #include "engine/backends/cpu/gemm_kernels.h"
 
@@ -59,12 +63,49 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_
   }
 }
 
+#if defined(__AVX2__)
+// dst[q * ldd + r] = src[r * lds + q] for an 8 x 8 block.
+inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
 // Packs op(B)[p0:p0+kc, j0:j0+nc] into NR-column panels (k-major), zero-padding the last one.
 template <int64_t NR>
 void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
   for (int64_t jr = 0; jr < nc; jr += NR, out += NR * kc) {
     const int64_t cols = std::min(NR, nc - jr);
     if (tb) {
+#if defined(__AVX2__)
+      // A full panel goes 8 x 8 at a time through registers: B's rows are read along memory and the
+      // panel's rows written whole, where element-wise copying stores one float per instruction.
+      if constexpr (NR % 8 == 0)
+        if (cols == NR) {
+          const int64_t k8 = kc / 8 * 8;
+          for (int64_t c0 = 0; c0 < NR; c0 += 8)
+            for (int64_t p = 0; p < k8; p += 8) transpose8x8(b + (j0 + jr + c0) * ldb + p0 + p, ldb, out + p * NR + c0, NR);
+          for (int64_t col = 0; col < NR; ++col) {
+            const float* src = b + (j0 + jr + col) * ldb + p0;
+            for (int64_t p = k8; p < kc; ++p) out[p * NR + col] = src[p];
+          }
+          continue;
+        }
+#endif
       // In chunks of 64 k, so the panel being written (64 x NR floats) stays in L1.
       for (int64_t pb = 0; pb < kc; pb += 64) {
         const int64_t pe = std::min(kc, pb + 64);
@@ -85,6 +126,16 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_
       }
     }
   }
+}
+
+// K::tile<rows> for a run-time row count of at most K::mr: the last row block of C computes only
+// its own rows rather than a full tile into a buffer.
+template <class K, int R = int(K::mr)>
+void tile_rows(int64_t rows, int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate,
+               const Epilogue<float>* e) {
+  if constexpr (R > 1)
+    if (rows < R) return tile_rows<K, R - 1>(rows, kc, ap, bp, c, ldc, accumulate, e);
+  K::template tile<R>(kc, ap, bp, c, ldc, accumulate, e);
 }
 
 // Columns [j0, j0 + nc) of C through micro-kernel K, which provides mr, nr, kc, mc and
@@ -111,14 +162,14 @@ void blocked_columns(const GemmProblem& g, int64_t j0, int64_t nc, float* apack,
           const int64_t rows = std::min(MR, mc - ir);
           const float* ap = apack + ir * kc;
           float* ct = g.c + (i0 + ir) * g.ldc + j0 + jr;
-          if (rows == MR && cols == NR) {
+          if (cols == NR) {
             Epilogue<float> tile = e;
             if (tile.bias) tile.bias += j0 + jr;
             if (tile.mask) tile.mask += (i0 + ir) * g.ldc + j0 + jr;
-            K::tile(kc, ap, bp, ct, g.ldc, accumulate, last && !e.empty() ? &tile : nullptr);
+            tile_rows<K>(rows, kc, ap, bp, ct, g.ldc, accumulate, last && !e.empty() ? &tile : nullptr);
             continue;
           }
-          // Edge tile: compute the full tile into a buffer, then add or copy its valid part.
+          // A tile narrower than NR: compute the full tile into a buffer, then add or copy its valid part.
           K::tile(kc, ap, bp, edge, NR, false, nullptr);
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t col = 0; col < cols; ++col)
