@@ -1,6 +1,7 @@
 // The subcommands of shardlab-cli. Each returns the process exit code.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace shardlab::cli {
@@ -17,6 +18,7 @@ int run_check(const CheckArgs& a);
 struct TrainArgs {
   std::string project;
   int64_t steps = -1, epochs = -1, batch_size = -1, seed = -1;
+  std::optional<double> learning_rate;  // --lr
   int threads = 0;
   std::string backend = "cpu";  // "cpu" or "cuda"
   int devices = 0;    // virtual CPU devices (0: as many as the mesh has)

@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   t->add_option("--epochs", train.epochs, "number of epochs")->check(CLI::PositiveNumber)->excludes(steps);
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
+  t->add_option("--lr", train.learning_rate, "learning rate: the constant schedule's value or the warmup-cosine schedule's peak")
+      ->check(CLI::NonNegativeNumber);
   t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
   add_backend_option(t, train.backend);
   t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);

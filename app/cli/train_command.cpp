@@ -35,6 +35,7 @@ int run_train(const TrainArgs& a) {
   opt.epochs = a.epochs;
   opt.batch_size = a.batch_size;
   opt.seed = a.seed;
+  opt.learning_rate = a.learning_rate;
   opt.threads = a.threads;
   opt.backend = a.backend;
   opt.devices = a.devices;

@@ -11,6 +11,7 @@
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
 #include "engine/runtime/data_fit.h"
+#include "engine/project/run_overrides.h"
 #include "engine/runtime/preflight.h"
 #include "engine/sharding/layout.h"
 #include "engine/util/error.h"
@@ -25,16 +26,22 @@ double process_cpu_seconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
+
+project::RunOverrides overrides_of(const TrainOptions& o) {
+  project::RunOverrides r;
+  r.batch_size = o.batch_size;
+  r.seed = o.seed;
+  r.steps = o.steps;
+  r.epochs = o.epochs;
+  r.learning_rate = o.learning_rate;
+  return r;
+}
+
 }  // namespace
 
-Trainer::Trainer(project::Project project, TrainOptions options) : project_(std::move(project)), options_(options) {
-  if (options_.batch_size > 0) project_.training.batch_size = options_.batch_size;
-  if (options_.seed >= 0) project_.training.seed = uint64_t(options_.seed);
-  if (options_.steps >= 0) project_.training.steps = options_.steps;
-  if (options_.epochs >= 0) {
-    project_.training.epochs = options_.epochs;
-    if (options_.steps < 0) project_.training.steps = 0;
-  }
+// The run's own project: the options laid over it, in the sections checkpoint.json records too.
+Trainer::Trainer(project::Project project, TrainOptions options)
+    : project_(project::with_overrides(std::move(project), overrides_of(options))), options_(options) {
   trace_ = options_.trace ? options_.trace : std::make_shared<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
                                              options_.trace_keep);
   backend_ = backends::make_backend(options_.backend, backends::BackendOptions{options_.threads});
@@ -47,6 +54,9 @@ Trainer::Trainer(project::Project project, TrainOptions options) : project_(std:
   checks.devices = options_.devices;
   const Preflight preflight_result = preflight(project_, *backend_, checks);
   preflight_result.throw_first();
+  // The mesh and rules that run are the project's from here on, as the run saves it.
+  if (!options_.mesh.empty()) project_.mesh = sharding::mesh_to_json(preflight_result.mesh);
+  if (!options_.rules.empty()) project_.logical_axis_rules = sharding::rules_to_json(preflight_result.rules);
   session_ = std::make_unique<SpmdSession>(project_, preflight_result.mesh, preflight_result.rules,
                                            project_.training.batch_size, backend_);
 }

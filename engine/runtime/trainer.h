@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +69,7 @@ class TrainerListener {
 struct TrainOptions {
   int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
   int64_t seed = -1;
+  std::optional<double> learning_rate;  // the schedule's constant value or its peak
   int threads = 0;    // 0: every core
   std::string backend = "cpu";  // backends::make_backend's kind: "cpu" or "cuda"
   int devices = 0;    // virtual CPU devices; 0: as many as the mesh has

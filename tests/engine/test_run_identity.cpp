@@ -287,6 +287,51 @@ class TestRunIdentity : public QObject {
     VERIFY_CONTAINS(err, "model.safetensors");
   }
 
+  // checkpoint.json's project is what ran: every override (the CLI's flags, the Training tab's
+  // form) is in it, and it loads back as a project that trains the same way.
+  void checkpointRecordsTheSettingsThatRan() {
+    QTemporaryDir dir;
+    runtime::TrainOptions o = into(dir, 3);
+    o.batch_size = 4;
+    o.seed = 9;
+    o.learning_rate = 0.05;
+    o.mesh = "data=2";
+    o.rules = "batch=data";
+    QCOMPARE(train(small(), o), QString());
+    const Json meta = checkpoint::load(checkpoint::latest(dir.path().toStdString())->string()).meta;
+    const project::Project ran = project::parse_project(meta.at("project").dump(), "ran.shardlab.json");
+    QCOMPARE(ran.training.batch_size, int64_t(4));
+    QCOMPARE(ran.training.seed, uint64_t(9));
+    QCOMPARE(ran.training.steps, int64_t(3));
+    QCOMPARE(ran.optimizer.learning_rate.value, 0.05);
+    QCOMPARE(meta.at("project").at("mesh").dump(), std::string(R"({"axes":{"data":2}})"));
+    QCOMPARE(meta.at("project").at("logical_axis_rules").dump(), std::string(R"([["batch","data"]])"));
+    // The run's identity records the optimizer it ran with too.
+    QCOMPARE(checkpoint::read_identity(dir.path().toStdString())->optimizer.at("learning_rate").get<double>(), 0.05);
+
+    // A warmup-cosine schedule keeps its shape; the override is its peak.
+    QTemporaryDir dir2;
+    Json j = small_json();
+    j["optimizer"]["learning_rate"] = Json::parse(R"({"schedule": "warmup_cosine_decay", "peak_value": 0.1, "warmup_steps": 1, "decay_steps": 4})");
+    runtime::TrainOptions o2 = into(dir2, 2);
+    o2.learning_rate = 0.02;
+    QCOMPARE(train(project::parse_project(j.dump(), "cosine.shardlab.json"), o2), QString());
+    const Json meta2 = checkpoint::load(checkpoint::latest(dir2.path().toStdString())->string()).meta;
+    const Json& lr = meta2.at("project").at("optimizer").at("learning_rate");
+    QCOMPARE(lr.at("peak_value").get<double>(), 0.02);
+    QCOMPARE(lr.at("decay_steps").get<int>(), 4);
+
+    // The CLI's --lr lands in the same place.
+    const QString file = dir2.filePath("p.shardlab.json");
+    std::ofstream(file.toStdString()) << small_json().dump();
+    const QString root = dir2.filePath("cli");
+    const Cli r = cli({"train", file, "--checkpoint-dir", root, "--quiet", "--lr", "0.125", "--steps", "1"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    const Json meta3 = checkpoint::load(checkpoint::latest(root.toStdString())->string()).meta;
+    QCOMPARE(meta3.at("project").at("optimizer").at("learning_rate").get<double>(), 0.125);
+    QCOMPARE(meta3.at("project").at("training").at("steps").get<int>(), 1);
+  }
+
   void cliRefusesThenContinuesOrStartsOver() {
     QTemporaryDir dir;
     const QString project = dir.filePath("p.shardlab.json");

@@ -460,6 +460,34 @@ class TestTrainingDashboard : public QObject {
   // a run continuing from a saved step.
   // Start with a checkpoint folder that holds another run's steps: a dialog asks. Cancel starts
   // nothing; Start Over moves the old run's steps into old-run-<id>/ and trains afresh.
+  // A run belongs to its project: opening another leaves none of it behind, and above all not its
+  // checkpoint folder, which a run of the other model would otherwise write into.
+  void openingAnotherProjectResetsTheTab() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(writeProject("tiny-first.shardlab.json", tinyProject()));
+    QCOMPARE(tab.progressBar()->text(), QString("Not started"));  // not "0 / 1 steps"
+    const QString root = QDir::cleanPath(tmp_.filePath("ckpt-first"));
+    typeInto(tab.outputsForm()->checkpointDirEdit(), root);
+    typeInto(tab.form()->stepsBox(), "2");
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 20000);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(tab.lossChart()->pointCount(tab.lossChart()->seriesIndex("train")), 2);
+    QCOMPARE(tab.progressBar()->text(), QString("2 / 2 steps"));
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Done: 2 steps");
+
+    doc.open(writeProject("tiny-second.shardlab.json", tinyProject()));
+    QCOMPARE(tab.lossChart()->pointCount(tab.lossChart()->seriesIndex("train")), 0);
+    QCOMPARE(tab.stepTimeChart()->pointCount(tab.stepTimeChart()->seriesIndex("step")), 0);
+    QCOMPARE(tab.progressBar()->text(), QString("Not started"));
+    QCOMPARE(tab.runLog()->toPlainText(), QString());
+    QCOMPARE(tab.outputsForm()->checkpointDir(), QString());
+    QCOMPARE(tab.errorText(), QString());
+  }
+
   void aFreshRunIntoAFolderInUseAsks() {
     const QString root = QDir::cleanPath(tmp_.filePath("ckpt-in-use"));
     ProjectDocument doc;

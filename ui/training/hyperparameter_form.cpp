@@ -15,13 +15,6 @@ double headlineLearningRate(const project::ScheduleSpec& s) {
   return s.type == "warmup_cosine_decay" ? s.peak_value : s.value;
 }
 
-void overrideLearningRate(project::ScheduleSpec& s, double rate) {
-  if (s.type == "warmup_cosine_decay")
-    s.peak_value = rate;
-  else
-    s.value = rate;
-}
-
 namespace {
 
 QSpinBox* spinBox(QWidget* parent, const QString& name, int lo, int hi, const QString& tip) {

@@ -22,8 +22,6 @@ struct RunSettings {
 
 // The schedule's headline rate: the constant value, or the peak of a warmup-cosine schedule.
 double headlineLearningRate(const project::ScheduleSpec& s);
-// Sets that headline rate, leaving the schedule's shape (warmup, decay steps, end value) alone.
-void overrideLearningRate(project::ScheduleSpec& s, double rate);
 
 class HyperparameterForm : public QWidget {
   Q_OBJECT

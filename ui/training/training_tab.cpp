@@ -89,9 +89,7 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   // Right: progress, charts and the log.
   progress_ = new QProgressBar(this);
   progress_->setObjectName("progress");
-  progress_->setRange(0, 1);
-  progress_->setValue(0);
-  progress_->setFormat(tr("%v / %m steps"));
+  showNotStarted();
   status_ = new QLabel(tr("Idle"), this);
   status_->setObjectName("status");
   // Its text changes every refresh; it must not resize the window's layout each time.
@@ -192,8 +190,27 @@ void TrainingTab::projectOpened() {
     log(tr("Another project was opened: stopping the run."));
     run_->stop();
   }
+  // Nothing of the last project's run stays: not its charts, figures or log, and not its checkpoint
+  // folder, which the next run, of another model, must not write into.
+  resetCharts();
+  info_ = {};
+  last_ = {};
+  recentStepSeconds_.clear();
+  began_ = false;
+  log_->clear();
+  error_->clear();
+  error_->hide();
+  outputs_->setCheckpointDir(QString());
+  status_->setText(tr("Idle"));
+  showNotStarted();
   form_->loadDefaults(doc_->project(), meshDevices());
   updateControls();
+}
+
+void TrainingTab::showNotStarted() {
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(tr("Not started"));
 }
 
 void TrainingTab::projectChanged() { form_->setMeshDevices(meshDevices()); }
@@ -269,9 +286,10 @@ void TrainingTab::launch(const QString& resumeDir) {
   }
   settings.options.resume_from = resumeDir.toStdString();
   if (resumeDir.isEmpty() && !askAboutExistingRun(settings.options)) return;
-  // The run trains a copy: the learning rate set here does not touch the document.
+  // The run trains a copy: the learning rate set here does not touch the document, but the run
+  // records it (the Trainer lays its options over the project it saves with each checkpoint).
+  settings.options.learning_rate = settings.learningRate;
   project::Project copy = doc_->project();
-  overrideLearningRate(copy.optimizer.learning_rate, settings.learningRate);
   QString meshText;
   try {
     // The engine's own check, here where it is instant rather than after building the trainer.
@@ -384,6 +402,7 @@ void TrainingTab::onStarted(const runtime::StartInfo& s) {
   clock_.restart();
   progress_->setRange(0, int(std::min<int64_t>(s.total_steps, INT_MAX)));
   progress_->setValue(0);
+  progress_->setFormat(tr("%v / %m steps"));
   logEvery_ = std::max<int64_t>(1, s.total_steps / kLogLines);
   log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s); %6 train / %7 test examples")
           .arg(s.total_steps)
@@ -475,10 +494,7 @@ void TrainingTab::onFinished(bool cancelled) {
   updateControls();
   status_->setText(cancelled ? tr("Cancelled at step %1 of %2").arg(last_.step).arg(info_.total_steps)
                              : tr("Done: %1 steps in %2, final loss %3").arg(last_.step).arg(took, number(last_.loss)));
-  if (!began_) {
-    progress_->setRange(0, 1);
-    progress_->setValue(0);
-  }
+  if (!began_) showNotStarted();
   emit runFinished(cancelled);
 }
 
@@ -487,10 +503,7 @@ void TrainingTab::onFailed(const QString& message) {
   log(tr("Error: %1").arg(message));
   showError(tr("Training failed: %1").arg(message));
   doc_->message("error", tr("Training %1 failed: %2").arg(runName_, message));
-  if (!began_ || progress_->maximum() == 0) {
-    progress_->setRange(0, 1);
-    progress_->setValue(0);
-  }
+  if (!began_ || progress_->maximum() == 0) showNotStarted();
   updateControls();
   status_->setText(tr("Failed"));
   emit runFailed(message);

@@ -98,6 +98,7 @@ class TrainingTab : public QWidget {
   void updateStatus();
   void refreshProgress();
   void resetCharts();
+  void showNotStarted();  // the progress bar before any run: no "0 / 1 steps"
 
   ProjectDocument* doc_;
   TrainingRun* run_;

@@ -1,0 +1,37 @@
+#include "engine/project/run_overrides.h"
+
+#include "engine/util/error.h"
+
+namespace shardlab::project {
+
+Project with_overrides(Project p, const RunOverrides& o) {
+  if (!p.training_json.is_object()) p.training_json = graph::Json::object();
+  if (o.batch_size > 0) p.training_json["batch_size"] = p.training.batch_size = o.batch_size;
+  if (o.seed >= 0) {
+    p.training.seed = uint64_t(o.seed);
+    p.training_json["seed"] = o.seed;
+  }
+  if (o.steps >= 0) p.training_json["steps"] = p.training.steps = o.steps;
+  if (o.epochs >= 0) {
+    p.training_json["epochs"] = p.training.epochs = o.epochs;
+    if (o.steps < 0) p.training_json["steps"] = p.training.steps = 0;
+  }
+  if (o.learning_rate) {
+    const double rate = *o.learning_rate;
+    if (!(rate >= 0)) throw Error("learning rate: " + std::to_string(rate) + " (a learning rate is >= 0)");
+    if (!p.optimizer_json.is_object()) p.optimizer_json = graph::Json::object();
+    ScheduleSpec& s = p.optimizer.learning_rate;
+    graph::Json& j = p.optimizer_json["learning_rate"];
+    if (s.type == "warmup_cosine_decay") {
+      s.peak_value = rate;
+      j["peak_value"] = rate;
+    } else {
+      // A constant is written as a plain number, as the project format allows.
+      s.value = rate;
+      j = rate;
+    }
+  }
+  return p;
+}
+
+}  // namespace shardlab::project
