@@ -34,6 +34,18 @@ bool add_run_refusals(const project::Project& p, Design& d) {
   return f.out_of_memory >= 0;
 }
 
+// Virtual devices beyond the cores take turns on them: right for checking a layout, but the step
+// runs no faster than on one device, which a user reading the speed should know.
+void add_shared_cores_warning(const sharding::Mesh& mesh, std::vector<std::string>& warnings) {
+  const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+  if (mesh.device_count() <= cores) return;
+  warnings.push_back("mesh " + mesh.str() + ": its " + std::to_string(mesh.device_count()) +
+                     " virtual devices share this machine's " + std::to_string(cores) +
+                     (cores == 1 ? " core" : " cores") +
+                     " and take turns on them, so a step is slower than on one device; the layout, memory and "
+                     "collectives are still those of " + std::to_string(mesh.device_count()) + " devices");
+}
+
 }  // namespace
 
 Design check_design(const project::Project& p) {
@@ -63,6 +75,7 @@ Design check_design(const project::Project& p) {
   }
   for (const std::string& e : d.sharding.errors) d.errors.push_back(e);
   d.warnings = d.sharding.warnings;
+  add_shared_cores_warning(d.sharding.mesh, d.warnings);
   if (add_run_refusals(p, d)) return d;  // the refusal says it, with the largest arrays
   for (size_t i = 0; i < d.sharding.devices.size(); ++i) {
     const double need = d.sharding.devices[i].total();

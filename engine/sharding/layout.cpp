@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/runtime/train_step.h"
+#include "engine/sharding/layout_problems.h"
 #include "engine/sharding/weight_update.h"
 #include "engine/util/error.h"
 
@@ -67,6 +68,7 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   r.rules = rules;
   std::map<std::string, std::set<std::string>> unmatched;  // logical name -> arrays
   std::set<std::string> axes_used;
+  LayoutProblems problems(mesh);  // every array's error, reported once per cause
 
   auto add = [&](std::string name, ArrayKind kind, std::vector<std::string> logical, Shape shape) {
     ArraySharding a;
@@ -85,7 +87,7 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
       a.error = e.what();
     }
     if (!a.error.empty()) {
-      r.errors.push_back(a.error);
+      problems.add(a.name, a.spec, a.shape, a.error);
       a.spec = PartitionSpec();
     }
     a.shard = shard_shape(a.spec, a.shape, mesh);
@@ -138,6 +140,7 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
     copies[n->name] = c;
   }
 
+  r.errors = problems.messages();
   r.devices.assign(size_t(mesh.device_count()), DeviceMemory{});
   for (const ArraySharding& a : r.arrays)
     for (DeviceMemory& d : r.devices) {

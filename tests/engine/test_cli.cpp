@@ -303,8 +303,8 @@ class TestCli : public QObject {
   void shardIndivisibleBatchIsAnErrorWithTheNearestSizes() {
     Result r = run_cli({"shard", kProjects + "/fashion-mlp.shardlab.json", "--mesh", "data=3", "--rules", "batch=data"});
     QVERIFY(r.exit_code != 0);
-    VERIFY_CONTAINS(r.err, "dimension 0 of size 128 is not divisible by 3");
-    VERIFY_CONTAINS(r.err, "126 or 129");
+    VERIFY_CONTAINS(r.err, "mesh axis data (3) does not divide 5 arrays it splits: 'image' dimension 0 (128)");
+    VERIFY_CONTAINS(r.err, "2 or 4");
   }
 
   // train --trace writes Chrome trace JSON; profile prints the per-device breakdown and top spans.

@@ -102,8 +102,8 @@ class TestCliCheck : public QObject {
     j["mesh"] = {{"axes", {{"data", 3}}}};
     j["logical_axis_rules"] = Json::parse(R"([["batch", "data"]])");
     QTest::newRow("mesh axis of 3 on a batch of 8") << QByteArray::fromStdString(j.dump()) << QStringList{}
-                                                   << QStringList{"array 'x'", "dimension 0 of size 8 is not divisible by 3",
-                                                                  "6 or 9"};
+                                                   << QStringList{"mesh axis data (3) does not divide", "'x' dimension 0 (8)",
+                                                                  "2 or 4"};
 
     j = small_project();
     j["mesh"] = {{"axes", {{"data", 2}}}};
@@ -291,7 +291,7 @@ class TestCliCheck : public QObject {
     j = Json::parse(r.out.toStdString());
     QCOMPARE(j["validation"]["ok"].get<bool>(), false);
     QVERIFY(!j["validation"]["errors"].empty());
-    VERIFY_CONTAINS(QString::fromStdString(j["validation"]["errors"][0].get<std::string>()), "is not divisible by 3");
+    VERIFY_CONTAINS(QString::fromStdString(j["validation"]["errors"][0].get<std::string>()), "mesh axis data (3) does not divide");
   }
 
   // The overrides check takes are train's: a mesh that works passes and is named.

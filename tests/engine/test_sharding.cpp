@@ -261,11 +261,25 @@ class TestSharding : public QObject {
     QVERIFY(unmatched);
     QVERIFY(giant);
   }
+  // A typo in a rule's mesh axis is one problem with a "did you mean", not one error per array.
+  void aMisspelledMeshAxisIsOneProblem() {
+    project::Project p = project::load_project(kSource + "/projects/dot-relu-dot.shardlab.json");
+    ShardingReport r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=2,model=4"),
+                                        parse_rules("batch=data,hidden=modle,embed=none,layer=none"));
+    QCOMPARE(r.errors.size(), size_t(1));
+    VERIFY_CONTAINS(QString::fromStdString(r.errors[0]), "mesh data=2,model=4 has no axis 'modle' (did you mean 'model'?)");
+    VERIFY_CONTAINS(QString::fromStdString(r.errors[0]), "'blocks/W1/kernel'");
+    QVERIFY(!r.find("blocks/W1/kernel")->error.empty());
+  }
   void layoutCollectsIndivisibleDimensions() {
     project::Project p = project::load_project(kSource + "/projects/fashion-mlp.shardlab.json");
     ShardingReport r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=3"), parse_rules("batch=data"));
-    QVERIFY(!r.errors.empty());
-    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "126 or 129");
+    // One problem for the one cause, with the sizes of the axis that would divide every array it
+    // splits; each array keeps its own message with the batch sizes that would divide.
+    QCOMPARE(r.errors.size(), size_t(1));
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "mesh axis data (3) does not divide 5 arrays it splits: 'image' dimension 0 (128)");
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "sizes of data nearest 3 that divide them all: 2 or 4");
+    VERIFY_CONTAINS(QString::fromStdString(r.find("image")->error), "126 or 129");
   }
 };
 

@@ -17,7 +17,9 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QtTest>
+#include <algorithm>
 #include <memory>
+#include <unistd.h>
 
 #include "tests/engine/test_support.h"
 #include "ui/document/project_document.h"
@@ -222,10 +224,11 @@ class TestMeshRules : public QObject {
     // 1024 does not split 3 ways: the error names the array and the dimension.
     VERIFY_CONTAINS(f.spec("blocks/W1/kernel", SpecModel::ErrorColumn), "blocks/W1/kernel");
     VERIFY_CONTAINS(f.spec("blocks/W1/kernel", SpecModel::ErrorColumn), "not divisible by 3");
-    bool named = false;
-    for (const QString& issue : f.issueTexts())
-      named |= issue.contains("blocks/W1/kernel") && issue.contains("divisible");
-    QVERIFY2(named, qPrintable(f.issueTexts().join('\n')));
+    // The list has one problem for the one cause, naming the arrays and the sizes that divide.
+    const QStringList problems = f.issueTexts().filter("mesh axis model (3)");
+    QCOMPARE(problems.size(), 1);
+    VERIFY_CONTAINS(problems[0], "'blocks/W1/kernel' dimension 2 (1024)");
+    VERIFY_CONTAINS(problems[0], "sizes of model nearest 3 that divide them all: 2 or 4");
     QVERIFY(f.tab->issues()->errorCount() > 0);
     QCOMPARE(f.tab->meshEditor()->deviceGrid()->deviceCount(), 6);
     QCOMPARE(f.tab->memoryBars()->barCount(), 6);
@@ -421,6 +424,21 @@ class TestMeshRules : public QObject {
     QVERIFY(!f.tab->rulesEditor()->applyPreset("no_such_preset"));
     VERIFY_CONTAINS(f.tab->rulesEditor()->errorLabel()->text(), "no_such_preset");
     QCOMPARE(f.doc.undoStack()->count(), 1);
+  }
+
+  // More virtual devices than cores is legal (it checks a layout) but they take turns on the
+  // cores: the issues list says so, and stops saying it once the mesh fits the machine.
+  void moreDevicesThanCoresIsAWarning() {
+    Fixture f;
+    const int cores = int(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+    f.sizeSpin("model")->setValue(cores);  // data 2 x model cores: twice the cores
+    auto warned = [&] { return f.issueTexts().filter("virtual devices share this machine's").size(); };
+    QCOMPARE(warned(), 1);
+    VERIFY_CONTAINS(f.issueTexts().filter("virtual devices").join('\n'), QString::number(2 * cores) + " virtual devices");
+    QCOMPARE(f.tab->issues()->errorCount(), 0);
+    f.sizeSpin("model")->setValue(1);
+    f.sizeSpin("data")->setValue(1);
+    QCOMPARE(warned(), 0);
   }
 
   void deviceGridAndMemoryBarsFollowTheMesh() {
