@@ -149,7 +149,7 @@ int run_shard(const ShardArgs& a) {
     }
     std::printf("\ncollectives per training step:%s\n", comms.empty() ? " none" : "");
     for (const auto& c : comms)
-      std::printf("  %-16s over %-12s x%-4d %s per device\n", c.kind.c_str(), c.axes.c_str(), c.count, runtime::format_bytes(c.bytes).c_str());
+      std::printf("  %-19s over %-12s x%-4d %s per device\n", c.kind.c_str(), c.axes.c_str(), c.count, runtime::format_bytes(c.bytes).c_str());
   }
   for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
   for (const std::string& e : r.errors) std::fprintf(stderr, "error: %s\n", e.c_str());
