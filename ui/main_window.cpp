@@ -144,6 +144,10 @@ void MainWindow::buildDocks() {
 
 void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* blank = file->addAction(tr("&New"), this, [this] {
+    if (maybeSave()) doc_->newBlank();
+  });
+  blank->setShortcut(QKeySequence::New);
   QMenu* newMenu = file->addMenu(tr("&New from Example"));
   for (const QFileInfo& f : QDir(examplesDir()).entryInfoList({"*.shardlab.json"}, QDir::Files, QDir::Name)) {
     QAction* a = newMenu->addAction(f.fileName().remove(".shardlab.json"));
@@ -156,7 +160,6 @@ void MainWindow::buildActions() {
       }
     });
   }
-  if (!newMenu->actions().isEmpty()) newMenu->actions().first()->setShortcut(QKeySequence::New);
   QAction* open = file->addAction(tr("&Open..."), this, [this] {
     if (!maybeSave()) return;
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Project"), QFileInfo(doc_->path()).path(),
@@ -194,8 +197,9 @@ void MainWindow::buildActions() {
     if (!path.isEmpty() && trace_->openTraceFile(path)) tabs_->setCurrentWidget(trace_);
   });
   file->addSeparator();
+  // Closing leaves an empty project, never silently another one.
   QAction* close = file->addAction(tr("&Close Project"), this, [this] {
-    if (maybeSave()) openDefaultProject();
+    if (maybeSave()) doc_->newBlank();
   });
   close->setShortcut(QKeySequence::Close);
   file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);

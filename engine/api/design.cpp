@@ -57,7 +57,10 @@ Design check_design(const project::Project& p) {
     return d;
   }
   d.errors = d.graph.errors;
-  if (!p.graph.find(p.loss.output)) d.errors.push_back("loss.output: there is no node '" + p.loss.output + "'");
+  if (p.loss.output.empty())
+    d.errors.push_back("loss.output: not set yet: choose the node whose output the loss reads (Inspector, project page)");
+  else if (!p.graph.find(p.loss.output))
+    d.errors.push_back("loss.output: there is no node '" + p.loss.output + "'");
   if (!d.graph.ok()) {
     add_run_refusals(p, d);
     return d;

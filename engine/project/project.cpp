@@ -241,6 +241,18 @@ Project load_project(const std::filesystem::path& file, Validation v) {
   return p;
 }
 
+Project blank_project() {
+  static const char* const kBlank = R"({
+    "format": "shardlab.project", "version": 1,
+    "graph": {"nodes": [], "edges": []},
+    "loss": {"type": "mean_squared_error", "output": ""},
+    "optimizer": {"type": "adam", "learning_rate": 0.001},
+    "data": {"type": "synthetic", "kind": "normal", "feature_shape": [16], "target_shape": [4], "examples": 256},
+    "training": {"batch_size": 32, "steps": 100}
+  })";
+  return parse_project(kBlank, "untitled", Validation::Structure);
+}
+
 std::string to_json_string(const Project& p) {
   Json j = Json::object();
   j["format"] = kFormatName;

@@ -61,6 +61,10 @@ enum class Validation { Full, Structure };
 Project parse_project(const std::string& text, const std::string& filename, Validation v = Validation::Full);
 Project load_project(const std::filesystem::path& file, Validation v = Validation::Full);
 
+// File > New: no nodes, no loss output yet, Adam, and a small synthetic data set, so that the
+// first Input and Dense placed can be trained at once.
+Project blank_project();
+
 std::string to_json_string(const Project& p);
 // A graph (or a Repeat's body) as the project file writes it, and back; errors start with `where`.
 graph::Json graph_to_json(const graph::Graph& g, bool body);

@@ -2,9 +2,11 @@
 // track nest), span totals account for the step's wall time, collectives show where the plan
 // put them, light mode keeps only totals, and the ring keeps the last K steps.
 #include <QtTest>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/trainer.h"
@@ -83,13 +85,19 @@ class TestProfiler : public QObject {
     t.run();
     const auto summaries = t.trace().summaries();
     QCOMPARE(summaries.size(), size_t(6));
+    // Spans never exceed their step. They cover it but for the gaps between them; a step of a few
+    // hundred microseconds can lose one scheduler slice to another process, so the coverage is
+    // asserted on the median step, not on every one.
+    std::vector<double> coverage;
     for (const auto& s : summaries) {
       const double busy = s.compute_us + s.collective_us + s.optimizer_us + s.data_us;
-      QVERIFY2(busy <= s.wall_us * 1.0001 && busy >= 0.95 * s.wall_us,
-               qPrintable(QString("step %1: spans %2 us of %3 us").arg(s.step).arg(busy).arg(s.wall_us)));
+      QVERIFY2(busy <= s.wall_us * 1.0001, qPrintable(QString("step %1: spans %2 us of %3 us").arg(s.step).arg(busy).arg(s.wall_us)));
+      coverage.push_back(busy / s.wall_us);
       QVERIFY(s.optimizer_us > 0 && s.compute_us > 0);
       QCOMPARE(s.collective_us, 0.0);
     }
+    std::sort(coverage.begin(), coverage.end());
+    QVERIFY2(coverage[coverage.size() / 2] >= 0.95, qPrintable(QString("median step: spans cover %1 of it").arg(coverage[coverage.size() / 2])));
     // Per step, the primitive spans' FLOPs are the plan's training-step FLOPs.
     double flops = 0;
     for (const auto& sp : t.trace().spans())

@@ -84,6 +84,44 @@ class TestMainWindow : public QObject {
     VERIFY_CONTAINS(w.windowTitle(), "untitled");
   }
 
+  // File > New (Ctrl+N) and Close Project both leave an empty, untitled project: no nodes, nothing
+  // to undo, not modified, and a design check that says what is missing rather than crashing.
+  QAction* fileAction(MainWindow& w, const QString& text) {
+    for (QAction* menu : w.menuBar()->actions())
+      if (menu->text().remove('&') == "File")
+        for (QAction* a : menu->menu()->actions())
+          if (a->text().remove('&') == text) return a;
+    return nullptr;
+  }
+  void newAndCloseGiveAnEmptyProject() {
+    MainWindow w;
+    for (const QString& command : {QString("New"), QString("Close Project")}) {
+      w.openFile(example("fashion-mlp"));
+      QVERIFY(!w.document()->project().graph.nodes.empty());
+      QAction* a = fileAction(w, command);
+      QVERIFY2(a, qPrintable(command));
+      a->trigger();
+      QVERIFY2(w.document()->project().graph.nodes.empty(), qPrintable(command));
+      QVERIFY(w.document()->path().isEmpty());
+      QVERIFY(!w.isWindowModified());
+      QVERIFY(!w.document()->undoStack()->canUndo());
+      VERIFY_CONTAINS(w.windowTitle(), "untitled");
+      QStringList errors;
+      for (const std::string& e : w.document()->design().errors) errors << QString::fromStdString(e);
+      VERIFY_CONTAINS(errors.join('\n'), "needs exactly one Input node, found 0");
+      VERIFY_CONTAINS(errors.join('\n'), "loss.output: not set yet");
+    }
+    QCOMPARE(fileAction(w, "New")->shortcut(), QKeySequence(QKeySequence::New));
+    // Every tab draws the empty project.
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (int i = 0; i < w.tabs()->count(); ++i) {
+      w.tabs()->setCurrentIndex(i);
+      QVERIFY(!w.grab().isNull());
+    }
+  }
+
   void titleShowsTheModifiedMarkUntilSaved() {
     QTemporaryDir dir;
     MainWindow w;

@@ -70,6 +70,17 @@ void ProjectDocument::open(const QString& path) {
   emit message("info", tr("Opened %1").arg(path_));
 }
 
+void ProjectDocument::newBlank() {
+  undo_.clear();
+  path_.clear();
+  selection_.clear();
+  replace(project::blank_project());
+  emit pathChanged();
+  emit opened();
+  emit selectionChanged();
+  emit message("info", tr("New empty project"));
+}
+
 void ProjectDocument::openTemplate(const QString& path) {
   project::Project p = project::load_project(path.toStdString(), project::Validation::Structure);
   undo_.clear();

@@ -23,6 +23,8 @@ class ProjectDocument : public QObject {
   // Opens a project file. A graph with shape errors opens (they show on its nodes); a file that is
   // not a readable project throws shardlab::Error and leaves the document as it was.
   void open(const QString& path);
+  // Starts an empty, unsaved project (project::blank_project): no path, not modified.
+  void newBlank();
   // Starts an unsaved project from a template file (an example project): no path, not modified.
   void openTemplate(const QString& path);
   // Atomic save; throws shardlab::Error and keeps the modified mark when it fails.
