@@ -69,4 +69,9 @@ struct ShardArgs {
 };
 int run_shard(const ShardArgs& a);
 
+// --preset NAME (data_parallel, model_parallel, megatron, fsdp): fills `mesh` and `rules` with what
+// the preset gives the project at `project_path` (a --mesh given beside it sets the device count).
+// Nothing when `preset` is empty; an Error with --rules too, or for an unknown preset.
+void resolve_preset(const std::string& project_path, const std::string& preset, std::string& mesh, std::string& rules);
+
 }  // namespace shardlab::cli

@@ -9,11 +9,14 @@
 namespace {
 
 // The overrides every command that plans a run takes, worded alike.
-void add_mesh_options(CLI::App* command, std::string& mesh, std::string& rules) {
+void add_mesh_options(CLI::App* command, std::string& mesh, std::string& rules, std::string& preset) {
   command->add_option("--mesh", mesh, "mesh axes and sizes, e.g. data=2,model=4 (overrides the project's)");
   command->add_option("--rules", rules,
                       "logical axis rules in order, e.g. batch=data,hidden=model,embed=none,batch=data+model (override "
                       "the project's)");
+  command->add_option("--preset", preset,
+                      "a ready-made strategy instead of --rules: data_parallel, model_parallel, megatron or fsdp (sets the "
+                      "mesh's axes too, keeping its device count or --mesh's)");
 }
 
 // --backend for the commands that plan for or run on devices.
@@ -34,19 +37,22 @@ int main(int argc, char** argv) {
   },
                        "print the version, build options and the CPU code path, and exit");
 
+  struct {
+    std::string check, shard, train, profile;
+  } presets;  // --preset, resolved into --mesh and --rules once the command is known
   shardlab::cli::CheckArgs check;
   auto* c = app.add_subcommand(
       "check", "Validate a project as train would (graph, mesh, rules, memory, data) and print its layers, shapes, parameters and FLOPs");
   c->add_option("project", check.project, "the *.shardlab.json file")->required();
   c->add_flag("--json", check.json, "print the table as JSON");
   c->add_option("--batch-size", check.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
-  add_mesh_options(c, check.mesh, check.rules);
+  add_mesh_options(c, check.mesh, check.rules, presets.check);
   c->add_option("--devices", check.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
 
   shardlab::cli::ShardArgs shard;
   auto* sh = app.add_subcommand("shard", "Show how every array is split over a device mesh, and what each device holds");
   sh->add_option("project", shard.project, "the *.shardlab.json file")->required();
-  add_mesh_options(sh, shard.mesh, shard.rules);
+  add_mesh_options(sh, shard.mesh, shard.rules, presets.shard);
   sh->add_flag("--json", shard.json, "print the report as JSON");
   sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
@@ -65,7 +71,7 @@ int main(int argc, char** argv) {
   t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
   add_backend_option(t, train.backend);
   t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
-  add_mesh_options(t, train.mesh, train.rules);
+  add_mesh_options(t, train.mesh, train.rules, presets.train);
   t->add_option("--log", train.log, "write one JSON object per step and per evaluation to this file");
   t->add_flag("--quiet", train.quiet, "print only the final metrics");
   t->add_option("--trace", train.trace, "write every span as Chrome trace JSON (Perfetto opens it)");
@@ -100,7 +106,7 @@ int main(int argc, char** argv) {
   pr->add_option("project", profile.project, "the *.shardlab.json file")->required();
   pr->add_option("--steps", profile.steps, "steps to run (the first is warm-up)")->check(CLI::Range(2, 1000000));
   pr->add_option("--threads", profile.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
-  add_mesh_options(pr, profile.mesh, profile.rules);
+  add_mesh_options(pr, profile.mesh, profile.rules, presets.profile);
   pr->add_option("--trace", profile.trace, "also write the Chrome trace JSON");
   add_backend_option(pr, profile.backend);
 
@@ -110,6 +116,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    using shardlab::cli::resolve_preset;
+    if (*c) resolve_preset(check.project, presets.check, check.mesh, check.rules);
+    if (*sh) resolve_preset(shard.project, presets.shard, shard.mesh, shard.rules);
+    if (*t) resolve_preset(train.project, presets.train, train.mesh, train.rules);
+    if (*pr) resolve_preset(profile.project, presets.profile, profile.mesh, profile.rules);
     if (*c) return shardlab::cli::run_check(check);
     if (*t) return shardlab::cli::run_train(train);
     if (*sh) return shardlab::cli::run_shard(shard);

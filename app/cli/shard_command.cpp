@@ -37,6 +37,18 @@ nlohmann::ordered_json spec_json(const sharding::PartitionSpec& s, size_t rank) 
   return j;
 }
 
+// "P('data', None)", with "+sum(model)" where the step holds a pending sum over mesh axes there.
+std::string spec_text(const sharding::ArraySharding& x) {
+  if (!x.error.empty()) return "ERROR";
+  std::string s = x.spec.str();
+  if (!x.pending_sum.empty()) {
+    s += " +sum(";
+    for (size_t i = 0; i < x.pending_sum.size(); ++i) s += (i ? "," : "") + x.pending_sum[i];
+    s += ")";
+  }
+  return s;
+}
+
 }  // namespace
 
 int run_shard(const ShardArgs& a) {
@@ -48,14 +60,10 @@ int run_shard(const ShardArgs& a) {
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
   const sharding::LogicalRules rules = a.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(a.rules);
   graph::GraphReport report = project::analyze_project(p);
+  // The report partitions the training step itself: its layouts, buffer plan and collectives are
+  // the ones `train` runs with.
   sharding::ShardingReport r = sharding::analyze_sharding(p, report, mesh, rules);
-  // The partitioned training step: its collectives and each device's buffer plan.
-  std::unique_ptr<sharding::PartitionedStep> step;
-  if (r.errors.empty()) {
-    runtime::StepProgram global = runtime::build_step(p, report, p.training.batch_size, true);
-    step = std::make_unique<sharding::PartitionedStep>(
-        sharding::partition(global, mesh, rules, sharding::parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback")));
-  }
+  const sharding::PartitionedStep* step = r.plan.get();
   struct CommSummary {
     std::string kind, axes;
     int count = 0;
@@ -98,14 +106,15 @@ int run_shard(const ShardArgs& a) {
                                {"shape", x.shape},
                                {"shard_shape", x.shard},
                                {"bytes_per_device", x.bytes_per_device}};
+      if (!x.pending_sum.empty()) o["pending_sum"] = x.pending_sum;
       if (!x.error.empty()) o["error"] = x.error;
       j["arrays"].push_back(o);
     }
     j["devices"] = nlohmann::ordered_json::array();
     for (size_t d = 0; d < r.devices.size(); ++d) {
       const auto& m = r.devices[d];
-      j["devices"].push_back({{"device", d}, {"params", m.params}, {"opt_state", m.opt_state}, {"grads", m.grads},
-                              {"activations", m.activations}, {"total", m.total()}});
+      j["devices"].push_back({{"device", d}, {"params", m.params}, {"opt_state", m.opt_state},
+                              {"arena", m.arena}, {"total", m.total()}});
     }
     j["collectives"] = nlohmann::ordered_json::array();
     for (const auto& c : comms) j["collectives"].push_back({{"kind", c.kind}, {"mesh_axes", c.axes}, {"count", c.count}, {"bytes_per_device", c.bytes}});
@@ -127,20 +136,20 @@ int run_shard(const ShardArgs& a) {
   std::printf("%s\n", std::string(170, '-').c_str());
   for (const auto& x : r.arrays) {
     std::printf("%-28s %-16s %-30s %-36s %-22s %-20s %12s\n", x.name.c_str(), sharding::kind_name(x.kind),
-                names_str(x.logical).c_str(), x.error.empty() ? x.spec.str().c_str() : "ERROR", shape_str(x.shape).c_str(),
+                names_str(x.logical).c_str(), spec_text(x).c_str(), shape_str(x.shape).c_str(),
                 shape_str(x.shard).c_str(), runtime::format_bytes(x.bytes_per_device).c_str());
   }
-  std::printf("\nper device (every device holds one block of every array):\n");
   const auto& d0 = r.devices.front();
-  std::printf("  parameters %s, optimizer state %s, gradients %s, activations %s: %s on each of %zu devices\n",
-              runtime::format_bytes(d0.params).c_str(), runtime::format_bytes(d0.opt_state).c_str(),
-              runtime::format_bytes(d0.grads).c_str(), runtime::format_bytes(d0.activations).c_str(),
-              runtime::format_bytes(d0.total()).c_str(), r.devices.size());
+  if (step)
+    std::printf("\nper device, from the partitioned training step's buffer plan:\n"
+                "  parameters %s + optimizer state %s + step arena %s (inputs, activations, gradients; reused as the step runs)"
+                " = %s on each of %zu devices\n",
+                runtime::format_bytes(d0.params).c_str(), runtime::format_bytes(d0.opt_state).c_str(),
+                runtime::format_bytes(d0.arena).c_str(), runtime::format_bytes(d0.total()).c_str(), r.devices.size());
+  else
+    std::printf("\nno partitioned step while a layout is in error: the blocks above are what the rules give\n");
   if (step) {
     const auto& m = step->memory;
-    std::printf("  the partitioned training step's buffer plan: parameters %s + optimizer state %s + step arena %s = %s per device\n",
-                runtime::format_bytes(double(m.param_elems) * 4).c_str(), runtime::format_bytes(double(m.opt_state_elems) * 4).c_str(),
-                runtime::format_bytes(double(m.arena_elems) * 4).c_str(), runtime::format_bytes(double(m.total_elems()) * 4).c_str());
     if (backend) {
       const uint64_t cap = backend->capacity_per_device(int(mesh.device_count()));
       std::printf("  on %s: %s free per device%s\n", backend->devices().front().name.c_str(),

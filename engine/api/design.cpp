@@ -23,46 +23,78 @@ namespace {
 // the model (a missing file, a (28, 28) image fed to an Input of (784)). The same checks, in the
 // same words, as `train` and `shardlab-cli check` (runtime::preflight).
 // Returns whether the step was refused for memory.
-bool add_run_refusals(const project::Project& p, Design& d) {
+bool add_run_refusals(const project::Project& p, Design& d, std::vector<Diagnostic>& out) {
   // One backend for every check: it only answers what a device can hold.
   static const std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu");
   runtime::PreflightOptions checks;
   checks.data = true;
+  if (d.sharding_ok) checks.layouts = &d.sharding;  // the plan shown is the plan checked
   const runtime::Preflight f = runtime::preflight(p, *cpu, checks);
-  for (const std::string& e : f.errors)
-    if (std::find(d.errors.begin(), d.errors.end(), e) == d.errors.end()) d.errors.push_back(e);
+  for (const Diagnostic& e : f.problems) out.push_back(e);
   return f.out_of_memory >= 0;
 }
 
 // Virtual devices beyond the cores take turns on them: right for checking a layout, but the step
 // runs no faster than on one device, which a user reading the speed should know.
-void add_shared_cores_warning(const sharding::Mesh& mesh, std::vector<std::string>& warnings) {
+void add_shared_cores_warning(const sharding::Mesh& mesh, std::vector<Diagnostic>& out) {
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
   if (mesh.device_count() <= cores) return;
-  warnings.push_back("mesh " + mesh.str() + ": its " + std::to_string(mesh.device_count()) +
-                     " virtual devices share this machine's " + std::to_string(cores) +
-                     (cores == 1 ? " core" : " cores") +
-                     " and take turns on them, so a step is slower than on one device; the layout, memory and "
-                     "collectives are still those of " + std::to_string(mesh.device_count()) + " devices");
+  Diagnostic w;
+  w.severity = Severity::Warning;
+  w.code = "devices.shared_cores";
+  w.field = "mesh";
+  w.message = w.reason = "mesh " + mesh.str() + ": its " + std::to_string(mesh.device_count()) +
+                         " virtual devices share this machine's " + std::to_string(cores) +
+                         (cores == 1 ? " core" : " cores") +
+                         " and take turns on them, so a step is slower than on one device; the layout, memory and "
+                         "collectives are still those of " + std::to_string(mesh.device_count()) + " devices";
+  w.fix = "fine for checking a layout; for speed, use at most " + std::to_string(cores) + " devices here";
+  out.push_back(std::move(w));
+}
+
+Diagnostic error_at(std::string code, std::string field, std::string message, std::string fix = {}) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.field = std::move(field);
+  d.message = d.reason = std::move(message);
+  d.fix = std::move(fix);
+  return d;
+}
+
+// Errors first, each cause once (the preflight repeats what the graph and the layouts found), and
+// the plain message lists beside them.
+void finish(Design& d, std::vector<Diagnostic> found) {
+  std::stable_partition(found.begin(), found.end(), [](const Diagnostic& x) { return x.severity == Severity::Error; });
+  for (Diagnostic& x : found) {
+    std::vector<std::string>& list = x.severity == Severity::Error ? d.errors : d.warnings;
+    if (std::find(list.begin(), list.end(), x.message) != list.end()) continue;
+    list.push_back(x.message);
+    d.diagnostics.push_back(std::move(x));
+  }
 }
 
 }  // namespace
 
 Design check_design(const project::Project& p) {
   Design d;
+  std::vector<Diagnostic> found;
   try {
     d.graph = project::analyze_project(p);
   } catch (const std::exception& e) {
-    d.errors.push_back(e.what());
+    found.push_back(error_at("project", "", e.what()));
+    finish(d, std::move(found));
     return d;
   }
-  d.errors = d.graph.errors;
+  found = d.graph.problems;
   if (p.loss.output.empty())
-    d.errors.push_back("loss.output: not set yet: choose the node whose output the loss reads (Inspector, project page)");
+    found.push_back(error_at("loss.output", "loss.output",
+                             "loss.output: not set yet: choose the node whose output the loss reads (Inspector, project page)",
+                             "choose the loss's output node on the project page"));
   else if (!p.graph.find(p.loss.output))
-    d.errors.push_back("loss.output: there is no node '" + p.loss.output + "'");
+    found.push_back(error_at("loss.output", "loss.output", "loss.output: there is no node '" + p.loss.output + "'"));
   if (!d.graph.ok()) {
-    add_run_refusals(p, d);
+    add_run_refusals(p, d, found);
+    finish(d, std::move(found));
     return d;
   }
   try {
@@ -72,23 +104,35 @@ Design check_design(const project::Project& p) {
     d.sharding_ok = true;
     d.device_capacity_bytes = cpu_device_capacity_bytes(mesh.device_count());
   } catch (const std::exception& e) {
-    d.errors.push_back(e.what());
-    add_run_refusals(p, d);
+    found.push_back(error_at("mesh", "mesh", e.what()));
+    add_run_refusals(p, d, found);
+    finish(d, std::move(found));
     return d;
   }
-  for (const std::string& e : d.sharding.errors) d.errors.push_back(e);
-  d.warnings = d.sharding.warnings;
-  add_shared_cores_warning(d.sharding.mesh, d.warnings);
-  if (add_run_refusals(p, d)) return d;  // the refusal says it, with the largest arrays
-  for (size_t i = 0; i < d.sharding.devices.size(); ++i) {
-    const double need = d.sharding.devices[i].total();
-    if (need > d.device_capacity_bytes) {
-      d.warnings.push_back("device " + std::to_string(i) + " needs " + runtime::format_bytes(need) + " but has " +
-                           runtime::format_bytes(d.device_capacity_bytes) + ": the step will not fit in memory");
-      break;  // every device of a mesh holds the same amount; one line says it
+  for (const Diagnostic& x : d.sharding.diagnostics) found.push_back(x);
+  add_shared_cores_warning(d.sharding.mesh, found);
+  if (!add_run_refusals(p, d, found))  // a memory refusal says it already, with the largest arrays
+    for (size_t i = 0; i < d.sharding.devices.size(); ++i) {
+      const double need = d.sharding.devices[i].total();
+      if (need > d.device_capacity_bytes) {
+        Diagnostic w = error_at("memory", "mesh",
+                                "device " + std::to_string(i) + " needs " + runtime::format_bytes(need) + " but has " +
+                                    runtime::format_bytes(d.device_capacity_bytes) + ": the step will not fit in memory",
+                                "split the largest arrays over more devices, or a smaller batch");
+        w.severity = Severity::Warning;
+        found.push_back(std::move(w));
+        break;  // every device of a mesh holds the same amount; one line says it
+      }
     }
-  }
+  finish(d, std::move(found));
   return d;
+}
+
+std::vector<const Diagnostic*> diagnostics_of_node(const Design& d, const std::string& path) {
+  std::vector<const Diagnostic*> out;
+  for (const Diagnostic& x : d.diagnostics)
+    if (std::find(x.nodes.begin(), x.nodes.end(), path) != x.nodes.end()) out.push_back(&x);
+  return out;
 }
 
 }  // namespace shardlab::api

@@ -1,6 +1,7 @@
 // The design-time check an editor runs on every edit: shapes of every node, then how every array
-// splits over the project's mesh under its rules, per-device memory against the device's capacity,
-// and every warning and error, each naming its node, array or field; its errors include everything
+// splits over the project's mesh under its rules (read from the partitioned step itself), per-device
+// memory against the device's capacity, and every warning and error as data, each naming its
+// nodes, arrays or field and what would fix it; its errors include everything
 // `train` would refuse (runtime::preflight: rules naming unknown axes, memory, the data source
 // against the model). It never throws: a project mid-edit is allowed to be wrong, and the report
 // says where.
@@ -12,6 +13,7 @@
 #include "engine/graph/analysis.h"
 #include "engine/project/project.h"
 #include "engine/sharding/layout.h"
+#include "engine/util/diagnostic.h"
 
 namespace shardlab::api {
 
@@ -20,10 +22,16 @@ struct Design {
   bool sharding_ok = false;              // the mesh and rules parsed and every node inferred
   sharding::ShardingReport sharding;     // valid when sharding_ok
   double device_capacity_bytes = 0;      // memory one device may use
-  std::vector<std::string> errors;       // anything that stops training: graph, loss, mesh, rules, layouts, memory, data
-  std::vector<std::string> warnings;     // legal but probably not meant (unused axes, no rule, won't fit ...)
+  // Every problem as data (severity, code, nodes, arrays, field, message, fix), errors first, one
+  // per cause: what the editor marks nodes and fields from.
+  std::vector<Diagnostic> diagnostics;
+  std::vector<std::string> errors;       // the errors' messages: anything that stops training
+  std::vector<std::string> warnings;     // the warnings' messages: legal but probably not meant
   bool ok() const { return errors.empty(); }
 };
+
+// The diagnostics that concern node `path` ("dense1", "blocks/W1"), errors first.
+std::vector<const Diagnostic*> diagnostics_of_node(const Design& d, const std::string& path);
 
 // Under the project's own mesh and rules.
 Design check_design(const project::Project& p);

@@ -1,6 +1,7 @@
 #include "engine/graph/analysis.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -77,7 +78,7 @@ double node_flops(const NodeReport& r) {
   for (const ArrayInfo& a : r.inputs) in.push_back(scratch.add_value("in", a.shape, ir::ValueKind::Input));
   std::map<std::string, int> params;
   for (const ParamInfo& p : r.params) params[p.name] = scratch.add_value(p.name, p.shape, ir::ValueKind::Param);
-  LowerContext ctx{scratch, r.name, false, 0, [&](const std::string& n) { return params.at(n); }};
+  LowerContext ctx{scratch, r.name, false, 0, [&](const std::string& n) { return params.at(n); }, nullptr};
   r.layer->lower(ctx, in);
   double f = 0;
   for (const ir::Instr& ins : scratch.instrs) {
@@ -109,6 +110,13 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
   std::map<std::string, std::string> own_error;  // node -> its first error, for the editor to show on it
   auto fail = [&](const std::string& node, const std::string& msg) {
     rep.errors.push_back(node.empty() ? msg : "node '" + prefix + node + "': " + msg);
+    Diagnostic d;
+    d.code = node.empty() ? "graph.structure" : "graph.node";
+    d.field = "graph";
+    if (!node.empty()) d.nodes.push_back(prefix + node);
+    d.message = rep.errors.back();
+    d.reason = msg;
+    rep.problems.push_back(std::move(d));
     if (!node.empty()) own_error.emplace(node, msg);
   };
 
@@ -175,6 +183,8 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     std::string list;
     for (auto& c : cyclic) list += (list.empty() ? "" : ", ") + prefix + c;
     fail("", "the graph has a cycle through nodes " + list);
+    rep.problems.back().code = "graph.cycle";
+    for (auto& c : cyclic) rep.problems.back().nodes.push_back(prefix + c);
     for (auto& c : cyclic) own_error.emplace(c, "on a cycle through " + list);
   }
   // Every node gets a report, so an editor can draw each one: those that could not be inferred
@@ -241,6 +251,14 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
       if (n.body && r.body.empty() && !r.inputs.empty()) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
       r.error = e.what();
       fail(n.name, e.what());
+      // The block's nodes that fail are at fault too: the editor marks them inside the block.
+      std::function<void(const std::vector<NodeReport>&)> inner = [&](const std::vector<NodeReport>& body) {
+        for (const NodeReport& b : body) {
+          if (!b.error.empty()) rep.problems.back().nodes.push_back(b.name);
+          inner(b.body);
+        }
+      };
+      inner(r.body);
       rep.nodes.push_back(std::move(r));
       continue;
     }

@@ -9,6 +9,7 @@
 
 #include "engine/graph/graph.h"
 #include "engine/graph/layer.h"
+#include "engine/util/diagnostic.h"
 
 namespace shardlab::graph {
 
@@ -32,6 +33,7 @@ struct GraphReport {
   // on a failed upstream node).
   std::vector<NodeReport> nodes;
   std::vector<std::string> errors;  // every error, each naming its node and field
+  std::vector<Diagnostic> problems;  // the same errors as data: the nodes at fault (a block's inner ones too)
   bool ok() const { return errors.empty(); }
   const NodeReport* find(const std::string& name) const;
 };

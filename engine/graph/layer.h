@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct LowerContext {
   uint64_t seed = 0;
   // The program value of this node's parameter `name`.
   std::function<int(const std::string& name)> param;
+  // Where set, every node's output value by path (a block's nodes: their last layer's), so a
+  // report can name the value each node's activation is (lowering a Repeat passes it on).
+  std::map<std::string, int>* outputs = nullptr;
 };
 
 // One field of a layer's "params" as an editor offers it.

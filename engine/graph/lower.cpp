@@ -20,8 +20,9 @@ int lower_graph(ir::Program& p, const Graph& g, const GraphReport& report, int i
     if (r.type == "Input") in.push_back(input);
     for (const std::string& port : r.layer->input_ports()) in.push_back(out.at(source.at(local + "." + port)));
     LowerContext ctx{p, r.name, opt.training, opt.seed,
-                     [&](const std::string& name) { return param(local + "/" + name); }};
+                     [&](const std::string& name) { return param(local + "/" + name); }, opt.outputs};
     out[local] = r.layer->lower(ctx, in);
+    if (opt.outputs) (*opt.outputs)[r.name] = out[local];
     // An explicit output_axes is a sharding constraint on the node's output.
     const Node* node = g.find(local);
     if (node && !node->output_axes.is_null()) {

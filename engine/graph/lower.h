@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "engine/graph/analysis.h"
@@ -13,6 +14,8 @@ struct LowerOptions {
   bool training = true;  // dropout on
   uint64_t seed = 0;
   std::string prefix;    // node path prefix ("blocks/" inside a Repeat)
+  // Where set, filled with every node's output value by path, block nodes included (their last layer's).
+  std::map<std::string, int>* outputs = nullptr;
 };
 
 // Lowers `g` in the report's order, feeding `input` to the Input node (or to "@in" in a block).

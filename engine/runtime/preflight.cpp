@@ -1,6 +1,7 @@
 #include "engine/runtime/preflight.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/data/data_probe.h"
 #include "engine/runtime/data_fit.h"
@@ -33,18 +34,29 @@ bool model_ends(const project::Project& p, const graph::GraphReport& report, Sha
 
 Preflight preflight(const project::Project& p, const backends::Backend& backend, const PreflightOptions& o) {
   Preflight f;
-  auto add = [&f](const std::string& e) {
-    if (std::find(f.errors.begin(), f.errors.end(), e) == f.errors.end()) f.errors.push_back(e);
+  auto add_problem = [&f](Diagnostic d) {
+    if (std::find(f.errors.begin(), f.errors.end(), d.message) != f.errors.end()) return;
+    if (d.reason.empty()) d.reason = d.message;
+    f.errors.push_back(d.message);
+    f.problems.push_back(std::move(d));
+  };
+  auto add = [&](std::string code, std::string field, const std::string& message, std::vector<std::string> nodes = {}) {
+    Diagnostic d;
+    d.code = std::move(code);
+    d.field = std::move(field);
+    d.message = message;
+    d.nodes = std::move(nodes);
+    add_problem(std::move(d));
   };
   graph::GraphReport report;
   try {
     report = project::analyze_project(p);
   } catch (const std::exception& e) {
-    add(e.what());
+    add("project", "", e.what());
     return f;
   }
-  for (const std::string& e : report.errors) add(e);
-  if (!p.graph.find(p.loss.output)) add("loss.output: there is no node '" + p.loss.output + "'");
+  for (const Diagnostic& d : report.problems) add_problem(d);
+  if (!p.graph.find(p.loss.output)) add("loss.output", "loss.output", "loss.output: there is no node '" + p.loss.output + "'");
   const bool graph_ok = f.errors.empty();
 
   // The mesh and the rules: each checked on its own, so one bad field does not hide the other.
@@ -54,31 +66,35 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
     mesh_ok = true;
     if (o.devices > 0) sharding::check_device_count(f.mesh, o.devices);
   } catch (const std::exception& e) {
-    add(e.what());
+    add("mesh", "mesh", e.what());
   }
   try {
     f.rules = o.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(o.rules);
     rules_ok = true;
   } catch (const std::exception& e) {
-    add(e.what());
+    add("rules", "logical_axis_rules", e.what());
   }
   if (mesh_ok && rules_ok)
     for (const std::string& e : sharding::unknown_rule_axes(
              f.rules, f.mesh, o.rules.empty() ? p.display_name() + ": logical_axis_rules" : "rules '" + o.rules + "'"))
-      add(e);
-  sharding::Fallback fallback = sharding::Fallback::Unsharded;
-  try {
-    fallback = sharding::parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback");
+      add("rules.unknown_axis", "logical_axis_rules", e);
+  try {  // the field on its own, so its error comes before the layouts'
+    sharding::parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback");
   } catch (const std::exception& e) {
-    add(e.what());
+    add("constraint_fallback", "constraint_fallback", e.what());
   }
 
-  // Every array's layout, then the partitioned step and what each device must hold.
+  // Every array's layout, then the partitioned step and what each device must hold. The report
+  // partitions the step itself once every layout divides (one model: the plan shown is the plan
+  // checked); a caller that already has it for this mesh and these rules passes it in.
   if (graph_ok && f.errors.empty()) {
-    for (const std::string& e : sharding::analyze_sharding(p, report, f.mesh, f.rules).errors) add(e);
-    if (f.errors.empty()) try {
-        const StepProgram step = build_step(p, report, p.training.batch_size, true);
-        const sharding::PartitionedStep part = sharding::partition(step, f.mesh, f.rules, fallback);
+    std::optional<sharding::ShardingReport> own;
+    const sharding::ShardingReport& layouts =
+        o.layouts ? *o.layouts : own.emplace(sharding::analyze_sharding(p, report, f.mesh, f.rules));
+    for (const Diagnostic& d : layouts.diagnostics)
+      if (d.severity == Severity::Error) add_problem(d);
+    if (f.errors.empty() && layouts.plan) try {
+        const sharding::PartitionedStep& part = *layouts.plan;
         f.planned = true;
         f.need_bytes = double(part.memory.total_elems()) * sizeof(float);
         f.capacity_bytes = double(backend.capacity_per_device(int(f.mesh.device_count())));
@@ -86,19 +102,30 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
         lo.what = "the training step";  // as the session names it when it loads the step
         if (const auto refusal = backend.check_fits(part.program, part.memory, f.mesh, lo)) {
           f.out_of_memory = int(f.errors.size());
-          add(refusal->what());
+          Diagnostic d;
+          d.code = "memory";
+          d.field = "mesh";
+          d.message = refusal->what();
+          d.fix = "split the largest arrays over more devices (a larger mesh, or rules that shard them), or a smaller batch";
+          add_problem(std::move(d));
         }
       } catch (const std::exception& e) {
-        add(e.what());
+        add("layout.plan", "logical_axis_rules", e.what());
       }
   }
 
   Shape input, output;
-  if (o.data && model_ends(p, report, input, output)) try {
-      for (const std::string& e : data_fit_problems(p, data::probe_dataset(p.data, data_base_dir(p)), input, output)) add(e);
+  if (o.data && model_ends(p, report, input, output)) {
+    std::vector<std::string> input_node;
+    for (const graph::NodeReport& n : report.nodes)
+      if (n.type == "Input") input_node.push_back(n.name);
+    try {
+      for (const std::string& e : data_fit_problems(p, data::probe_dataset(p.data, data_base_dir(p)), input, output))
+        add("data", "data", e, input_node);
     } catch (const std::exception& e) {
-      add(e.what());
+      add("data", "data", e.what());
     }
+  }
   return f;
 }
 

@@ -12,8 +12,10 @@
 
 #include "engine/backends/backend.h"
 #include "engine/project/project.h"
+#include "engine/sharding/layout.h"
 #include "engine/sharding/logical_rules.h"
 #include "engine/sharding/mesh.h"
+#include "engine/util/diagnostic.h"
 
 namespace shardlab::runtime {
 
@@ -22,12 +24,16 @@ struct PreflightOptions {
   std::string rules;  // "batch=data": overrides the project's logical axis rules
   int devices = 0;    // > 0: the mesh must have this many devices
   bool data = false;  // also read the data source (once per process) and check it against the model
+  // The project's layouts under the same mesh and rules, where the caller has them already (the
+  // editor's design check): their plan is used rather than partitioning the step again.
+  const sharding::ShardingReport* layouts = nullptr;
 };
 
 struct Preflight {
   sharding::Mesh mesh;                // as resolved (the project's or the override), when it parsed
   sharding::LogicalRules rules;       // likewise
   std::vector<std::string> errors;    // each names the node, field, axis, array or file at fault
+  std::vector<Diagnostic> problems;   // the same, as data (errors[i] is problems[i].message)
   int out_of_memory = -1;             // index in `errors` of the memory refusal, if any
   bool planned = false;               // the step was partitioned: the sizes below are set
   double need_bytes = 0;              // per device: parameters, optimizer state and the step's arena

@@ -88,7 +88,7 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
   in_shape[0] = batch;
   s.input = p.add_value("input:" + in_node->name, in_shape, ValueKind::Input, in_node->output.axes);
 
-  const graph::LowerOptions lo{training, proj.training.seed, ""};
+  const graph::LowerOptions lo{training, proj.training.seed, "", &s.activations};
   s.output = graph::lower_graph(p, proj.graph, report, s.input, [&](const std::string& path) { return by_path.at(path); },
                                 proj.loss.output, lo);
   const size_t forward_end = p.instrs.size();

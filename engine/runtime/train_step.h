@@ -2,6 +2,7 @@
 // from each primitive's VJP, and the optimizer update of every parameter; plus its memory plan.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct StepProgram {
   ir::Program program;
   int input = -1, target = -1, output = -1, loss = -1, accuracy = -1;
   std::vector<ModelParam> params;
+  std::map<std::string, int> activations;  // node path -> its output value (a block node: its last layer's)
   plan::MemoryPlan memory;
   double forward_flops = 0;  // of the model's forward pass at this batch size
   double step_flops = 0;     // of the whole program

@@ -1,5 +1,6 @@
 #include "engine/sharding/layout.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -41,13 +42,11 @@ std::vector<std::string> optimizer_states(const project::OptimizerSpec& o) {
   return {};
 }
 
-// Activations with how many copies a step keeps: a Repeat block's run once per layer.
-void collect_activations(const std::vector<graph::NodeReport>& nodes, int64_t copies,
-                         std::vector<std::pair<const graph::NodeReport*, int64_t>>& out) {
+// Every node's activation, Repeat blocks' nodes included, in graph order.
+void collect_activations(const std::vector<graph::NodeReport>& nodes, std::vector<const graph::NodeReport*>& out) {
   for (const graph::NodeReport& n : nodes) {
-    if (n.type != "Input") out.push_back({&n, copies});
-    const int64_t layers = n.params.empty() ? 1 : std::max<int64_t>(n.params.front().layers, 1);
-    collect_activations(n.body, copies * layers, out);
+    if (n.type != "Input") out.push_back(&n);
+    collect_activations(n.body, out);
   }
 }
 
@@ -57,6 +56,46 @@ bool sharded_state(const ShardingReport& r, const std::string& name) {
   for (const ArraySharding& a : r.arrays)
     if (a.kind == ArrayKind::OptimizerState && a.name.rfind(name + "/", 0) == 0 && !(a.spec == param->spec)) return true;
   return false;
+}
+
+// The value of the global step each array of the report is.
+std::map<std::string, int> step_values(const runtime::StepProgram& step, const graph::GraphReport& report) {
+  std::map<std::string, int> v;
+  for (const runtime::ModelParam& mp : step.params) {
+    v[mp.path] = mp.value;
+    v["d_" + mp.path] = mp.grad;
+    for (int st : mp.state) v[step.program.values[size_t(st)].name] = st;
+  }
+  for (const graph::NodeReport& n : report.nodes)
+    if (n.type == "Input") v[n.name] = step.input;
+  for (const auto& [node, value] : step.activations)
+    if (!v.count(node)) v[node] = value;
+  return v;
+}
+
+// Reads every array's layout, shard and bytes, and each device's memory, from the partitioned step.
+void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph::GraphReport& report,
+               std::shared_ptr<const PartitionedStep> plan, const Mesh& mesh) {
+  const std::map<std::string, int> values = step_values(step, report);
+  for (ArraySharding& a : r.arrays) {
+    const auto it = values.find(a.name);
+    if (it == values.end() || it->second < 0) continue;  // not in the step (nothing reads it): as the rules say
+    const ir::Layout& l = plan->sharding[size_t(it->second)];
+    // Spelled as the rules spell it: no trailing None beyond the dimensions they name.
+    const size_t named = a.spec.dims.size();
+    a.spec = PartitionSpec(l.dims);
+    while (a.spec.dims.size() > named && a.spec.dims.back().empty()) a.spec.dims.pop_back();
+    a.pending_sum.assign(l.partial.begin(), l.partial.end());
+    const int local = plan->local[size_t(it->second)];
+    a.shard = local >= 0 ? plan->program.shape(local) : shard_shape(a.spec, a.shape, mesh);
+    a.bytes_per_device = double(numel(a.shard)) * sizeof(float);
+  }
+  DeviceMemory d;
+  d.params = double(plan->memory.param_elems) * sizeof(float);
+  d.opt_state = double(plan->memory.opt_state_elems) * sizeof(float);
+  d.arena = double(plan->memory.arena_elems) * sizeof(float);
+  r.devices.assign(size_t(mesh.device_count()), d);  // every device runs the same local program
+  r.plan = std::move(plan);
 }
 
 }  // namespace
@@ -70,9 +109,10 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   std::set<std::string> axes_used;
   LayoutProblems problems(mesh);  // every array's error, reported once per cause
 
-  auto add = [&](std::string name, ArrayKind kind, std::vector<std::string> logical, Shape shape) {
+  auto add = [&](std::string name, std::string node, ArrayKind kind, std::vector<std::string> logical, Shape shape) {
     ArraySharding a;
     a.name = std::move(name);
+    a.node = std::move(node);
     a.kind = kind;
     a.logical = std::move(logical);
     a.logical.resize(shape.size());
@@ -112,13 +152,13 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   for (const graph::NodeReport& n : report.nodes)
     for (const graph::ParamInfo& info : n.params) {
       params.push_back(r.arrays.size());
-      add(n.name + "/" + info.name, ArrayKind::Parameter, info.axes, info.shape);
+      add(n.name + "/" + info.name, n.name, ArrayKind::Parameter, info.axes, info.shape);
     }
   for (size_t i : std::vector<size_t>(params)) {
     const ArraySharding a = r.arrays[i];
-    add("d_" + a.name, ArrayKind::Gradient, a.logical, a.shape);
+    add("d_" + a.name, a.node, ArrayKind::Gradient, a.logical, a.shape);
     for (const std::string& st : optimizer_states(p.optimizer)) {
-      add(a.name + "/" + st, ArrayKind::OptimizerState, a.logical, a.shape);
+      add(a.name + "/" + st, a.node, ArrayKind::OptimizerState, a.logical, a.shape);
       ArraySharding& s = r.arrays.back();
       if (!s.error.empty()) continue;
       const size_t named = s.spec.dims.size();
@@ -130,47 +170,84 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
     }
   }
   // Inputs and activations: their logical names act as with_logical_constraint.
-  std::vector<std::pair<const graph::NodeReport*, int64_t>> acts;
   for (const graph::NodeReport& n : report.nodes)
-    if (n.type == "Input") add(n.name, ArrayKind::Input, n.output.axes, n.output.shape);
-  collect_activations(report.nodes, 1, acts);
-  std::map<std::string, int64_t> copies;
-  for (const auto& [n, c] : acts) {
-    add(n->name, ArrayKind::Activation, n->output.axes, n->output.shape);
-    copies[n->name] = c;
+    if (n.type == "Input") add(n.name, n.name, ArrayKind::Input, n.output.axes, n.output.shape);
+  std::vector<const graph::NodeReport*> acts;
+  collect_activations(report.nodes, acts);
+  for (const graph::NodeReport* n : acts) add(n->name, n->name, ArrayKind::Activation, n->output.axes, n->output.shape);
+
+  r.diagnostics = problems.diagnostics();
+  // Every layout divides: partition the step for real and read what it runs with.
+  if (r.diagnostics.empty() && report.ok()) try {
+      const runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
+      auto plan = std::make_shared<const PartitionedStep>(
+          partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback")));
+      read_plan(r, step, report, std::move(plan), mesh);
+    } catch (const std::exception& e) {
+      Diagnostic d;
+      d.code = "layout.plan";  // the partitioner's refusal (the constraint fallback, a rule it cannot apply)
+      d.field = "logical_axis_rules";
+      d.message = d.reason = e.what();
+      r.diagnostics.push_back(std::move(d));
+    }
+  if (r.devices.empty()) {
+    // No plan: the blocks the rules give, each array once, so the view still says something.
+    DeviceMemory d;
+    for (const ArraySharding& a : r.arrays)
+      (a.kind == ArrayKind::Parameter ? d.params : a.kind == ArrayKind::OptimizerState ? d.opt_state : d.arena) +=
+          a.bytes_per_device;
+    r.devices.assign(size_t(mesh.device_count()), d);
   }
 
-  r.errors = problems.messages();
-  r.devices.assign(size_t(mesh.device_count()), DeviceMemory{});
-  for (const ArraySharding& a : r.arrays)
-    for (DeviceMemory& d : r.devices) {
-      const double n = a.kind == ArrayKind::Activation ? double(copies[a.name]) : 1.0;
-      // Every device holds one block of every array; blocks are equal in size.
-      double& slot = a.kind == ArrayKind::Parameter        ? d.params
-                     : a.kind == ArrayKind::OptimizerState ? d.opt_state
-                     : a.kind == ArrayKind::Gradient       ? d.grads
-                                                           : d.activations;
-      slot += n * a.bytes_per_device;
-    }
-
+  auto warn = [&](std::string code, std::vector<std::string> arrays, std::string field, std::string message, std::string fix) {
+    Diagnostic d;
+    d.severity = Severity::Warning;
+    d.code = std::move(code);
+    d.arrays = std::move(arrays);
+    d.field = std::move(field);
+    d.message = d.reason = std::move(message);
+    d.fix = std::move(fix);
+    r.diagnostics.push_back(std::move(d));
+  };
   for (const auto& [name, arrays] : unmatched) {
     std::string list;
     size_t shown = 0;
     for (const std::string& a : arrays)
       if (shown++ < 3) list += (list.empty() ? "" : ", ") + a;
     if (arrays.size() > 3) list += ", ...";
-    r.warnings.push_back("logical axis '" + name + "' has no rule: it stays replicated in " + std::to_string(arrays.size()) +
-                         " array(s) (" + list + ")");
+    warn("layout.no_rule", {arrays.begin(), arrays.end()}, "logical_axis_rules",
+         "logical axis '" + name + "' has no rule: it stays replicated in " + std::to_string(arrays.size()) + " array(s) (" + list + ")",
+         "add a rule for '" + name + "' (to a mesh axis, or to None to keep it replicated)");
   }
   for (const MeshAxis& ax : mesh.axes())
     if (ax.size > 1 && !axes_used.count(ax.name))
-      r.warnings.push_back("mesh axis '" + ax.name + "' (size " + std::to_string(ax.size) + ") shards no array: its devices all hold the same data");
+      warn("layout.unused_axis", {}, "mesh",
+           "mesh axis '" + ax.name + "' (size " + std::to_string(ax.size) + ") shards no array: its devices all hold the same data",
+           "map a logical axis onto '" + ax.name + "' in the rules, or remove it from the mesh");
   if (mesh.device_count() > 1)
     for (const ArraySharding& a : r.arrays)
       if (a.kind == ArrayKind::Parameter && a.error.empty() && a.spec.replicated() && a.bytes_per_device >= kReplicatedGiantBytes)
-        r.warnings.push_back(a.name + " (" + runtime::format_bytes(a.bytes_per_device) + ") is replicated on all " +
-                             std::to_string(mesh.device_count()) + " devices, with its gradient" +
-                             (sharded_state(r, a.name) ? "" : " and optimizer state"));
+        warn("layout.replicated", {a.name}, "logical_axis_rules",
+             a.name + " (" + runtime::format_bytes(a.bytes_per_device) + ") is replicated on all " +
+                 std::to_string(mesh.device_count()) + " devices, with its gradient" +
+                 (sharded_state(r, a.name) ? "" : " and optimizer state"),
+             "map one of its logical axes (" + [&] {
+               std::string l;
+               for (const std::string& n : a.logical)
+                 if (!n.empty()) l += (l.empty() ? "" : ", ") + n;
+               return l.empty() ? std::string("none named") : l;
+             }() + ") onto a mesh axis");
+
+  // The nodes each problem concerns, from its arrays; and the plain lists of messages.
+  std::map<std::string, std::string> node_of;
+  for (const ArraySharding& a : r.arrays) node_of[a.name] = a.node;
+  for (Diagnostic& d : r.diagnostics) {
+    for (const std::string& a : d.arrays)
+      if (const auto it = node_of.find(a); it != node_of.end() && !it->second.empty() &&
+                                           std::find(d.nodes.begin(), d.nodes.end(), it->second) == d.nodes.end())
+        d.nodes.push_back(it->second);
+    (d.severity == Severity::Error ? r.errors : r.warnings).push_back(d.message);
+  }
   return r;
 }
 

@@ -1,15 +1,21 @@
 // The design-time sharding of a whole project: for every parameter, optimizer state, gradient,
 // activation and input, its logical axes, PartitionSpec under the mesh and rules, shard shape and
-// bytes per device; per-device memory; and the warnings a user needs before anything runs
-// (unmatched logical names, indivisible dimensions, unused mesh axes, replicated giants).
+// bytes per device; per-device memory; the collectives; and the warnings a user needs before
+// anything runs (unmatched logical names, indivisible dimensions, unused mesh axes, replicated
+// giants). One model: once every layout divides, the training step is partitioned for real and
+// every layout, shard, byte count and collective shown is read from that plan, the one `train` runs.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "engine/graph/analysis.h"
 #include "engine/project/project.h"
 #include "engine/sharding/logical_rules.h"
+#include "engine/sharding/partitioner.h"
+#include "engine/util/diagnostic.h"
 
 namespace shardlab::sharding {
 
@@ -17,19 +23,27 @@ enum class ArrayKind { Parameter, OptimizerState, Gradient, Activation, Input };
 const char* kind_name(ArrayKind k);
 
 struct ArraySharding {
-  std::string name;  // "dense1/kernel", "dense1/kernel/mu", "d_dense1/kernel", "dense1" (activation)
+  std::string name;
+  std::string node;  // the node whose parameter or output it is ("dense1", "blocks/W1")  // "dense1/kernel", "dense1/kernel/mu", "d_dense1/kernel", "dense1" (activation)
   ArrayKind kind = ArrayKind::Parameter;
   std::vector<std::string> logical;
   Shape shape;
   PartitionSpec spec;
   Shape shard;
   double bytes_per_device = 0;
+  // Mesh axes whose sum is still pending where the step produces this array (a gradient before its
+  // reduce-scatter): each device holds a partial sum of the whole block.
+  std::vector<std::string> pending_sum;
   std::string error;  // indivisible dimension, axis used twice, ...
 };
 
+// What one device holds during a training step, from the partitioned step's buffer plan: the
+// parameters' and optimizer state's blocks, which live across steps, and the step's arena, where
+// inputs, activations, gradients and temporaries take turns (a buffer is reused once its value is
+// dead, so the arena is the peak of what is live at once, not the sum of every array).
 struct DeviceMemory {
-  double params = 0, opt_state = 0, grads = 0, activations = 0;
-  double total() const { return params + opt_state + grads + activations; }
+  double params = 0, opt_state = 0, arena = 0;
+  double total() const { return params + opt_state + arena; }
 };
 
 struct ShardingReport {
@@ -37,12 +51,17 @@ struct ShardingReport {
   LogicalRules rules;
   std::vector<ArraySharding> arrays;
   std::vector<DeviceMemory> devices;  // one per device of the mesh
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // the messages of `diagnostics`, by severity
   std::vector<std::string> errors;
+  std::vector<Diagnostic> diagnostics;  // each problem as data: its arrays, their nodes, the field, the fix
+  // The partitioned training step everything above was read from; null while a layout is in error
+  // (then the arrays show their layouts as the rules give them, and the errors say why).
+  std::shared_ptr<const PartitionedStep> plan;
   const ArraySharding* find(const std::string& name) const;
 };
 
-// Every array of the project's training step under `mesh` and `rules`.
+// Every array of the project's training step under `mesh` and `rules`, at the project's batch size
+// and with its constraint fallback.
 ShardingReport analyze_sharding(const project::Project& p, const graph::GraphReport& report, const Mesh& mesh,
                                 const LogicalRules& rules);
 

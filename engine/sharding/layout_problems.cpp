@@ -42,7 +42,7 @@ void LayoutProblems::add(const std::string& name, const PartitionSpec& spec, con
   for (const auto& dim : spec.dims)
     for (const std::string& a : dim)
       if (mesh_.axis_index(a) < 0) {
-        Group& g = groups_.try_emplace("missing:" + a, Group{order, {a}, true, {}, {}}).first->second;
+        Group& g = groups_.try_emplace("missing:" + a, Group{order, {a}, true, {}, {}, {}}).first->second;
         g.hits.push_back({name, 0, 0});
         return;
       }
@@ -53,27 +53,34 @@ void LayoutProblems::add(const std::string& name, const PartitionSpec& spec, con
       const int64_t p = shards_along(spec, i, mesh_);
       if (shape[i] % p == 0) continue;
       if (error.find("is not divisible by") == std::string::npos) break;
-      Group& g = groups_.try_emplace("split:" + join_axes(spec.dims[i], mesh_, false), Group{order, spec.dims[i], false, {}, {}})
+      Group& g = groups_.try_emplace("split:" + join_axes(spec.dims[i], mesh_, false), Group{order, spec.dims[i], false, {}, {}, {}})
                      .first->second;
       g.hits.push_back({name, i, shape[i]});
       return;
     }
-  groups_.try_emplace("other:" + name + ":" + error, Group{order, {}, false, {}, error});
+  groups_.try_emplace("other:" + name + ":" + error, Group{order, {}, false, {}, error, name});
 }
 
-std::vector<std::string> LayoutProblems::messages() const {
+std::vector<Diagnostic> LayoutProblems::diagnostics() const {
   std::vector<const Group*> ordered;
   for (const auto& [key, g] : groups_) ordered.push_back(&g);
   std::sort(ordered.begin(), ordered.end(), [](const Group* a, const Group* b) { return a->order < b->order; });
-  std::vector<std::string> out;
+  std::vector<Diagnostic> out;
   for (const Group* g : ordered) {
+    Diagnostic d;
+    d.code = "layout.array";
     if (g->hits.empty()) {
-      out.push_back(g->text);
+      d.arrays = {g->array};
+      d.field = "logical_axis_rules";
+      d.message = d.reason = g->text;
+      out.push_back(std::move(d));
       continue;
     }
     std::string arrays;
-    for (size_t i = 0; i < g->hits.size() && i < kNamed; ++i) {
+    for (size_t i = 0; i < g->hits.size(); ++i) {
       const Hit& h = g->hits[i];
+      d.arrays.push_back(h.array);
+      if (i >= kNamed) continue;
       arrays += (i ? ", '" : "'") + h.array + "'";
       if (!g->missing) arrays += " dimension " + std::to_string(h.dim) + " (" + std::to_string(h.size) + ")";
     }
@@ -85,7 +92,12 @@ std::vector<std::string> LayoutProblems::messages() const {
       std::string m = "mesh " + mesh_.str() + " has no axis '" + g->axes[0] + "'";
       const std::string near = util::nearest(g->axes[0], names);
       if (!near.empty()) m += " (did you mean '" + near + "'?)";
-      out.push_back(m + ", which the rules map " + count + " onto: " + arrays);
+      d.code = "rules.unknown_axis";
+      d.field = "logical_axis_rules";
+      d.message = d.reason = m + ", which the rules map " + count + " onto: " + arrays;
+      d.fix = near.empty() ? "add a mesh axis '" + g->axes[0] + "', or map the rules onto the mesh's axes"
+                           : "write '" + near + "' for '" + g->axes[0] + "' in the rules";
+      out.push_back(std::move(d));
       continue;
     }
     const bool one = g->axes.size() == 1;
@@ -93,11 +105,22 @@ std::vector<std::string> LayoutProblems::messages() const {
     for (const Hit& h : g->hits) common = std::gcd(common, h.size);
     for (const std::string& a : g->axes) product *= mesh_.axis_size(a);
     const std::string sizes = nearest_divisors(common, product);
-    out.push_back(std::string(one ? "mesh axis " : "mesh axes ") + join_axes(g->axes, mesh_, true) +
-                  (one ? "" : ", " + std::to_string(product) + " ways,") + " does not divide " + count + " it splits: " + arrays +
-                  "; " + (one ? "sizes of " + g->axes[0] : "products of " + join_axes(g->axes, mesh_, false)) +
-                  " nearest " + std::to_string(product) + " that divide them all: " + sizes);
+    d.code = "layout.indivisible";
+    d.field = "mesh";
+    d.message = d.reason = std::string(one ? "mesh axis " : "mesh axes ") + join_axes(g->axes, mesh_, true) +
+                           (one ? "" : ", " + std::to_string(product) + " ways,") + " does not divide " + count +
+                           " it splits: " + arrays + "; " +
+                           (one ? "sizes of " + g->axes[0] : "products of " + join_axes(g->axes, mesh_, false)) +
+                           " nearest " + std::to_string(product) + " that divide them all: " + sizes;
+    d.fix = (one ? "set mesh axis '" + g->axes[0] + "' to " : "make " + join_axes(g->axes, mesh_, false) + " ") + sizes;
+    out.push_back(std::move(d));
   }
+  return out;
+}
+
+std::vector<std::string> LayoutProblems::messages() const {
+  std::vector<std::string> out;
+  for (const Diagnostic& d : diagnostics()) out.push_back(d.message);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/sharding/mesh.h"
 #include "engine/sharding/partition_spec.h"
+#include "engine/util/diagnostic.h"
 
 namespace shardlab::sharding {
 
@@ -18,7 +19,9 @@ class LayoutProblems {
   explicit LayoutProblems(Mesh mesh) : mesh_(std::move(mesh)) {}
   // Records array `name`'s layout error (`error`, from validation_error or the rules) under its cause.
   void add(const std::string& name, const PartitionSpec& spec, const Shape& shape, const std::string& error);
-  // One message per cause, in the order the causes were first seen.
+  // One problem per cause, in the order the causes were first seen: the arrays it hits, the field
+  // at fault and the fix (the mesh sizes that divide, the axis probably meant).
+  std::vector<Diagnostic> diagnostics() const;
   std::vector<std::string> messages() const;
 
  private:
@@ -32,7 +35,8 @@ class LayoutProblems {
     std::vector<std::string> axes;  // the mesh axes splitting the dimension, or the one missing axis
     bool missing = false;
     std::vector<Hit> hits;
-    std::string text;  // a problem with no group (an axis used twice ...)
+    std::string text;   // a problem with no group (an axis used twice ...)
+    std::string array;  // ... and its array
   };
   Mesh mesh_;
   std::map<std::string, Group> groups_;

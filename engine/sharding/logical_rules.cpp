@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/sharding/axis_names.h"
 #include "engine/util/error.h"
 #include "engine/util/strings.h"
 
@@ -14,13 +15,13 @@ LogicalRules parse_rules(const std::string& text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw Error("rules '" + text + "': '" + item + "' is not logical=mesh (e.g. batch=data, embed=none, batch=data+model)");
+    // The same names and "data+model" syntax as the GUI's rules table (sharding/axis_names).
     LogicalRule r{item.substr(0, eq), {}};
-    const std::string axes = item.substr(eq + 1);
-    if (axes != "none" && axes != "None")
-      for (const std::string& a : util::split(axes, '+')) {
-        if (a.empty()) throw Error("rules '" + text + "': empty mesh axis in '" + item + "'");
-        r.mesh.push_back(a);
-      }
+    if (const std::string why = axis_name_problem(r.logical, "logical axis", false); !why.empty())
+      throw Error("rules '" + text + "': " + why);
+    ParsedMeshAxes axes = parse_mesh_axes(item.substr(eq + 1));
+    if (!axes.problem.empty()) throw Error("rules '" + text + "': " + axes.problem);
+    r.mesh = std::move(axes.axes);
     rules.push_back(r);
   }
   return rules;

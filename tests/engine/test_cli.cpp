@@ -307,6 +307,45 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(r.err, "2 or 4");
   }
 
+  // --preset is the GUI's presets menu on the command line: the same engine function sets the mesh
+  // and the rules, and every planning command takes it.
+  void presetSetsTheMeshAndRulesAsTheGuisMenuDoes() {
+    Result r = run_cli({"shard", kProjects + "/deep-mlp-small.shardlab.json", "--preset", "fsdp", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    Json j = Json::parse(r.out.toStdString());
+    QCOMPARE(j["devices"].size(), size_t(8));  // a one-device project gets seed 002's 8 devices
+    QCOMPARE(j["mesh"].dump(), std::string(R"({"data":8})"));
+    VERIFY_CONTAINS(QString::fromStdString(j["rules"].dump()), R"(["embed","data"])");
+    r = run_cli({"shard", kProjects + "/deep-mlp-small.shardlab.json", "--preset", "megatron", "--mesh", "data=2,model=2", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    j = Json::parse(r.out.toStdString());
+    QCOMPARE(j["mesh"].dump(), std::string(R"({"data":2,"model":2})"));
+    VERIFY_CONTAINS(QString::fromStdString(j["rules"].dump()), R"(["mlp","model"])");
+    r = run_cli({"check", kProjects + "/deep-mlp-small.shardlab.json", "--preset", "data_parallel", "--mesh", "data=2"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+  }
+  void presetErrorsNameThePresetsThereAre() {
+    Result r = run_cli({"shard", kProjects + "/deep-mlp-small.shardlab.json", "--preset", "zero3"});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "preset 'zero3': no such preset (there are data_parallel, model_parallel, megatron, fsdp)");
+    r = run_cli({"train", kProjects + "/deep-mlp-small.shardlab.json", "--preset", "fsdp", "--rules", "batch=data"});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "--preset fsdp and --rules both set the logical axis rules");
+  }
+  // shard's per-device memory is the partitioned step's buffer plan, and a gradient shows the sum
+  // still pending where the step produces it (before its reduce-scatter).
+  void shardReadsTheDevicesMemoryFromThePlan() {
+    Result r = run_cli({"shard", kProjects + "/deep-mlp-small.shardlab.json", "--mesh", "data=4", "--rules", "batch=data", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    Json j = Json::parse(r.out.toStdString());
+    QCOMPARE(j["devices"][0]["total"].get<double>(), j["plan_per_device"]["total_bytes"].get<double>());
+    QCOMPARE(j["devices"][0]["arena"].get<double>(), j["plan_per_device"]["arena_bytes"].get<double>());
+    bool pending = false;
+    for (const auto& a : j["arrays"])
+      if (a["kind"] == "gradient" && a.contains("pending_sum")) pending = a["pending_sum"].dump() == R"(["data"])";
+    QVERIFY2(pending, "no gradient shows its pending sum over data");
+  }
+
   // train --trace writes Chrome trace JSON; profile prints the per-device breakdown and top spans.
   void trainWritesAChromeTrace() {
     QTemporaryDir dir;

@@ -4,6 +4,7 @@
 #include <QtTest>
 #include <fstream>
 
+#include "engine/runtime/train_step.h"
 #include "engine/sharding/layout.h"
 #include "engine/sharding/visualize.h"
 #include "engine/util/error.h"
@@ -270,6 +271,78 @@ class TestSharding : public QObject {
     VERIFY_CONTAINS(QString::fromStdString(r.errors[0]), "mesh data=2,model=4 has no axis 'modle' (did you mean 'model'?)");
     VERIFY_CONTAINS(QString::fromStdString(r.errors[0]), "'blocks/W1/kernel'");
     QVERIFY(!r.find("blocks/W1/kernel")->error.empty());
+  }
+  // One model: every layout, shard and byte count the report shows is the partitioned step's, and
+  // each device's memory is the step's buffer plan, under data, Megatron, FSDP and 2-D rules.
+  void theReportIsReadFromThePartitionedStep_data() {
+    QTest::addColumn<QString>("project");
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("rules");
+    QTest::newRow("data") << "deep-mlp-small" << "data=4" << "batch=data";
+    QTest::newRow("Megatron") << "deep-mlp-small" << "data=2,model=2" << "batch=data,mlp=model";
+    QTest::newRow("FSDP") << "deep-mlp-small" << "data=4" << "batch=data,embed=data";
+    QTest::newRow("seed 002") << "dot-relu-dot" << "data=2,model=4" << "batch=data,hidden=model,embed=none,layer=none";
+    QTest::newRow("one device") << "fashion-mlp" << "" << "";
+  }
+  void theReportIsReadFromThePartitionedStep() {
+    QFETCH(QString, project);
+    QFETCH(QString, mesh);
+    QFETCH(QString, rules);
+    project::Project p = project::load_project(kSource + "/projects/" + project.toStdString() + ".shardlab.json");
+    const graph::GraphReport g = project::analyze_project(p);
+    const Mesh m = mesh.isEmpty() ? Mesh() : parse_mesh(mesh.toStdString());
+    const ShardingReport r = analyze_sharding(p, g, m, rules.isEmpty() ? LogicalRules{} : parse_rules(rules.toStdString()));
+    QVERIFY(r.errors.empty());
+    QVERIFY(r.plan);
+    const runtime::StepProgram step = runtime::build_step(p, g, p.training.batch_size, true);
+    QCOMPARE(r.plan->local.size(), step.program.values.size());
+    int checked = 0;
+    auto same = [&](const std::string& array, int value) {
+      const ArraySharding* a = r.find(array);
+      QVERIFY2(a, array.c_str());
+      QVERIFY2(a->spec == PartitionSpec(r.plan->sharding[size_t(value)].dims), (array + ": " + a->spec.str()).c_str());
+      QCOMPARE(a->shard, r.plan->program.shape(r.plan->local[size_t(value)]));
+      QCOMPARE(a->bytes_per_device, double(numel(a->shard)) * 4);
+      ++checked;
+    };
+    for (const runtime::ModelParam& mp : step.params) {
+      same(mp.path, mp.value);
+      same("d_" + mp.path, mp.grad);
+      for (int st : mp.state) same(step.program.values[size_t(st)].name, st);
+    }
+    for (const auto& [node, value] : step.activations)
+      if (r.find(node) && r.find(node)->kind == ArrayKind::Activation) same(node, value);
+    QVERIFY(checked > 10);
+    for (const DeviceMemory& d : r.devices) {
+      QCOMPARE(d.total(), double(r.plan->memory.total_elems()) * 4);
+      QCOMPARE(d.arena, double(r.plan->memory.arena_elems) * 4);
+    }
+    QCOMPARE(r.devices.size(), size_t(m.device_count()));
+  }
+  // The problems are data: the code, the arrays and their nodes, the field at fault and the fix,
+  // so the editor marks them without reading the sentence.
+  void layoutProblemsAreDataWithTheirFix() {
+    project::Project p = project::load_project(kSource + "/projects/fashion-mlp.shardlab.json");
+    ShardingReport r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=3"), parse_rules("batch=data"));
+    QCOMPARE(r.diagnostics.size() - r.warnings.size(), size_t(1));
+    const Diagnostic& d = r.diagnostics.front();
+    QCOMPARE(d.code, std::string("layout.indivisible"));
+    QCOMPARE(d.field, std::string("mesh"));
+    QCOMPARE(d.fix, std::string("set mesh axis 'data' to 2 or 4"));
+    QCOMPARE(d.arrays.size(), size_t(5));
+    QVERIFY(std::find(d.nodes.begin(), d.nodes.end(), "image") != d.nodes.end());
+    QCOMPARE(d.message, r.errors.front());
+    QVERIFY(!r.plan);  // nothing is partitioned while a layout does not divide
+
+    p = project::load_project(kSource + "/projects/dot-relu-dot.shardlab.json");
+    r = analyze_sharding(p, project::analyze_project(p), parse_mesh("data=2,model=4"),
+                         parse_rules("batch=data,hidden=modle,embed=none,layer=none"));
+    QCOMPARE(r.diagnostics.front().code, std::string("rules.unknown_axis"));
+    QCOMPARE(r.diagnostics.front().fix, std::string("write 'model' for 'modle' in the rules"));
+    QVERIFY(std::find(r.diagnostics.front().nodes.begin(), r.diagnostics.front().nodes.end(), "blocks/W1") !=
+            r.diagnostics.front().nodes.end());
+    for (const Diagnostic& w : r.diagnostics)
+      if (w.severity == Severity::Warning) QVERIFY(std::find(r.warnings.begin(), r.warnings.end(), w.message) != r.warnings.end());
   }
   void layoutCollectsIndivisibleDimensions() {
     project::Project p = project::load_project(kSource + "/projects/fashion-mlp.shardlab.json");

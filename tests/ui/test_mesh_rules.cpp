@@ -30,7 +30,6 @@
 #include "ui/mesh/mesh_axes_model.h"
 #include "ui/mesh/mesh_editor.h"
 #include "ui/mesh/mesh_rules_tab.h"
-#include "ui/mesh/presets.h"
 #include "ui/mesh/rules_editor.h"
 #include "ui/mesh/rules_model.h"
 #include "ui/mesh/rules_view.h"
@@ -109,6 +108,23 @@ void typeIntoCell(QTableView* view, const QModelIndex& index, const QString& tex
   QTRY_VERIFY(open.isNull());
 }
 
+// Opens the mesh-axes list the view offers on `index` and clicks `text` in it, as a person does.
+void pickInCell(QTableView* view, const QModelIndex& index, const QString& text) {
+  view->setCurrentIndex(index);
+  view->edit(index);
+  auto* combo = qobject_cast<QComboBox*>(view->indexWidget(index));
+  QVERIFY2(combo, "the cell opened no list of mesh axes");
+  const int at = combo->findText(text);
+  QVERIFY2(at >= 0, qPrintable("the list has no '" + text + "'"));
+  combo->showPopup();
+  QAbstractItemView* list = combo->view();
+  QTRY_VERIFY(list->isVisible());
+  const QRect item = list->visualRect(list->model()->index(at, 0));
+  QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, item.center());
+  const QPointer<QComboBox> open(combo);
+  QTRY_VERIFY(open.isNull());
+}
+
 }  // namespace
 
 class TestMeshRules : public QObject {
@@ -165,7 +181,7 @@ class TestMeshRules : public QObject {
     RulesView* view = f.tab->rulesEditor()->view();
     const int hidden = f.ruleRow("hidden");
     QVERIFY(hidden >= 0);
-    typeIntoCell(view, f.rules()->index(hidden, RulesModel::MeshColumn), "None");
+    pickInCell(view, f.rules()->index(hidden, RulesModel::MeshColumn), "None");
     QCOMPARE(f.rules()->index(hidden, RulesModel::MeshColumn).data().toString(), QString("None"));
     QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, None)"));
     QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ShardColumn), QString("4 × 1024 × 1024"));
@@ -175,7 +191,7 @@ class TestMeshRules : public QObject {
     VERIFY_CONTAINS(f.issueTexts().join('\n'), "mesh axis 'model' (size 4) shards no array");
 
     // Two axes at once, written data+model: the hidden dimension splits 8 ways.
-    typeIntoCell(view, f.rules()->index(hidden, RulesModel::MeshColumn), "data+model");
+    pickInCell(view, f.rules()->index(hidden, RulesModel::MeshColumn), "data+model");
     QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, ('data', 'model'))"));
     QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ShardColumn), QString("4 × 1024 × 128"));
 
@@ -183,6 +199,17 @@ class TestMeshRules : public QObject {
     QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, None)"));
     f.doc.undoStack()->undo();
     QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, 'model')"));
+  }
+
+  // A rule's mesh axes are picked from the mesh: None, its axes and their ordered pairs, nothing else.
+  void meshAxesArePickedFromTheMesh() {
+    Fixture f;
+    QCOMPARE(f.rules()->meshAxisChoices(),
+             (QStringList{"None", "data", "model", "data+model", "model+data"}));
+    QVERIFY(f.axes()->insertRows(2, 1));
+    QVERIFY(f.axes()->setData(f.axes()->index(2, MeshAxesModel::NameColumn), "stage"));
+    QVERIFY(f.rules()->meshAxisChoices().contains("stage"));
+    QVERIFY(f.rules()->meshAxisChoices().contains("data+stage"));
   }
 
   void badRuleTextIsRefusedAndUnknownAxesAreFlagged() {
@@ -470,7 +497,7 @@ class TestMeshRules : public QObject {
   void overCapacityBarsAreRed() {
     MemoryBars bars;
     bars.resize(400, 200);
-    sharding::DeviceMemory fits{10, 10, 10, 10}, over{100, 50, 50, 40};
+    sharding::DeviceMemory fits{10, 10, 20}, over{100, 50, 90};
     bars.setMemory({fits, over}, 100);
     QVERIFY(bars.capacityOnScale());
     QVERIFY(!bars.overCapacity(0));

@@ -20,14 +20,6 @@ const graph::NodeReport* findIn(const std::vector<graph::NodeReport>& nodes, con
   return nullptr;
 }
 
-// The names after "cycle through nodes " in an error, up to its end.
-QStringList cycleMembers(const QString& error) {
-  const QString marker = QStringLiteral("cycle through nodes ");
-  const int at = error.indexOf(marker);
-  if (at < 0) return {};
-  return error.mid(at + marker.size()).split(QStringLiteral(", "), Qt::SkipEmptyParts);
-}
-
 QString quoted(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
@@ -53,13 +45,13 @@ QString nodeError(const api::Design& d, const QString& path) {
     if (!s.isEmpty() && !lines.contains(s)) lines << s;
   };
   if (const graph::NodeReport* r = findReport(d, path)) add(quoted(r->error));
-  // "node 'blocks': in its block: node 'blocks/W1': reason" names both the Repeat and its node.
-  const QString marker = "node '" + path + "': ";
-  for (const std::string& e : d.graph.errors) {
-    const QString error = quoted(e);
-    const int at = error.indexOf(marker);
-    if (at >= 0) add(error.mid(at + marker.size()));
-    if (cycleMembers(error).contains(path)) add(QObject::tr("on a cycle: %1").arg(error));
+  // The graph's problems name their nodes as data: the node's own, and a cycle it is on. A block's
+  // problem also lists its failing inner nodes, whose own reports (above) say why.
+  const std::string p = path.toStdString();
+  for (const Diagnostic* x : api::diagnostics_of_node(d, p)) {
+    if (x->severity != Severity::Error || x->code.rfind("graph.", 0) != 0) continue;
+    if (x->code == "graph.cycle") add(QObject::tr("on a cycle: %1").arg(quoted(x->message)));
+    else if (x->nodes.front() == p) add(quoted(x->reason));
   }
   return lines.join('\n');
 }

@@ -33,11 +33,9 @@ const graph::NodeReport* report(const api::Design& d, const std::string& path) {
 
 std::string nodeError(const api::Design& d, const std::string& path) {
   if (const graph::NodeReport* r = report(d, path); r && !r->error.empty()) return r->error;
-  // Configure errors leave no report; a block node's error is inside its Repeat's message.
-  const std::string needle = "node '" + path + "': ";
-  for (const std::vector<std::string>* list : {&d.graph.errors, &d.errors})
-    for (const std::string& e : *list)
-      if (size_t at = e.find(needle); at != std::string::npos) return e.substr(at + needle.size());
+  // A problem whose node this is, as the check recorded it (the node, not the sentence, says so).
+  for (const Diagnostic* x : api::diagnostics_of_node(d, path))
+    if (x->severity == Severity::Error && x->nodes.front() == path) return x->reason;
   // A block that fails as a whole (its output no longer fits its input) reports no node inside it:
   // its nodes show the block's reason, since an edit of theirs is what usually caused it.
   const size_t slash = path.rfind('/');

@@ -29,13 +29,20 @@ void IssuesList::refresh() {
   clear();
   errors_ = int(d.errors.size());
   warnings_ = int(d.warnings.size());
-  auto add = [this](const std::string& text, QStyle::StandardPixmap icon, const QString& kind) {
-    auto* item = new QListWidgetItem(style()->standardIcon(icon), QString::fromStdString(text), this);
-    item->setToolTip(QString::fromStdString(text));
-    item->setData(Qt::UserRole, kind);
-  };
-  for (const std::string& e : d.errors) add(e, QStyle::SP_MessageBoxCritical, QStringLiteral("error"));
-  for (const std::string& w : d.warnings) add(w, QStyle::SP_MessageBoxWarning, QStringLiteral("warning"));
+  // Each problem's sentence, then what would fix it; its code and nodes ride along as data.
+  for (const Diagnostic& x : d.diagnostics) {
+    const bool error = x.severity == Severity::Error;
+    QString text = QString::fromStdString(x.message);
+    if (!x.fix.empty()) text += "\n" + tr("Fix: %1").arg(QString::fromStdString(x.fix));
+    auto* item = new QListWidgetItem(style()->standardIcon(error ? QStyle::SP_MessageBoxCritical : QStyle::SP_MessageBoxWarning),
+                                     text, this);
+    item->setToolTip(text);
+    item->setData(Qt::UserRole, error ? QStringLiteral("error") : QStringLiteral("warning"));
+    item->setData(CodeRole, QString::fromStdString(x.code));
+    QStringList nodes;
+    for (const std::string& n : x.nodes) nodes << QString::fromStdString(n);
+    item->setData(NodesRole, nodes);
+  }
   if (!errors_ && !warnings_) {
     auto* item = new QListWidgetItem(
         style()->standardIcon(QStyle::SP_DialogApplyButton),

@@ -1,5 +1,6 @@
 // The design check's errors and warnings for the mesh and rules (unmatched logical names,
-// indivisible dimensions, unused mesh axes, a step that will not fit), errors first.
+// indivisible dimensions, unused mesh axes, a step that will not fit), errors first, one per cause,
+// each with its fix where the check can name one.
 #pragma once
 
 #include <QListWidget>
@@ -12,6 +13,8 @@ class IssuesList : public QListWidget {
   Q_OBJECT
 
  public:
+  // Item data beside Qt::UserRole ("error", "warning", "ok"): the diagnostic's code and its nodes.
+  enum Role { CodeRole = Qt::UserRole + 1, NodesRole };
   explicit IssuesList(ProjectDocument* doc, QWidget* parent = nullptr);
 
   int errorCount() const { return errors_; }

@@ -29,10 +29,8 @@ const Part kParts[] = {
      &sharding::DeviceMemory::params},
     {QT_TRANSLATE_NOOP("MemoryBars", "optimizer state"), QColor(251, 140, 0), QColor(211, 47, 47),
      &sharding::DeviceMemory::opt_state},
-    {QT_TRANSLATE_NOOP("MemoryBars", "gradients"), QColor(142, 36, 170), QColor(229, 57, 53),
-     &sharding::DeviceMemory::grads},
-    {QT_TRANSLATE_NOOP("MemoryBars", "activations"), QColor(67, 160, 71), QColor(239, 83, 80),
-     &sharding::DeviceMemory::activations},
+    {QT_TRANSLATE_NOOP("MemoryBars", "step arena"), QColor(67, 160, 71), QColor(239, 83, 80),
+     &sharding::DeviceMemory::arena},
 };
 
 }  // namespace

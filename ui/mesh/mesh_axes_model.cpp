@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "ui/document/project_document.h"
-#include "ui/mesh/axis_names.h"
 
 namespace shardlab::ui {
 
@@ -104,8 +103,10 @@ bool MeshAxesModel::setData(const QModelIndex& index, const QVariant& value, int
   const QString old = q(a.name);
   if (index.column() == NameColumn) {
     const QString name = value.toString().trimmed();
-    if (const QString why = axisNameProblem(name, tr("mesh axis %1").arg(index.row() + 1), true); !why.isEmpty()) {
-      emit refused(why);
+    if (const std::string why =
+            sharding::axis_name_problem(name.toStdString(), tr("mesh axis %1").arg(index.row() + 1).toStdString(), true);
+        !why.empty()) {
+      emit refused(q(why));
       return false;
     }
     if (name == old) return true;

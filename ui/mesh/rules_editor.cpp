@@ -12,7 +12,7 @@
 #include <QVBoxLayout>
 
 #include "ui/document/project_document.h"
-#include "ui/mesh/presets.h"
+#include "ui/mesh/mesh_axes_delegate.h"
 #include "ui/mesh/rules_model.h"
 #include "ui/mesh/rules_view.h"
 
@@ -23,6 +23,7 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   view_ = new RulesView(this);
   view_->setObjectName("rules");
   view_->setModel(model_);
+  view_->setItemDelegateForColumn(RulesModel::MeshColumn, new MeshAxesDelegate(model_, view_));
   view_->horizontalHeader()->setSectionResizeMode(RulesModel::LogicalColumn, QHeaderView::ResizeToContents);
   view_->horizontalHeader()->setSectionResizeMode(RulesModel::MeshColumn, QHeaderView::ResizeToContents);
   view_->horizontalHeader()->setStretchLastSection(true);
@@ -37,12 +38,13 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   presets_->setPopupMode(QToolButton::InstantPopup);
   auto* menu = new QMenu(presets_);
   menu->setToolTipsVisible(true);
-  for (const MeshPreset& preset : meshPresets()) {
-    QAction* a = menu->addAction(preset.title);
-    a->setObjectName("preset_" + preset.id);
-    a->setToolTip(preset.description);
-    a->setData(preset.id);
-    connect(a, &QAction::triggered, this, [this, id = preset.id] { applyPreset(id); });
+  for (const sharding::Preset& preset : sharding::presets()) {
+    const QString id = QString::fromStdString(preset.id);
+    QAction* a = menu->addAction(QString::fromStdString(preset.title));
+    a->setObjectName("preset_" + id);
+    a->setToolTip(QString::fromStdString(preset.description));
+    a->setData(id);
+    connect(a, &QAction::triggered, this, [this, id] { applyPreset(id); });
   }
   presets_->setMenu(menu);
 
@@ -116,11 +118,11 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
 
 bool RulesEditor::applyPreset(const QString& id) {
   QString title = id;
-  for (const MeshPreset& p : meshPresets())
-    if (p.id == id) title = p.title;
-  const std::vector<std::string> names = logicalNamesOf(doc_->design().graph);
-  const bool ok =
-      doc_->edit(tr("Apply preset %1").arg(title), [&](project::Project& p) { ui::applyPreset(id, names, p); });
+  for (const sharding::Preset& p : sharding::presets())
+    if (QString::fromStdString(p.id) == id) title = QString::fromStdString(p.title);
+  const std::vector<std::string> names = sharding::logical_names_of(doc_->design().graph);
+  const bool ok = doc_->edit(tr("Apply preset %1").arg(title),
+                             [&](project::Project& p) { sharding::apply_preset(id.toStdString(), names, p); });
   if (!ok) showError(doc_->lastError());
   return ok;
 }

@@ -8,9 +8,7 @@
 #include <algorithm>
 
 #include "ui/document/project_document.h"
-#include "ui/mesh/axis_names.h"
 #include "ui/mesh/format.h"
-#include "ui/mesh/presets.h"
 
 namespace shardlab::ui {
 
@@ -41,7 +39,7 @@ void RulesModel::sync() {
     meshOk_ = false;
   }
   const api::Design& d = doc_->design();
-  usedNames_ = logicalNamesOf(d.graph);
+  usedNames_ = sharding::logical_names_of(d.graph);
   arraysPerName_.clear();
   if (d.sharding_ok)
     for (const sharding::ArraySharding& a : d.sharding.arrays)
@@ -79,6 +77,16 @@ QStringList RulesModel::unknownAxes(const sharding::LogicalRule& r) const {
   return out;
 }
 
+QStringList RulesModel::meshAxisChoices() const {
+  QStringList out{q(sharding::mesh_axes_text({}))};
+  const std::vector<sharding::MeshAxis>& axes = mesh_.axes();
+  for (const sharding::MeshAxis& a : axes) out << q(a.name);
+  for (const sharding::MeshAxis& a : axes)
+    for (const sharding::MeshAxis& b : axes)
+      if (a.name != b.name) out << q(sharding::mesh_axes_text({a.name, b.name}));
+  return out;
+}
+
 QString RulesModel::problem(int row) const {
   if (row < 0 || row >= rowCount()) return {};
   const sharding::LogicalRule& r = rules_[size_t(row)];
@@ -105,7 +113,7 @@ QVariant RulesModel::data(const QModelIndex& index, int role) const {
                       : tr("no array of this project has a dimension named '%1'").arg(logical);
       break;
     case MeshColumn:
-      if (role == Qt::DisplayRole || role == Qt::EditRole) return meshAxesText(r.mesh);
+      if (role == Qt::DisplayRole || role == Qt::EditRole) return q(sharding::mesh_axes_text(r.mesh));
       if (role == Qt::ForegroundRole && !why.isEmpty()) return QBrush(QColor(200, 30, 30));
       if (role == Qt::ToolTipRole) {
         if (!why.isEmpty()) return why;
@@ -115,7 +123,7 @@ QVariant RulesModel::data(const QModelIndex& index, int role) const {
         return tr("dimensions named '%1' split %2 ways over %3 (unless an earlier rule took these axes)")
             .arg(logical)
             .arg(ways)
-            .arg(meshAxesText(r.mesh));
+            .arg(q(sharding::mesh_axes_text(r.mesh)));
       }
       break;
     case StatusColumn:
@@ -173,9 +181,10 @@ bool RulesModel::setData(const QModelIndex& index, const QVariant& value, int ro
   const QString old = q(r.logical);
   if (index.column() == LogicalColumn) {
     const QString name = value.toString().trimmed();
-    if (const QString why = axisNameProblem(name, tr("rule %1: logical axis").arg(index.row() + 1), false);
-        !why.isEmpty()) {
-      emit refused(why);
+    if (const std::string why = sharding::axis_name_problem(
+            name.toStdString(), tr("rule %1: logical axis").arg(index.row() + 1).toStdString(), false);
+        !why.empty()) {
+      emit refused(q(why));
       return false;
     }
     if (name == old) return true;
@@ -183,14 +192,14 @@ bool RulesModel::setData(const QModelIndex& index, const QVariant& value, int ro
     return commit(next, tr("Rename rule '%1' to '%2'").arg(old, name));
   }
   if (index.column() == MeshColumn) {
-    const ParsedMeshAxes parsed = parseMeshAxes(value.toString());
-    if (!parsed.problem.isEmpty()) {
-      emit refused(tr("rule '%1': %2").arg(old, parsed.problem));
+    const sharding::ParsedMeshAxes parsed = sharding::parse_mesh_axes(value.toString().toStdString());
+    if (!parsed.problem.empty()) {
+      emit refused(tr("rule '%1': %2").arg(old, q(parsed.problem)));
       return false;
     }
     if (parsed.axes == r.mesh) return true;
     r.mesh = parsed.axes;
-    return commit(next, tr("Set rule '%1' to %2").arg(old, meshAxesText(r.mesh)));
+    return commit(next, tr("Set rule '%1' to %2").arg(old, q(sharding::mesh_axes_text(r.mesh))));
   }
   return false;
 }

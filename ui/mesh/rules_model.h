@@ -52,6 +52,8 @@ class RulesModel : public QAbstractTableModel {
   const sharding::LogicalRules& rules() const { return rules_; }
   // Why row `row` is flagged ("" when it is fine).
   QString problem(int row) const;
+  // What a rule's mesh axes may be on the current mesh: "None", each axis, each ordered pair.
+  QStringList meshAxisChoices() const;
 
  signals:
   // An edit was not applied; the reason names the field.

@@ -118,9 +118,9 @@ QString DeviceView::memorySummary() const {
              .arg(100.0 * m.total() / capacity_, 0, 'f', m.total() / capacity_ < 0.01 ? 2 : 1)
              .arg(shardfmt::bytesText(capacity_));
   return s + "\n" +
-         tr("parameters %1 · optimizer state %2 · gradients %3 · activations and inputs %4")
-             .arg(shardfmt::bytesText(m.params), shardfmt::bytesText(m.opt_state), shardfmt::bytesText(m.grads),
-                  shardfmt::bytesText(m.activations));
+         tr("parameters %1 · optimizer state %2 · step arena %3 (inputs, activations and gradients, reused as the "
+            "step runs)")
+             .arg(shardfmt::bytesText(m.params), shardfmt::bytesText(m.opt_state), shardfmt::bytesText(m.arena));
 }
 
 void DeviceView::activateRow(const QModelIndex& proxyIndex) {

@@ -1,9 +1,13 @@
-#include "ui/mesh/presets.h"
+#include "engine/sharding/presets.h"
 
-#include <QObject>
 #include <algorithm>
 
-namespace shardlab::ui {
+#include "engine/sharding/layout.h"
+#include "engine/sharding/logical_rules.h"
+#include "engine/sharding/mesh.h"
+#include "engine/util/error.h"
+
+namespace shardlab::sharding {
 
 namespace {
 
@@ -21,40 +25,40 @@ struct PresetRule {
 // The 2x4 ('data', 'model') mesh of seed 001 and the Flax pjit guide (seed 002): 8 devices.
 constexpr int64_t kDefaultDevices = 8;
 
-int64_t deviceCountOf(const project::Project& p) {
-  const int64_t n = sharding::project_mesh(p).device_count();
+int64_t device_count_of(const project::Project& p) {
+  const int64_t n = project_mesh(p).device_count();
   return n > 1 ? n : kDefaultDevices;
 }
 
-sharding::Mesh dataMesh(const project::Project& p) { return sharding::Mesh({{"data", deviceCountOf(p)}}); }
+Mesh data_mesh(const project::Project& p) { return Mesh({{"data", device_count_of(p)}}); }
 
 // Keeps a mesh that already has 'data' and 'model'; otherwise splits the device count into
 // data x model with the smallest data size that leaves model at least 2 (8 -> 2 x 4, as in seed 002).
-sharding::Mesh dataModelMesh(const project::Project& p) {
-  const sharding::Mesh current = sharding::project_mesh(p);
+Mesh data_model_mesh(const project::Project& p) {
+  const Mesh current = project_mesh(p);
   if (current.axis_index("data") >= 0 && current.axis_index("model") >= 0) return current;
-  const int64_t n = deviceCountOf(p);
+  const int64_t n = device_count_of(p);
   int64_t data = 1;
   for (int64_t d = 2; d * 2 <= n; ++d)
     if (n % d == 0) {
       data = d;
       break;
     }
-  return sharding::Mesh({{"data", data}, {"model", n / data}});
+  return Mesh({{"data", data}, {"model", n / data}});
 }
 
-sharding::LogicalRules buildRules(const std::vector<PresetRule>& preset, const std::vector<std::string>& names) {
+LogicalRules build_rules(const std::vector<PresetRule>& preset, const std::vector<std::string>& names) {
   auto uses = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
-  const bool groupUsed = std::any_of(preset.begin(), preset.end(),
+  const bool group_used = std::any_of(preset.begin(), preset.end(),
                                      [&](const PresetRule& r) { return r.when == When::Group && uses(r.logical); });
-  sharding::LogicalRules rules;
+  LogicalRules rules;
   for (const PresetRule& r : preset)
-    if (r.when == When::Always || uses(r.logical) || (r.when == When::Group && !groupUsed))
+    if (r.when == When::Always || uses(r.logical) || (r.when == When::Group && !group_used))
       rules.push_back({r.logical, r.mesh});
   // Every other name the project uses is pinned replicated, so none is reported as lacking a rule.
   for (const std::string& n : names) {
     const bool covered =
-        std::any_of(rules.begin(), rules.end(), [&](const sharding::LogicalRule& r) { return r.logical == n; });
+        std::any_of(rules.begin(), rules.end(), [&](const LogicalRule& r) { return r.logical == n; });
     if (!covered) rules.push_back({n, {}});
   }
   return rules;
@@ -62,25 +66,25 @@ sharding::LogicalRules buildRules(const std::vector<PresetRule>& preset, const s
 
 }  // namespace
 
-const std::vector<MeshPreset>& meshPresets() {
-  static const std::vector<MeshPreset> presets = {
-      {"data_parallel", QObject::tr("Data parallel"),
-       QObject::tr("batch -> data on a one-axis mesh data=N: every device holds the whole model and a slice of the "
-                   "batch; every other logical name replicated.")},
-      {"model_parallel", QObject::tr("Model parallel (seed 002 / Flax pjit guide)"),
-       QObject::tr("The Flax pjit guide's rules: batch -> data, hidden -> model, embed -> None, layer -> None on a "
-                   "data x model mesh (2 x 4 for 8 devices).")},
-      {"megatron", QObject::tr("Megatron"),
-       QObject::tr("Tensor parallel in Megatron's style: batch -> data; mlp, hidden and heads -> model; embed, kv and "
-                   "layer -> None, on a data x model mesh.")},
-      {"fsdp", QObject::tr("FSDP"),
-       QObject::tr("Fully sharded data parallel: batch -> data and embed -> data on a one-axis mesh data=N, so "
-                   "parameters, gradients and optimizer state are split along data too.")},
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"data_parallel", "Data parallel",
+       "batch -> data on a one-axis mesh data=N: every device holds the whole model and a slice of the "
+       "batch; every other logical name replicated."},
+      {"model_parallel", "Model parallel (seed 002 / Flax pjit guide)",
+       "The Flax pjit guide's rules: batch -> data, hidden -> model, embed -> None, layer -> None on a "
+       "data x model mesh (2 x 4 for 8 devices)."},
+      {"megatron", "Megatron",
+       "Tensor parallel in Megatron's style: batch -> data; mlp, hidden and heads -> model; embed, kv and "
+       "layer -> None, on a data x model mesh."},
+      {"fsdp", "FSDP",
+       "Fully sharded data parallel: batch -> data and embed -> data on a one-axis mesh data=N, so "
+       "parameters, gradients and optimizer state are split along data too."},
   };
-  return presets;
+  return all;
 }
 
-std::vector<std::string> logicalNamesOf(const graph::GraphReport& g) {
+std::vector<std::string> logical_names_of(const graph::GraphReport& g) {
   std::vector<std::string> names;
   auto add = [&](const std::vector<std::string>& axes) {
     for (const std::string& a : axes)
@@ -97,34 +101,36 @@ std::vector<std::string> logicalNamesOf(const graph::GraphReport& g) {
   return names;
 }
 
-void applyPreset(const QString& id, const std::vector<std::string>& names, project::Project& p) {
+void apply_preset(const std::string& id, const std::vector<std::string>& names, project::Project& p) {
   const std::vector<std::string> data{"data"}, model{"model"};
-  sharding::Mesh mesh;
+  Mesh mesh;
   std::vector<PresetRule> rules;
   if (id == "data_parallel") {
-    mesh = dataMesh(p);
+    mesh = data_mesh(p);
     rules = {{"batch", data, When::Always}};
   } else if (id == "model_parallel") {
     // Seed 002: rules = (('batch', 'data'), ('hidden', 'model')), with embed and layer left
     // unsharded; they are written out so the check does not report them as lacking a rule.
-    mesh = dataModelMesh(p);
+    mesh = data_model_mesh(p);
     rules = {{"batch", data, When::Always},
              {"hidden", model, When::Always},
              {"embed", {}, When::Always},
              {"layer", {}, When::IfUsed}};
   } else if (id == "megatron") {
-    mesh = dataModelMesh(p);
+    mesh = data_model_mesh(p);
     rules = {{"batch", data, When::Always}, {"mlp", model, When::Group}, {"hidden", model, When::Group},
              {"heads", model, When::Group}, {"kv", {}, When::IfUsed},    {"embed", {}, When::Always},
              {"layer", {}, When::IfUsed}};
   } else if (id == "fsdp") {
-    mesh = dataMesh(p);
+    mesh = data_mesh(p);
     rules = {{"batch", data, When::Always}, {"embed", data, When::Always}};
   } else {
-    throw Error("preset '" + id.toStdString() + "': no such preset");
+    std::string known;
+    for (const Preset& pr : presets()) known += (known.empty() ? "" : ", ") + pr.id;
+    throw Error("preset '" + id + "': no such preset (there are " + known + ")");
   }
-  p.mesh = sharding::mesh_to_json(mesh);
-  p.logical_axis_rules = sharding::rules_to_json(buildRules(rules, names));
+  p.mesh = mesh_to_json(mesh);
+  p.logical_axis_rules = rules_to_json(build_rules(rules, names));
 }
 
-}  // namespace shardlab::ui
+}  // namespace shardlab::sharding
