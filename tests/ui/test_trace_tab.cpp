@@ -386,6 +386,7 @@ class TestTraceTab : public QObject {
     QVERIFY2(listed.contains("blocks/W1/kernel"), qPrintable(listed.join(", ")));
     const api::Design& d = doc->design();
     for (const QString& a : listed) QVERIFY2(d.sharding.find(a.toStdString()), qPrintable(a));
+    QVERIFY(w.grab().save(screenshotDir() + "/trace-span-in-repeat.png"));
     const QString tip = tl->spanDetails(pick);
     VERIFY_CONTAINS(tip, "blocks/W1/kernel");
     QVERIFY(!tip.contains("blocks/W1/matmul"));

@@ -102,13 +102,7 @@ TraceTab::TraceTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc
   spanLayout->setContentsMargins(4, 0, 0, 0);
   spanLayout->addWidget(spanFacts_);
   spanLayout->addWidget(spanArrays_, 1);
-  spanPanel->setMinimumWidth(220);
-  auto* timelineSplit = new QSplitter(Qt::Horizontal, this);
-  timelineSplit->addWidget(timeline_);
-  timelineSplit->addWidget(spanPanel);
-  timelineSplit->setStretchFactor(0, 4);
-  timelineSplit->setStretchFactor(1, 1);
-  timelineSplit->setChildrenCollapsible(false);
+  spanPanel->setMinimumWidth(260);
   showSpanDetails();
 
   // The step breakdown page: which device, the peak MFU is measured against, the chart.
@@ -142,17 +136,24 @@ TraceTab::TraceTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc
   views_->addTab(comparison_, tr("Compare runs"));
 
   auto* split = new QSplitter(Qt::Vertical, this);
-  split->addWidget(timelineSplit);
+  split->addWidget(timeline_);
   split->addWidget(views_);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setChildrenCollapsible(false);
+  // The span panel takes the tab's full height, beside the timeline and the views below it.
+  auto* sideSplit = new QSplitter(Qt::Horizontal, this);
+  sideSplit->addWidget(split);
+  sideSplit->addWidget(spanPanel);
+  sideSplit->setStretchFactor(0, 4);
+  sideSplit->setStretchFactor(1, 1);
+  sideSplit->setChildrenCollapsible(false);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(bar);
   layout->addWidget(error_);
-  layout->addWidget(split, 1);
+  layout->addWidget(sideSplit, 1);
 
   connect(open, &QToolButton::clicked, this, &TraceTab::openFileDialog);
   connect(exportButton, &QToolButton::clicked, this, &TraceTab::exportDialog);
