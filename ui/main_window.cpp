@@ -21,6 +21,7 @@
 #include <QUndoStack>
 
 #include "engine/api/build_info.h"
+#include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/checkpoints/checkpoint_list_model.h"
 #include "ui/checkpoints/checkpoint_browser.h"
@@ -257,6 +258,8 @@ void MainWindow::connectTabs() {
           [this](std::shared_ptr<profiler::Trace> trace, const QString& label, double peak) { trace_->followRun(trace, label, peak); });
   connect(training_, &TrainingTab::runFinished, trace_, [this] { trace_->runFinished(); });
   connect(training_, &TrainingTab::runFailed, trace_, [this] { trace_->runFinished(); });
+  // A clicked span's layer comes into view on the canvas (its collapsed Repeat, marked, when hidden).
+  connect(trace_, &TraceTab::spanActivated, canvas_, [this](const QString& node) { canvas_->graphScene()->revealNode(node); });
   connect(training_, &TrainingTab::checkpointDirChanged, checkpoints_, [this](const QString& dir) {
     if (dir != checkpoints_->root()) checkpoints_->setRoot(dir);
   });

@@ -87,6 +87,8 @@ std::string Trace::to_chrome_json(const std::string& process_name) const {
     Json args = {{"step", s.step}};
     if (!s.node.empty()) args["node"] = s.node;
     if (!s.array.empty()) args["array"] = s.array;
+    if (s.arrays && !s.arrays->reads.empty()) args["reads"] = s.arrays->reads;
+    if (s.arrays && !s.arrays->writes.empty()) args["writes"] = s.arrays->writes;
     if (s.flops > 0) args["flops"] = s.flops;
     if (s.bytes > 0) args["bytes"] = s.bytes;
     events.push_back({{"name", s.name}, {"cat", category_name(s.category)}, {"ph", "X"}, {"ts", s.start_us},

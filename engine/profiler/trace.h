@@ -1,11 +1,13 @@
-// Step traces: what every device did and when, per primitive and collective, with the layer and
-// array each span came from and the FLOPs or bytes the plan predicted for it. Light mode keeps
+// Step traces: what every device did and when, per primitive and collective, with the layer it came
+// from, the arrays it read and wrote (in the Sharding view's names) and the FLOPs or bytes the plan
+// predicted for it. Light mode keeps
 // per-step totals by category only; detailed mode keeps every span of the last K steps (a ring),
 // plus the totals of all steps. Exported as Chrome trace-event JSON, which Perfetto opens.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,15 +17,30 @@ namespace shardlab::profiler {
 enum class Category { Compute, Collective, Optimizer, Data, Step };
 const char* category_name(Category c);
 
+// The arrays one instruction of the step read and wrote, named as the Sharding view names them:
+// parameters "blocks/W1/kernel", their gradients "d_blocks/W1/kernel" and optimizer state
+// "blocks/W1/kernel/mu", inputs and activations by their node ("x", "blocks/W1"). Temporaries
+// inside a layer (a matmul before its bias) are no array and are left out.
+struct SpanArrays {
+  std::vector<std::string> reads, writes;
+  bool empty() const { return reads.empty() && writes.empty(); }
+};
+
 struct Span {
   int device = 0;
   Category category = Category::Compute;
   std::string name;   // primitive ("matmul", "all_reduce") or "step", "data"
   std::string node;   // layer node ("dense1", "blocks/W1"); "" for the loss and data
-  std::string array;  // the value it produced (or moved)
+  // What it produced (or, for a collective, moved): an array name as in SpanArrays, "" for a
+  // temporary; "batch" for the loader's wait. Traces written before SpanArrays existed hold the
+  // step program's own value names here ("blocks/W1/matmul"), which are no array.
+  std::string array;
   double start_us = 0, dur_us = 0;
   double flops = 0, bytes = 0;
   int64_t step = 0;
+  // Shared by every span of the same instruction (the executor describes each once), so a span
+  // costs a reference count, not a copy of the names; null when it touched no array.
+  std::shared_ptr<const SpanArrays> arrays = nullptr;
 };
 
 struct MemorySample {

@@ -78,6 +78,19 @@ class EventReader {
     if (!(*a)[key].is_string()) fail(std::string("args.") + key + " is not a string");
     return (*a)[key].get<std::string>();
   }
+  // A list of strings; empty when absent (traces written before the key existed).
+  std::vector<std::string> arg_strings(const char* key) const {
+    const Json* a = args();
+    if (!a || !a->contains(key)) return {};
+    const Json& list = (*a)[key];
+    if (!list.is_array()) fail(std::string("args.") + key + " is not a list");
+    std::vector<std::string> out;
+    for (const Json& x : list) {
+      if (!x.is_string()) fail(std::string("args.") + key + " holds something other than names");
+      out.push_back(x.get<std::string>());
+    }
+    return out;
+  }
   double arg_number(const char* key, double fallback) const {
     const Json* a = args();
     if (!a || !a->contains(key)) return fallback;
@@ -90,7 +103,27 @@ class EventReader {
   std::string where_;
 };
 
-Span read_span(const EventReader& r) {
+// Spans of one instruction name the same arrays in every step and on every device: they share one
+// SpanArrays, as the executor's spans do.
+class ArraysInterner {
+ public:
+  std::shared_ptr<const SpanArrays> get(SpanArrays a) {
+    if (a.empty()) return nullptr;
+    std::string key;
+    for (const auto* list : {&a.reads, &a.writes}) {
+      for (const std::string& n : *list) key += n + '\n';
+      key += '\0';
+    }
+    auto& slot = seen_[key];
+    if (!slot) slot = std::make_shared<const SpanArrays>(std::move(a));
+    return slot;
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<const SpanArrays>> seen_;
+};
+
+Span read_span(const EventReader& r, ArraysInterner& arrays) {
   Span s;
   s.name = r.string("name");
   if (!parse_category(r.string("cat"), &s.category)) r.fail("unknown category " + quoted(r.string("cat")));
@@ -108,6 +141,7 @@ Span read_span(const EventReader& r) {
   s.step = int64_t(step);
   s.node = r.arg_string("node");
   s.array = r.arg_string("array");
+  s.arrays = arrays.get(SpanArrays{r.arg_strings("reads"), r.arg_strings("writes")});
   s.flops = r.arg_number("flops", 0);
   s.bytes = r.arg_number("bytes", 0);
   return s;
@@ -129,6 +163,7 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
   if (!events.is_array()) throw Error(source + ": \"traceEvents\" is not an array");
 
   TraceContents out;
+  ArraysInterner arrays;
   const std::string memory_prefix = "memory CPU ";
   for (size_t i = 0; i < events.size(); ++i) {
     const Json& e = events[i];
@@ -138,7 +173,7 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
     EventReader r(e, where);
     const std::string ph = r.string("ph");
     if (ph == "X") {
-      out.spans.push_back(read_span(r));
+      out.spans.push_back(read_span(r, arrays));
     } else if (ph == "C") {
       // Memory counters are named "memory CPU <d>"; other counters carry nothing this format writes.
       const std::string name = r.string("name");

@@ -1,6 +1,7 @@
 // Step traces: the Chrome trace JSON is well formed (every span has pid/tid/ts/dur, spans on a
 // track nest), span totals account for the step's wall time, collectives show where the plan
-// put them, light mode keeps only totals, and the ring keeps the last K steps.
+// put them, spans name the arrays they touched as the Sharding view does, light mode keeps only
+// totals, and the ring keeps the last K steps.
 #include <QtTest>
 #include <algorithm>
 #include <map>
@@ -9,6 +10,8 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "engine/api/design.h"
+#include "engine/profiler/instruction_arrays.h"
 #include "engine/runtime/trainer.h"
 
 using namespace shardlab;
@@ -125,6 +128,73 @@ class TestProfiler : public QObject {
     const std::map<std::string, int> want{{"reduce_scatter", 6}, {"all_gather_in_place", 6}, {"all_reduce", 1}};
     for (auto& [key, n] : seen) QCOMPARE(n, want);  // 3 kernels, 3 biases, and the loss
     QCOMPARE(t.trace().summaries().size(), size_t(4 * 6));
+  }
+
+  // dot-relu-dot: a Repeat of 4 layers (W1, relu, W2) on a data=2 x model=4 mesh. Every array a
+  // span names is one the Sharding view has; the program's own value names never show.
+  void spansNameOnlyArraysTheShardingViewHas() {
+    const project::Project p = project::load_project(std::string(SHARDLAB_SOURCE_DIR) + "/projects/dot-relu-dot.shardlab.json");
+    const api::Design design = api::check_design(p);
+    QVERIFY(design.sharding_ok);
+    runtime::TrainOptions o;
+    o.trace_detailed = true;
+    o.steps = 2;
+    o.threads = 2;
+    runtime::Trainer t(p, o);
+    t.run();
+    std::set<std::string> named;
+    std::map<std::string, std::set<std::string>> readsOf, writesOf;  // "node primitive" -> arrays
+    int collectivesNamingAnArray = 0;
+    for (const auto& sp : t.trace().spans()) {
+      if (sp.category == profiler::Category::Data || sp.category == profiler::Category::Step) continue;
+      if (!sp.array.empty()) QVERIFY2(design.sharding.find(sp.array), sp.array.c_str());
+      if (!sp.arrays) continue;
+      for (const auto* list : {&sp.arrays->reads, &sp.arrays->writes})
+        for (const std::string& a : *list) {
+          QVERIFY2(design.sharding.find(a), qPrintable(QString::fromStdString(sp.node + " " + sp.name + ": " + a)));
+          named.insert(a);
+        }
+      const std::string key = sp.node + " " + sp.name.substr(0, sp.name.find('+'));  // "matmul+bias+relu" is a matmul
+      readsOf[key].insert(sp.arrays->reads.begin(), sp.arrays->reads.end());
+      writesOf[key].insert(sp.arrays->writes.begin(), sp.arrays->writes.end());
+      collectivesNamingAnArray += sp.category == profiler::Category::Collective;
+    }
+    // The stacked kernel, read layer by layer; its gradient and Adam state at the update (whose
+    // spans carry the parameter's path as their node).
+    QVERIFY(readsOf["blocks/W1 matmul"].count("blocks/W1/kernel"));
+    QVERIFY(writesOf["blocks/W1 matmul"].count("blocks/W1"));  // W1's activation
+    QVERIFY(readsOf["blocks/W2 matmul"].count("blocks/relu"));
+    QVERIFY(readsOf["blocks/W1/kernel adam_update"].count("d_blocks/W1/kernel"));
+    QVERIFY(writesOf["blocks/W1/kernel adam_update"].count("blocks/W1/kernel"));
+    QVERIFY(writesOf["blocks/W1/kernel adam_update"].count("blocks/W1/kernel/mu"));
+    QVERIFY(named.count("x"));
+    QVERIFY(collectivesNamingAnArray > 0);
+  }
+
+  // Per value of a small program: what instruction_arrays calls it.
+  void valuesAreNamedAsArraysOrLeftOut() {
+    ir::Program p;
+    const int x = p.add_value("input:x", {4, 8}, ir::ValueKind::Input);
+    const int k = p.add_value("d/kernel", {8, 8}, ir::ValueKind::Param);
+    const int mu = p.add_value("d/kernel/mu", {8, 8}, ir::ValueKind::OptState);
+    const int y = p.add_value("y", {4, 8}, ir::ValueKind::Target);
+    const int mm = p.apply1(ir::Op::MatMul, {x, k}, {}, "d");   // "d/matmul": d's output, the loss reads it
+    const int loss = p.apply1(ir::Op::Mse, {mm, y}, {}, "", "loss");
+    const int g = p.apply1(ir::Op::Fill, {}, [] { ir::Attrs a; a.shape = {8, 8}; return a; }(), "d", "");
+    const int gr = p.apply1(ir::Op::AllReduce, {g}, {}, "d");  // the gradient summed over devices
+    p.apply(ir::Op::AdamUpdate, {k, gr, mu, mu}, {}, "d");
+    const std::vector<std::string> names = profiler::value_arrays(p);
+    QCOMPARE(names[size_t(x)], std::string("x"));
+    QCOMPARE(names[size_t(k)], std::string("d/kernel"));
+    QCOMPARE(names[size_t(mu)], std::string("d/kernel/mu"));
+    QCOMPARE(names[size_t(y)], std::string());  // the labels are fed, but are no array of the model
+    QCOMPARE(names[size_t(mm)], std::string("d"));
+    QCOMPARE(names[size_t(loss)], std::string());
+    QCOMPARE(names[size_t(gr)], std::string("d_d/kernel"));
+    QCOMPARE(names[size_t(g)], std::string("d_d/kernel"));  // before the collective: the same gradient
+    const auto per = profiler::instruction_arrays(p);
+    QCOMPARE(per.back().reads, (std::vector<std::string>{"d/kernel", "d_d/kernel", "d/kernel/mu"}));
+    QCOMPARE(per.back().writes, (std::vector<std::string>{"d/kernel", "d/kernel/mu"}));
   }
 
   void lightModeKeepsTotalsButNoSpans() {

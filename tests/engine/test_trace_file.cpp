@@ -1,6 +1,7 @@
 // Reading traces back: a trace written by Trace::to_chrome_json parses into the same spans and
 // memory samples, per-step summaries derived from the spans match what the executor recorded, the
-// re-serialised trace is byte-identical, and malformed files are refused with their name.
+// re-serialised trace is byte-identical, the arrays a span touched come back shared, a file from
+// before spans named their arrays still opens, and malformed files are refused with their name.
 #include <QTemporaryDir>
 #include <QtTest>
 #include <sys/stat.h>
@@ -172,6 +173,42 @@ class TestTraceFile : public QObject {
     QCOMPARE(s[0].data_us, 8.0);
     QCOMPARE(s[0].wall_us, 12.0 + 8.0);  // 10..22, plus the host's wait
     QCOMPARE(s[0].flops, 100.0);
+  }
+
+  // The arrays a span read and wrote survive the file, and spans that named the same ones share them.
+  void spanArraysReadBackShared() {
+    auto trace = std::make_shared<profiler::Trace>(profiler::Trace::Mode::Detailed, 10);
+    auto arrays = std::make_shared<const profiler::SpanArrays>(
+        profiler::SpanArrays{{"blocks/W1/kernel", "x"}, {"blocks/W1"}});
+    for (int d = 0; d < 2; ++d)
+      trace->add(Span{d, Category::Compute, "matmul", "blocks/W1", "blocks/W1", 10.0 * d, 5, 1e3, 0, 0, arrays});
+    trace->add(Span{0, Category::Compute, "relu", "blocks/relu", "", 30, 1, 1e2, 0, 0});
+    const auto c = profiler::parse_chrome_trace(trace->to_chrome_json(), "arrays.json");
+    QCOMPARE(c.spans.size(), size_t(3));
+    QVERIFY(c.spans[0].arrays);
+    QCOMPARE(c.spans[0].arrays->reads, arrays->reads);
+    QCOMPARE(c.spans[0].arrays->writes, arrays->writes);
+    QCOMPARE(c.spans[1].arrays.get(), c.spans[0].arrays.get());  // one copy for both devices
+    QVERIFY(!c.spans[2].arrays);
+    const QString bad = error_of([] {
+      profiler::parse_chrome_trace(R"({"traceEvents": [{"name": "m", "cat": "compute", "ph": "X", "ts": 1, "dur": 2, "tid": 1,
+                                        "args": {"reads": "x"}}]})", "bad.json");
+    });
+    VERIFY_CONTAINS(bad, "bad.json: traceEvents[0] (\"m\"): args.reads is not a list");
+  }
+
+  // A trace written before spans named their arrays (args: step, node, array only) still opens;
+  // its spans name no arrays, and keep the value name they recorded.
+  void filesWithoutSpanArraysStillOpen() {
+    const auto c = profiler::parse_chrome_trace(
+        R"({"traceEvents": [{"name": "all_reduce", "cat": "collective", "ph": "X", "ts": 1, "dur": 2, "pid": 0, "tid": 3,
+                             "args": {"step": 4, "node": "blocks/W2", "array": "blocks/W2/all_reduce", "bytes": 64}}]})",
+        "old.json");
+    QCOMPARE(c.spans.size(), size_t(1));
+    QCOMPARE(c.spans[0].array, std::string("blocks/W2/all_reduce"));
+    QCOMPARE(c.spans[0].node, std::string("blocks/W2"));
+    QVERIFY(!c.spans[0].arrays);
+    QCOMPARE(c.summaries.size(), size_t(1));
   }
 
   void reserialisedTraceIsIdentical() {

@@ -1,13 +1,16 @@
 // The Trace tab as a person uses it: a 100k-span trace over 8 devices in lanes, zoom and pan with
-// keys and the wheel, a click on a span selecting its layer and asking for its array, a graph
-// selection highlighting spans, a real training run followed live, trace files opened, refused and
-// exported, and two runs compared layer by layer.
+// keys and the wheel, a click on a span selecting its layer and showing it in the span panel
+// without leaving the tab, a span inside a collapsed Repeat revealing its block on the canvas with
+// only real arrays listed, a graph selection highlighting spans, a real training run followed live,
+// trace files opened, refused and exported, and two runs compared layer by layer.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QTabWidget>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QLabel>
+#include <QListWidget>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTableView>
@@ -19,7 +22,12 @@
 
 #include "engine/profiler/trace_file.h"
 #include "tests/engine/test_support.h"
+#include "ui/canvas/graph_scene.h"
+#include "ui/canvas/graph_view.h"
+#include "ui/canvas/node_item.h"
 #include "ui/document/project_document.h"
+#include "ui/main_window.h"
+#include "ui/sharding/sharding_tab.h"
 #include "ui/trace/layer_time_model.h"
 #include "ui/trace/run_comparison.h"
 #include "ui/trace/step_breakdown_chart.h"
@@ -286,12 +294,18 @@ class TestTraceTab : public QObject {
     QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, at);
     QCOMPARE(selection.count(), 1);
     QCOMPARE(doc_->selection(), QStringList{"layer7"});
-    QCOMPARE(arrays.count(), 1);
-    QCOMPARE(arrays.at(0).at(0).toString(), QString("layer7/out"));
+    // No array is asked for (that would switch to the Sharding tab): the span panel shows it.
+    QCOMPARE(arrays.count(), 0);
     QCOMPARE(activated.count(), 1);
     QCOMPARE(activated.at(0).at(0).toString(), QString("layer7"));
-    QCOMPARE(activated.at(0).at(1).toString(), QString("layer7/out"));
     QCOMPARE(tl->selectedSpan(), pick);
+    const QString facts = tab_->spanFacts()->text();
+    VERIFY_CONTAINS(facts, "matmul");
+    VERIFY_CONTAINS(facts, "CPU 3");
+    VERIFY_CONTAINS(facts, "layer7 (not in this project)");
+    // "layer7/out" is the synthetic trace's own name; deep-mlp-small has no such array.
+    QVERIFY(!facts.contains("layer7/out"));
+    QCOMPARE(tab_->spanArrays()->count(), 0);
     // The selection came back as a highlight of layer7's spans.
     QCOMPARE(tl->highlightedCount(), kDevices * kSteps * kSpansPerStep / 10);
 
@@ -303,11 +317,124 @@ class TestTraceTab : public QObject {
     const QString details = tl->spanDetails(pick);
     VERIFY_CONTAINS(details, "matmul");
     VERIFY_CONTAINS(details, "layer7");
-    VERIFY_CONTAINS(details, "layer7/out");
+    QVERIFY(!details.contains("layer7/out"));  // no array of this project
     VERIFY_CONTAINS(details, "step 11");  // 1-based, as the step markers
     VERIFY_CONTAINS(details, "CPU 3");
     VERIFY_CONTAINS(details, "500 kFLOP");
     VERIFY_CONTAINS(details, QString::fromUtf8("µs"));
+  }
+
+  // dot-relu-dot in the main window: a Repeat "blocks" (W1, relu, W2) on 8 devices, collapsed on
+  // the canvas. Two real traced steps; a click on a W1 matmul span.
+  void spanInsideACollapsedRepeatRevealsItsBlockAndListsRealArrays() {
+    MainWindow w;
+    QVERIFY(w.openFile(QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/dot-relu-dot.shardlab.json")));
+    ProjectDocument* doc = w.document();
+    auto trace = std::make_shared<profiler::Trace>(profiler::Trace::Mode::Detailed, 20);
+    runtime::TrainOptions o;
+    o.steps = 2;
+    o.threads = 2;
+    o.trace = trace;
+    runtime::Trainer(doc->project(), o).run();
+    TraceTab* tab = w.trace();
+    tab->followRun(trace, "run 1: dot-relu-dot", 0);
+    tab->runFinished();
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.tabs()->setCurrentWidget(tab);
+    GraphScene* scene = w.canvas()->graphScene();
+    QVERIFY(scene->node("blocks"));
+    QVERIFY(!scene->node("blocks/W1"));  // collapsed: its block's nodes are not drawn
+
+    const auto spans = trace->spans();
+    auto find = [&](const std::string& node, const char* prefix, Category c) {
+      for (int i = 0; i < int(spans.size()); ++i) {
+        const Span& s = spans[size_t(i)];
+        if (s.step == 1 && s.device == 3 && s.node == node && s.category == c && s.name.rfind(prefix, 0) == 0) return i;
+      }
+      return -1;
+    };
+    const int pick = find("blocks/W1", "matmul", Category::Compute);
+    QVERIFY(pick >= 0);
+    TimelineView* tl = tab->timeline();
+    const Span& s = spans[size_t(pick)];
+    tl->setVisibleRange(s.start_us - s.dur_us, s.start_us + 2 * s.dur_us);
+    const QPoint at = tl->spanRect(pick).center().toPoint();
+    QCOMPARE(tl->spanAt(at), pick);
+    QSignalSpy arrays(doc, &ProjectDocument::arrayRequested);
+    QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, at);
+
+    // The node is selected; the canvas shows its collapsed Repeat selected and marked; the tab stays.
+    QCOMPARE(doc->selection(), QStringList{"blocks/W1"});
+    QCOMPARE(scene->revealedIn(), QString("blocks"));
+    QVERIFY(scene->node("blocks")->isSelected());
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(tab));
+    QCOMPARE(arrays.count(), 0);
+
+    // The panel: device, primitive, node, times, and arrays the Sharding tab has, never
+    // "<node>/<primitive>" names.
+    const QString facts = tab->spanFacts()->text();
+    VERIFY_CONTAINS(facts, "CPU 3");
+    VERIFY_CONTAINS(facts, "matmul");
+    VERIFY_CONTAINS(facts, "blocks/W1");
+    VERIFY_CONTAINS(facts, "Duration");
+    QVERIFY(!facts.contains("not in this project"));
+    QListWidget* list = tab->spanArrays();
+    QStringList listed;
+    for (int i = 0; i < list->count(); ++i) listed << list->item(i)->data(Qt::UserRole).toString();
+    QVERIFY2(listed.contains("blocks/W1/kernel"), qPrintable(listed.join(", ")));
+    const api::Design& d = doc->design();
+    for (const QString& a : listed) QVERIFY2(d.sharding.find(a.toStdString()), qPrintable(a));
+    QVERIFY(w.grab().save(screenshotDir() + "/trace-span-in-repeat.png"));
+    const QString tip = tl->spanDetails(pick);
+    VERIFY_CONTAINS(tip, "blocks/W1/kernel");
+    QVERIFY(!tip.contains("blocks/W1/matmul"));
+
+    // Every span's tooltip names only real arrays: a collective's names no "<node>/all_reduce".
+    for (int i = 0; i < int(spans.size()); ++i) {
+      const Span& c = spans[size_t(i)];
+      if (c.category != Category::Collective || c.step != 1) continue;
+      const QString t = tl->spanDetails(i);
+      QVERIFY2(!t.contains(QString::fromStdString(c.node + "/" + c.name)), qPrintable(t));
+    }
+
+    // Clicking an array in the panel opens it in the Sharding tab.
+    auto* sharding = qobject_cast<ShardingTab*>(w.tabs()->widget(1));
+    QVERIFY(sharding);
+    const int row = int(listed.indexOf("blocks/W1/kernel"));
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualItemRect(list->item(row)).center());
+    QCOMPARE(arrays.count(), 1);
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(sharding));
+    QCOMPARE(sharding->currentArray(), QString("blocks/W1/kernel"));
+
+    // A span of a drawn node selects that node itself, with no mark.
+    w.tabs()->setCurrentWidget(tab);
+    QVERIFY(scene->toggleExpanded("blocks"));
+    QVERIFY(scene->node("blocks/W2"));
+    const int w2 = find("blocks/W2", "matmul", Category::Compute);
+    QVERIFY(w2 >= 0);
+    const Span& s2 = spans[size_t(w2)];
+    tl->setVisibleRange(s2.start_us - s2.dur_us, s2.start_us + 2 * s2.dur_us);
+    QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, tl->spanRect(w2).center().toPoint());
+    QCOMPARE(doc->selection(), QStringList{"blocks/W2"});
+    QVERIFY(scene->node("blocks/W2")->isSelected());
+    QVERIFY(!scene->node("blocks")->isSelected());
+    QCOMPARE(scene->revealedIn(), QString());
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(tab));
+
+    // An optimizer update is recorded under its parameter's path; the click selects the node.
+    const int update = find("blocks/W1/kernel", "adam_update", Category::Optimizer);
+    QVERIFY(update >= 0);
+    const Span& u = spans[size_t(update)];
+    tl->setVisibleRange(u.start_us - u.dur_us, u.start_us + 2 * u.dur_us);
+    QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, tl->spanRect(update).center().toPoint());
+    QCOMPARE(doc->selection(), QStringList{"blocks/W1"});
+    QVERIFY(scene->node("blocks/W1")->isSelected());
+    VERIFY_CONTAINS(tab->spanFacts()->text(), "optimizer update");
+    listed.clear();
+    for (int i = 0; i < list->count(); ++i) listed << list->item(i)->data(Qt::UserRole).toString();
+    QCOMPARE(listed, (QStringList{"blocks/W1/kernel", "d_blocks/W1/kernel", "blocks/W1/kernel/mu", "blocks/W1/kernel/nu"}));
   }
 
   void graphSelectionHighlightsSpans() {

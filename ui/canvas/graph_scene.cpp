@@ -3,6 +3,8 @@
 #include <QApplication>
 #include <QGraphicsPathItem>
 #include <QGraphicsSceneMouseEvent>
+#include <QGraphicsSimpleTextItem>
+#include <QGraphicsView>
 #include <QSet>
 #include <algorithm>
 
@@ -452,12 +454,57 @@ void GraphScene::selectAllNodes() {
 
 void GraphScene::applyDocumentSelection() {
   if (quiet_) return;
+  clearRevealMark();
   quiet_ = true;
   const QStringList docSelection = doc_->selection();
   const QSet<QString> selected(docSelection.begin(), docSelection.end());
   for (NodeItem* n : std::as_const(nodes_)) n->setSelected(selected.contains(n->path()));
   for (EdgeItem* e : std::as_const(edges_)) e->setSelected(false);
   quiet_ = false;
+}
+
+// ---- revealing a node (a trace span's) ------------------------------------------------------
+
+namespace {
+constexpr int kRevealMarkKey = 0x5e1;  // QGraphicsItem::data key of revealNode()'s mark
+}
+
+QString GraphScene::revealNode(const QString& path) {
+  clearRevealMark();
+  QString shown = path;
+  NodeItem* item = nodes_.value(path);
+  // Hidden: the deepest drawn node above it is the collapsed Repeat that holds it.
+  for (qsizetype cut = path.lastIndexOf('/'); !item && cut > 0; cut = shown.lastIndexOf('/')) {
+    shown = path.left(cut);
+    item = nodes_.value(shown);
+  }
+  if (!item) return {};
+  quiet_ = true;
+  item->setSelected(true);
+  quiet_ = false;
+  if (shown != path) {
+    auto* mark = new QGraphicsSimpleTextItem(tr("selected inside: %1").arg(path.mid(shown.size() + 1)), item);
+    mark->setData(kRevealMarkKey, shown);
+    mark->setAcceptedMouseButtons(Qt::NoButton);
+    QFont f = font();
+    f.setBold(true);
+    mark->setFont(f);
+    mark->setBrush(QApplication::palette().color(QPalette::Highlight));
+    mark->setPos(0, -mark->boundingRect().height() - 2);
+  }
+  for (QGraphicsView* v : views()) v->ensureVisible(item);
+  return shown;
+}
+
+QString GraphScene::revealedIn() const {
+  for (QGraphicsItem* i : items())
+    if (i->data(kRevealMarkKey).isValid()) return i->data(kRevealMarkKey).toString();
+  return {};
+}
+
+void GraphScene::clearRevealMark() {
+  for (QGraphicsItem* i : items())
+    if (i->data(kRevealMarkKey).isValid()) delete i;
 }
 
 }  // namespace shardlab::ui

@@ -44,6 +44,14 @@ class GraphScene : public QGraphicsScene {
   // Selects every node (blocks' nodes included), telling the document once.
   void selectAllNodes();
 
+  // Brings node `path` into view, selected, without editing the project: its own item where it is
+  // drawn, else the collapsed Repeat that holds it, selected and marked above its title with the
+  // inner node's name (expanding it would be an edit, and change the saved project). The document's
+  // selection stays as it is. Returns the path of the item shown, empty when there is none.
+  QString revealNode(const QString& path);
+  // The Repeat marked by revealNode() as holding the selected node, empty when none is.
+  QString revealedIn() const;
+
   // Edits; each is one undo step and returns false when nothing changed or the document refused.
   bool toggleExpanded(const QString& repeatPath);
   bool deleteSelection();  // the selected edges disconnected and the selected nodes removed
@@ -82,6 +90,7 @@ class GraphScene : public QGraphicsScene {
   bool refuse(const QString& what, const QString& reason, const QPointF& where);
   void syncSelectionToDocument();
   void applyDocumentSelection();
+  void clearRevealMark();
 
   ProjectDocument* doc_;
   // Selection changes made while following the document (or rebuilding) are not the user's.

@@ -386,7 +386,8 @@ QString TimelineView::spanDetails(int index) const {
   lines << QStringLiteral("<b>%1</b> — %2").arg(QString::fromStdString(s.name).toHtmlEscaped(),
                                                    trace_style::partLabel(trace_style::partOf(s.category)));
   if (!s.node.empty()) lines << tr("layer: %1").arg(QString::fromStdString(s.node).toHtmlEscaped());
-  if (!s.array.empty()) lines << tr("array: %1").arg(QString::fromStdString(s.array).toHtmlEscaped());
+  const QStringList arrays = arraysOf_ ? arraysOf_(s) : QStringList();
+  if (!arrays.isEmpty()) lines << (arrays.size() == 1 ? tr("array: %1") : tr("arrays: %1")).arg(arrays.join(QStringLiteral(", ")).toHtmlEscaped());
   lines << tr("step %1 · CPU %2").arg(s.step + 1).arg(s.device);
   lines << tr("duration %1, at %2").arg(trace_style::durationText(s.dur_us), trace_style::durationText(s.start_us - traceStart_));
   if (s.flops > 0) lines << tr("%1 (%2)").arg(trace_style::flopsText(s.flops), trace_style::rateText(s.flops / std::max(s.dur_us * 1e-6, 1e-12)));

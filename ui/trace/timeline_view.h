@@ -11,6 +11,7 @@
 
 #include <QAbstractScrollArea>
 #include <QStringList>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,8 +76,11 @@ class TimelineView : public QAbstractScrollArea {
   int spanAt(const QPoint& viewportPos) const;
   // Where a span is drawn now, in viewport coordinates (at least a pixel wide); empty for step spans.
   QRectF spanRect(int index) const;
-  // What hovering over a span shows: name, category, layer, array, step, device, times, FLOPs or bytes.
+  // What hovering over a span shows: name, category, layer, arrays, step, device, times, FLOPs or bytes.
   QString spanDetails(int index) const;
+  // Which of a span's arrays the details name (the Trace tab gives those the project has); without
+  // one they name none, since a trace's own names need not be arrays anyone can open.
+  void setArraysOf(std::function<QStringList(const profiler::Span&)> arraysOf) { arraysOf_ = std::move(arraysOf); }
   // The span clicked last (-1: none), outlined.
   int selectedSpan() const { return selected_; }
   // How long the last paint took, in milliseconds.
@@ -149,6 +153,7 @@ class TimelineView : public QAbstractScrollArea {
   std::vector<char> isHighlighted_;  // per span index
   int highlighted_ = 0;
 
+  std::function<QStringList(const profiler::Span&)> arraysOf_;
   int selected_ = -1, hover_ = -1;
   QPoint pressPos_;
   double pressViewStart_ = 0;

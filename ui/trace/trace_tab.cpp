@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QListWidget>
 #include <QLocale>
 #include <QMessageBox>
 #include <QRegularExpression>
@@ -20,9 +21,11 @@
 
 #include "ui/document/project_document.h"
 #include "ui/trace/run_comparison.h"
+#include "ui/trace/span_arrays.h"
 #include "ui/trace/step_breakdown_chart.h"
 #include "ui/trace/timeline_view.h"
 #include "ui/trace/trace_legend.h"
+#include "ui/trace/trace_style.h"
 #include "ui/trace/trace_run.h"
 
 namespace shardlab::ui {
@@ -80,6 +83,27 @@ TraceTab::TraceTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc
   error_->hide();
 
   timeline_ = new TimelineView(this);
+  timeline_->setArraysOf([this](const profiler::Span& s) { return openableArrayNames(s, doc_->design()); });
+
+  // The span panel, beside the timeline.
+  auto* spanPanel = new QWidget(this);
+  spanPanel->setObjectName("spanPanel");
+  spanFacts_ = new QLabel(spanPanel);
+  spanFacts_->setObjectName("spanFacts");
+  spanFacts_->setTextFormat(Qt::RichText);
+  spanFacts_->setWordWrap(true);
+  spanFacts_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  spanFacts_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  spanArrays_ = new QListWidget(spanPanel);
+  spanArrays_->setObjectName("spanArrays");
+  spanArrays_->setToolTip(tr("Click an array to open it in the Sharding tab"));
+  spanArrays_->setSelectionMode(QAbstractItemView::NoSelection);
+  auto* spanLayout = new QVBoxLayout(spanPanel);
+  spanLayout->setContentsMargins(4, 0, 0, 0);
+  spanLayout->addWidget(spanFacts_);
+  spanLayout->addWidget(spanArrays_, 1);
+  spanPanel->setMinimumWidth(260);
+  showSpanDetails();
 
   // The step breakdown page: which device, the peak MFU is measured against, the chart.
   auto* breakdownPage = new QWidget(this);
@@ -117,12 +141,19 @@ TraceTab::TraceTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setChildrenCollapsible(false);
+  // The span panel takes the tab's full height, beside the timeline and the views below it.
+  auto* sideSplit = new QSplitter(Qt::Horizontal, this);
+  sideSplit->addWidget(split);
+  sideSplit->addWidget(spanPanel);
+  sideSplit->setStretchFactor(0, 4);
+  sideSplit->setStretchFactor(1, 1);
+  sideSplit->setChildrenCollapsible(false);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(bar);
   layout->addWidget(error_);
-  layout->addWidget(split, 1);
+  layout->addWidget(sideSplit, 1);
 
   connect(open, &QToolButton::clicked, this, &TraceTab::openFileDialog);
   connect(exportButton, &QToolButton::clicked, this, &TraceTab::exportDialog);
@@ -136,6 +167,14 @@ TraceTab::TraceTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc
   connect(zoomOut, &QToolButton::clicked, timeline_, &TimelineView::zoomOut);
   connect(zoomStep, &QToolButton::clicked, this, [this] { timeline_->zoomToStep(step_->value() - 1); });
   connect(timeline_, &TimelineView::spanClicked, this, &TraceTab::onSpanClicked);
+  connect(spanArrays_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
+    const QString name = item->data(Qt::UserRole).toString();
+    // Checked again: the project may have changed since the panel was filled.
+    if (doc_->design().sharding_ok && doc_->design().sharding.find(name.toStdString())) doc_->requestArray(name);
+  });
+  // An edit may add or remove arrays and nodes: the panel names only those there now.
+  connect(doc_, &ProjectDocument::changed, this, &TraceTab::showSpanDetails);
+  connect(doc_, &ProjectDocument::opened, this, &TraceTab::showSpanDetails);
   connect(device_, &QComboBox::currentIndexChanged, this, [this] { breakdown_->setDevice(device_->currentData().toInt()); });
   connect(peak_, &QDoubleSpinBox::valueChanged, this, [this](double gflops) {
     breakdown_->setPeakFlops(gflops * 1e9);
@@ -297,6 +336,8 @@ void TraceTab::showRun(bool newRun) {
   }
   timeline_->setSpans(current_->spans());
   if (newRun) {
+    picked_.reset();  // a span of the run shown before
+    showSpanDetails();
     breakdown_->setTitle(current_->label());
     const QSignalBlocker block(peak_);
     peak_->setValue(current_->peakFlops() / 1e9);
@@ -359,13 +400,58 @@ void TraceTab::updateStatus() {
 }
 
 void TraceTab::onSpanClicked(int index) {
-  const profiler::Span& s = timeline_->span(index);
-  const QString node = QString::fromStdString(s.node);
-  const QString array = QString::fromStdString(s.array);
-  if (!node.isEmpty()) doc_->setSelection({node});
-  // The loader's "batch" is not one of the model's arrays; everything else is a value of the step.
-  if (!array.isEmpty() && s.category != profiler::Category::Data) doc_->requestArray(array);
-  emit spanActivated(node, array);
+  picked_ = timeline_->span(index);
+  showSpanDetails();
+  // The tab stays where it is: the panel shows the span, the graph its layer, and an array opens in
+  // the Sharding tab only when the user clicks it.
+  // A layer the project lacks (a trace of another project) is still selected: its spans highlight.
+  const QString node = graphNode(doc_->design(), QString::fromStdString(picked_->node));
+  if (node.isEmpty()) return;
+  doc_->setSelection({node});
+  emit spanActivated(node);
+}
+
+void TraceTab::showSpanDetails() {
+  spanArrays_->clear();
+  if (!picked_) {
+    spanFacts_->setText(tr("<i>Click a span to see what it did.</i>"));
+    spanArrays_->hide();
+    return;
+  }
+  const profiler::Span& s = *picked_;
+  const api::Design& d = doc_->design();
+  auto row = [](const QString& label, const QString& value) {
+    return QStringLiteral("<tr><td style='padding-right:8px'>%1</td><td>%2</td></tr>").arg(label, value);
+  };
+  const QString kind = s.category == profiler::Category::Collective ? tr("collective")
+                       : s.category == profiler::Category::Optimizer ? tr("optimizer update")
+                       : s.category == profiler::Category::Data      ? tr("waiting for data")
+                       : s.category == profiler::Category::Step      ? tr("step")
+                                                                     : tr("primitive");
+  QString text = QStringLiteral("<b>%1</b> — %2<table>").arg(QString::fromStdString(s.name).toHtmlEscaped(), kind);
+  text += row(tr("Device"), tr("CPU %1").arg(s.device));
+  if (!s.node.empty()) {
+    const QString node = graphNode(d, QString::fromStdString(s.node));
+    text += row(tr("Node"), hasNode(d, node) ? node.toHtmlEscaped() : tr("%1 (not in this project)").arg(node.toHtmlEscaped()));
+  }
+  text += row(tr("Step"), QString::number(s.step + 1));
+  text += row(tr("Start"), trace_style::durationText(s.start_us - timeline_->traceStartUs()));
+  text += row(tr("Duration"), trace_style::durationText(s.dur_us));
+  if (s.flops > 0) text += row(tr("Work"), trace_style::flopsText(s.flops));
+  if (s.bytes > 0) text += row(tr("Moved"), trace_style::bytesText(s.bytes));
+  text += QStringLiteral("</table>");
+  const std::vector<SpanArray> arrays = openableArrays(s, d);
+  if (!arrays.empty()) text += tr("Arrays it touched (click one to open it in the Sharding tab):");
+  else if (s.category != profiler::Category::Data && s.category != profiler::Category::Step)
+    text += tr("<i>It touched no array of this project, only temporaries inside its layer.</i>");
+  spanFacts_->setText(text);
+  for (const SpanArray& a : arrays) {
+    const QString how = a.read && a.written ? tr("read and written") : a.written ? tr("written") : tr("read");
+    auto* item = new QListWidgetItem(tr("%1  (%2, %3)").arg(a.name, a.kind, how), spanArrays_);
+    item->setData(Qt::UserRole, a.name);
+    item->setToolTip(tr("Open %1 in the Sharding tab").arg(a.name));
+  }
+  spanArrays_->setVisible(!arrays.empty());
 }
 
 void TraceTab::openFileDialog() {

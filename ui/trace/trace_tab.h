@@ -3,19 +3,23 @@
 // MFU, and a comparison with a baseline run (the run shown before, or a trace file). It follows a
 // live trace the trainer records into by polling it on a timer while visible, opens saved Chrome
 // trace files and exports the shown run in the same format. Clicking a span selects its layer in
-// the graph and shows its array in the Sharding tab; selecting layers highlights their spans.
+// the graph and shows what it did in the span panel beside the timeline (device, primitive, layer,
+// times, the arrays it read and wrote); an array there opens in the Sharding tab when clicked.
+// Selecting layers highlights their spans.
 #pragma once
 
 #include <QString>
 #include <QTimer>
 #include <QWidget>
 #include <memory>
+#include <optional>
 
 #include "engine/api/engine.h"
 
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QListWidget;
 class QSpinBox;
 class QTabWidget;
 class QToolButton;
@@ -57,6 +61,10 @@ class TraceTab : public QWidget {
   StepBreakdownChart* breakdown() const { return breakdown_; }
   RunComparison* comparison() const { return comparison_; }
   QTabWidget* views() const { return views_; }
+  // The span panel: what the clicked span did, and the arrays it touched that the Sharding tab has
+  // (clicking one opens it there).
+  QLabel* spanFacts() const { return spanFacts_; }
+  QListWidget* spanArrays() const { return spanArrays_; }
   QComboBox* deviceCombo() const { return device_; }
   QDoubleSpinBox* peakSpin() const { return peak_; }
   QString currentLabel() const;
@@ -66,7 +74,9 @@ class TraceTab : public QWidget {
   QString lastError() const { return lastError_; }
 
  signals:
-  void spanActivated(const QString& node, const QString& array);
+  // A span of layer `node` ("blocks/W1", possibly inside a collapsed Repeat) was clicked; the
+  // document's selection is already that node. The canvas brings it into view.
+  void spanActivated(const QString& node);
 
  protected:
   void showEvent(QShowEvent* e) override;
@@ -79,6 +89,7 @@ class TraceTab : public QWidget {
   void updateStepRange();
   void updateComparison();
   void onSpanClicked(int index);
+  void showSpanDetails();
   void openFileDialog();
   void openBaselineDialog();
   void exportDialog();
@@ -92,6 +103,9 @@ class TraceTab : public QWidget {
   bool comparisonStale_ = true;
   QString lastError_;
 
+  std::optional<profiler::Span> picked_;  // the span the panel shows (a copy: live refreshes replace the spans)
+  QLabel* spanFacts_ = nullptr;
+  QListWidget* spanArrays_ = nullptr;
   QLabel* runLabel_ = nullptr;
   QLabel* error_ = nullptr;
   QToolButton* live_ = nullptr;

@@ -9,6 +9,7 @@
 #include "engine/backends/cpu/kernels.h"
 #include "engine/plan/foldable_chains.h"
 #include "engine/ir/primitive.h"
+#include "engine/profiler/instruction_arrays.h"
 #include "engine/profiler/trace.h"
 #include "engine/util/error.h"
 
@@ -54,9 +55,18 @@ void Executor<T>::describe_steps() {
     for (int v : ins[size_t(i)].in) last[size_t(v)] = std::max(last[size_t(v)], i);
     for (int v : ins[size_t(i)].out) first[size_t(v)] = std::min(first[size_t(v)], i), last[size_t(v)] = std::max(last[size_t(v)], i);
   }
+  const std::vector<profiler::SpanArrays> arrays = profiler::instruction_arrays(program_);
   for (const Step& st : steps_) {
     const ir::Instr& in = ins[st.instr];
     StepInfo info;
+    // The arrays it touched, folded instructions' included (a fused bias reads its parameter).
+    profiler::SpanArrays touched = arrays[st.instr];
+    for (size_t k : st.folded_instrs)
+      for (auto [from, to] : {std::pair{&arrays[k].reads, &touched.reads}, std::pair{&arrays[k].writes, &touched.writes}})
+        for (const std::string& a : *from)
+          if (std::find(to->begin(), to->end(), a) == to->end()) to->push_back(a);
+    if (!touched.empty()) info.arrays = std::make_shared<const profiler::SpanArrays>(touched);
+    info.array = !touched.writes.empty() ? touched.writes.front() : ir::is_collective(in.op) && !touched.reads.empty() ? touched.reads.front() : "";
     const bool comm = ir::is_collective(in.op);
     const bool update = in.op == ir::Op::AdamUpdate || in.op == ir::Op::SgdUpdate;
     info.category = int(comm ? profiler::Category::Collective : update ? profiler::Category::Optimizer : profiler::Category::Compute);
@@ -185,9 +195,8 @@ void Executor<T>::run(const StepContext& ctx) {
                                               : summary.compute_us) += dur;
       summary.flops += info.flops;
       if (trace->detailed()) {
-        const int out = step.folded ? step.out : (ins.out.empty() ? ins.in[0] : ins.out[0]);
-        trace->add(profiler::Span{ctx.device, cat, info.name, ins.node, program_.values[size_t(out)].name, t0, dur, info.flops,
-                                  info.bytes, ctx.step});
+        trace->add(profiler::Span{ctx.device, cat, info.name, ins.node, info.array, t0, dur, info.flops, info.bytes, ctx.step,
+                                  info.arrays});
         trace->add(profiler::MemorySample{ctx.device, t0 + dur, info.live_bytes});
       }
     }

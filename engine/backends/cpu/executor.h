@@ -2,12 +2,17 @@
 // the memory plan) and one block for parameters and optimizer state that persists across steps.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "engine/backends/cpu/step_context.h"
 #include "engine/ir/program.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/util/aligned_allocator.h"
+
+namespace shardlab::profiler {
+struct SpanArrays;
+}
 
 namespace shardlab::backends::cpu {
 
@@ -60,6 +65,8 @@ class Executor {
     int category = 0;  // profiler::Category
     double flops = 0, bytes = 0, live_bytes = 0;
     std::string name;
+    std::string array;                                   // Span::array
+    std::shared_ptr<const profiler::SpanArrays> arrays;  // shared by this step's spans
   };
   std::vector<StepInfo> info_;
   void describe_steps();
