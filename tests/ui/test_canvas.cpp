@@ -165,8 +165,11 @@ class CanvasTest : public QObject {
           EdgeItem* edge = c->scene()->edgeInto(to, QString::fromStdString(e.to.port));
           QVERIFY2(edge, qPrintable(f.fileName() + ": no edge into " + to));
           QCOMPARE(edge->from()->node()->path(), joinPath(parent, QString::fromStdString(e.from.node)));
-          // The automatic layout flows left to right.
-          QVERIFY(edge->from()->scenePos().x() < edge->to()->scenePos().x());
+          // The automatic layout flows left to right, or on to the next row where a long chain folds.
+          const NodeItem *source = edge->from()->node(), *target = edge->to()->node();
+          QVERIFY2(edge->from()->scenePos().x() < edge->to()->scenePos().x() ||
+                       target->scenePos().y() >= source->scenePos().y() + source->size().height() + layout::kRowGap - 1,
+                   qPrintable(f.fileName() + ": " + source->path() + " -> " + target->path()));
           // Its shape label sits clear of every node.
           const QRectF label = edge->mapRectToScene(edge->labelRect());
           for (NodeItem* n : c->scene()->nodes())
@@ -627,6 +630,98 @@ class CanvasTest : public QObject {
     QVERIFY(at["b"].x() - (at["a"].x() + 100) >= 200 + 2 * layout::kLabelMargin);
     const QRectF free = layout::freeSpot(QRectF(at["a"], QSizeF(100, 50)), rects);
     for (const QRectF& r : rects) QVERIFY(!free.intersects(r));
+  }
+
+  void layoutFoldsALongChainIntoRows() {
+    // 46 layers in a chain, Dense and ReLU alternating, each edge with a shape label.
+    QVector<layout::Node> nodes;
+    QVector<layout::Edge> edges;
+    for (int i = 0; i < 46; ++i) {
+      nodes.push_back({QString("n%1").arg(i), i % 2 ? QSizeF(120, 58) : QSizeF(170, 76)});
+      if (i > 0) edges.push_back({nodes[i - 1].id, nodes[i].id, 140});
+    }
+    const QHash<QString, QPointF> at = layout::layered(nodes, edges);
+    QCOMPARE(at.size(), 46);
+    QList<QRectF> rects;
+    QRectF box;
+    for (const layout::Node& n : nodes) {
+      rects << QRectF(at.value(n.id), n.size);
+      box = box.united(rects.last());
+    }
+    QVERIFY(!overlapping(rects));
+    const double aspect = box.width() / box.height();
+    QVERIFY2(aspect > 0.4 && aspect < 4, qPrintable(QString("aspect %1").arg(aspect)));
+    QVERIFY(box.width() <= layout::kFoldWidth);
+    // Read like text: each layer right of the one before it, or first on the next row down.
+    int rows = 1;
+    for (int i = 1; i < 46; ++i) {
+      const QRectF& prev = rects[i - 1];
+      const QRectF& next = rects[i];
+      if (next.top() == prev.top()) {
+        QVERIFY(next.left() >= prev.right() + layout::kLayerGap);
+      } else {
+        ++rows;
+        QCOMPARE(next.left(), 0.0);
+        QVERIFY(next.top() >= prev.bottom() + layout::kRowGap);
+      }
+    }
+    QVERIFY(rows >= 3);
+
+    // A short chain stays on one row.
+    const QHash<QString, QPointF> few = layout::layered(nodes.mid(0, 5), edges.mid(0, 4));
+    for (int i = 0; i < 5; ++i) QCOMPARE(few.value(nodes[i].id).y(), 0.0);
+  }
+
+  void foldedResidualBlocksStayReadable() {
+    // 12 residual blocks: dense -> relu -> add(a: relu, b: the block's input).
+    QVector<layout::Node> nodes{{"x", {120, 58}}};
+    QVector<layout::Edge> edges;
+    QString input = "x";
+    for (int b = 0; b < 12; ++b) {
+      const QString d = QString("dense%1").arg(b), r = QString("relu%1").arg(b), a = QString("add%1").arg(b);
+      nodes << layout::Node{d, {170, 76}} << layout::Node{r, {120, 58}} << layout::Node{a, {120, 80}};
+      edges << layout::Edge{input, d, 140} << layout::Edge{d, r, 140} << layout::Edge{r, a, 140} << layout::Edge{input, a, 140};
+      input = a;
+    }
+    const QHash<QString, QPointF> at = layout::layered(nodes, edges);
+    QList<QRectF> rects;
+    QHash<QString, QRectF> rectOf;
+    QRectF box;
+    for (const layout::Node& n : nodes) {
+      rects << QRectF(at.value(n.id), n.size);
+      rectOf.insert(n.id, rects.last());
+      box = box.united(rects.last());
+    }
+    QVERIFY(!overlapping(rects));
+    QVERIFY(box.width() / box.height() > 0.4 && box.width() / box.height() < 4);
+    // Every edge, the skip connections included, goes right on its row or down to a later row.
+    for (const layout::Edge& e : edges) {
+      const QRectF from = rectOf.value(e.from), to = rectOf.value(e.to);
+      QVERIFY2(to.left() > from.right() || to.top() >= from.bottom() + layout::kRowGap, qPrintable(e.from + " -> " + e.to));
+    }
+  }
+
+  void aFoldedProjectDrawsItsTurnsBetweenRows() {
+    auto c = openCanvas("deep-mlp-small");
+    QVERIFY(c->doc.edit("forget positions", [](project::Project& p) {
+      for (const graph::Node& n : p.graph.nodes) edits::set_position(p, n.name, 0, 0);
+    }));
+    c->view.autoLayout();
+    QVERIFY(!overlapping(topLevelRects(c->scene())));
+    int turns = 0;
+    for (EdgeItem* e : c->scene()->edges()) {
+      const QRectF from = e->from()->node()->sceneBoundingRect(), to = e->to()->node()->sceneBoundingRect();
+      if (to.left() > from.right()) continue;
+      ++turns;
+      // The turn's label sits in the room between the rows, clear of every node.
+      const QRectF label = e->mapRectToScene(e->labelRect());
+      QVERIFY(label.top() > from.bottom() && label.bottom() < to.top());
+      for (NodeItem* n : c->scene()->nodes()) QVERIFY(!label.intersects(n->sceneBoundingRect()));
+    }
+    QVERIFY(turns >= 1);
+    QVERIFY(QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots"));
+    c->view.zoomToFit();
+    QVERIFY(c->view.grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/canvas-deep-mlp-small.png"));
   }
 
   void screenshots() {
