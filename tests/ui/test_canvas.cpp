@@ -6,6 +6,8 @@
 #include <QDir>
 #include <QDropEvent>
 #include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
 #include <QMimeData>
 #include <QPainter>
 #include <QScrollBar>
@@ -19,9 +21,11 @@
 
 #include "tests/engine/test_support.h"
 #include "ui/canvas/edge_item.h"
+#include "ui/canvas/find_node_bar.h"
 #include "ui/canvas/graph_layout.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
+#include "ui/canvas/minimap.h"
 #include "ui/canvas/node_item.h"
 #include "ui/canvas/port_item.h"
 #include "ui/document/graph_edits.h"
@@ -724,6 +728,91 @@ class CanvasTest : public QObject {
     QVERIFY(c->view.grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/canvas-deep-mlp-small.png"));
   }
 
+  void findNodeRevealsANodeInsideACollapsedRepeat() {
+    auto c = openCanvas("dot-relu-dot");
+    QVERIFY(!edits::expanded(c->doc.project(), "blocks"));
+    QVERIFY(!c->node("blocks/W1") || !c->node("blocks/W1")->isVisible());
+    auto* bar = c->view.findChild<FindNodeBar*>("findNodeBar");
+    QVERIFY(bar && !bar->isVisible());
+    c->view.findNode();
+    QVERIFY(bar->isVisible());
+    auto* field = bar->findChild<QLineEdit*>("findNodeField");
+    auto* matches = bar->findChild<QListWidget*>("findNodeMatches");
+    // Typing filters; a block's nodes are listed by path.
+    QTest::keyClicks(field, "w");
+    QStringList shown;
+    for (int i = 0; i < matches->count(); ++i) shown << matches->item(i)->text();
+    QCOMPARE(shown, QStringList({"blocks/W1", "blocks/W2"}));
+    QTest::keyClicks(field, "1");
+    QCOMPARE(matches->count(), 1);
+    QCOMPARE(matches->currentItem()->text(), QString("blocks/W1"));
+
+    const int commands = c->doc.undoStack()->count();
+    QTest::keyClick(field, Qt::Key_Return);
+    // The block opened (one undo step, as its button), the node is selected, drawn and centred.
+    QVERIFY(edits::expanded(c->doc.project(), "blocks"));
+    QCOMPARE(c->doc.undoStack()->count(), commands + 1);
+    QCOMPARE(c->doc.selection(), QStringList({"blocks/W1"}));
+    NodeItem* w1 = c->node("blocks/W1");
+    QVERIFY(w1 && w1->isVisible() && w1->isSelected());
+    const QRectF visible = c->view.mapToScene(c->viewport()->rect()).boundingRect();
+    QVERIFY(visible.contains(w1->sceneBoundingRect()));
+    QVERIFY((c->view.mapFromScene(w1->sceneBoundingRect().center()) - c->viewport()->rect().center()).manhattanLength() <= 3);
+    QVERIFY(c->view.zoom() >= 0.8);
+    QVERIFY(!bar->isVisible());
+
+    // Nothing matches: no list, and Enter does nothing.
+    c->view.findNode();
+    QVERIFY(field->selectedText() == "w1");
+    QTest::keyClicks(field, "nosuchnode");
+    QCOMPARE(matches->count(), 0);
+    QTest::keyClick(field, Qt::Key_Return);
+    QCOMPARE(c->doc.selection(), QStringList({"blocks/W1"}));
+    QTest::keyClick(field, Qt::Key_Escape);
+    QVERIFY(!bar->isVisible());
+  }
+
+  void findNodeRanksPathsBeforeNames() {
+    project::Project p = project::load_project((projectFile("deep-mlp")).toStdString());
+    // "layers" is the Repeat itself, then paths starting so, then names starting so, then the rest.
+    QCOMPARE(FindNodeBar::matchingPaths(p, "layers"), QStringList({"layers", "layers_0", "layers/dense", "layers/relu"}));
+    QCOMPARE(FindNodeBar::matchingPaths(p, "RELU"), QStringList({"relu_0", "layers/relu"}));
+    QCOMPARE(FindNodeBar::matchingPaths(p, "").size(), 7);
+  }
+
+  void minimapShowsTheViewAndPansIt() {
+    auto c = openCanvas("deep-mlp-small");
+    Minimap* map = c->view.findChild<Minimap*>("canvasMinimap");
+    QVERIFY(map);
+    // Everything in view: nothing to navigate to.
+    QVERIFY(!map->isVisible());
+    for (int i = 0; i < 4; ++i) c->view.zoomIn();
+    QVERIFY(map->isVisible());
+    QVERIFY(c->viewport()->rect().contains(map->geometry()));
+    QVERIFY(map->geometry().right() > c->viewport()->width() / 2 && map->geometry().bottom() > c->viewport()->height() / 2);
+
+    // A click centres the view on the point clicked: here, on the last layer.
+    const QPointF target = c->node("output_layer")->sceneBoundingRect().center();
+    QVERIFY(!c->view.mapToScene(c->viewport()->rect()).boundingRect().contains(target));
+    const QPoint click = map->toMap(target).toPoint();
+    QTest::mouseClick(map, Qt::LeftButton, {}, click);
+    const QPoint centre = c->viewport()->rect().center();
+    QVERIFY((c->view.mapFromScene(map->toScene(click)) - centre).manhattanLength() <= 3);
+    QVERIFY(c->view.mapToScene(c->viewport()->rect()).boundingRect().contains(target));
+
+    // Dragging follows the pointer; the view keeps its zoom.
+    const double zoom = c->view.zoom();
+    const QPoint to = map->toMap(c->node("x")->sceneBoundingRect().center()).toPoint();
+    drag(map, click, to);
+    QVERIFY((c->view.mapFromScene(map->toScene(to)) - centre).manhattanLength() <= 3);
+    QVERIFY(c->view.mapToScene(c->viewport()->rect()).boundingRect().contains(c->node("x")->sceneBoundingRect().center()));
+    QCOMPARE(c->view.zoom(), zoom);
+
+    // Fitting the view again hides it.
+    c->view.zoomToFit();
+    QVERIFY(!map->isVisible());
+  }
+
   void screenshots() {
     const QString dir = QStringLiteral(SHARDLAB_BINARY_DIR "/ui-screenshots");
     QVERIFY(QDir().mkpath(dir));
@@ -744,6 +833,13 @@ class CanvasTest : public QObject {
     f->view.setPalette(dark);
     QCOMPARE(f->scene()->palette().color(QPalette::Text), QColor(220, 220, 220));
     QVERIFY(f->view.grab().save(dir + "/canvas-fashion-mlp-dark.png"));
+
+    // Zoomed into a folded chain: the minimap, and Find Node listing what matches "relu_".
+    auto m = openCanvas("deep-mlp-small");
+    for (int i = 0; i < 3; ++i) m->view.zoomIn();
+    m->view.findNode();
+    QTest::keyClicks(m->view.findBar()->field(), "relu_");
+    QVERIFY(m->view.grab().save(dir + "/canvas-deep-mlp-small-find.png"));
   }
 };
 
