@@ -231,6 +231,8 @@ void MainWindow::buildActions() {
   all->setShortcut(QKeySequence::SelectAll);
   all->setShortcutContext(Qt::WidgetWithChildrenShortcut);
   canvas_->addAction(all);
+  // Find Node: a search field over the canvas; block nodes are found by path ("blocks/W1").
+  edit->addAction(tr("&Find Node..."), canvas_, &GraphView::findNode)->setShortcut(QKeySequence::Find);
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   viewMenu_->addAction(tr("Zoom &In"), canvas_, &GraphView::zoomIn)->setShortcut(QKeySequence::ZoomIn);

@@ -6,6 +6,8 @@
 #include <QDir>
 #include <QDropEvent>
 #include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
 #include <QMimeData>
 #include <QPainter>
 #include <QScrollBar>
@@ -19,9 +21,11 @@
 
 #include "tests/engine/test_support.h"
 #include "ui/canvas/edge_item.h"
+#include "ui/canvas/find_node_bar.h"
 #include "ui/canvas/graph_layout.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
+#include "ui/canvas/minimap.h"
 #include "ui/canvas/node_item.h"
 #include "ui/canvas/port_item.h"
 #include "ui/document/graph_edits.h"
@@ -165,8 +169,11 @@ class CanvasTest : public QObject {
           EdgeItem* edge = c->scene()->edgeInto(to, QString::fromStdString(e.to.port));
           QVERIFY2(edge, qPrintable(f.fileName() + ": no edge into " + to));
           QCOMPARE(edge->from()->node()->path(), joinPath(parent, QString::fromStdString(e.from.node)));
-          // The automatic layout flows left to right.
-          QVERIFY(edge->from()->scenePos().x() < edge->to()->scenePos().x());
+          // The automatic layout flows left to right, or on to the next row where a long chain folds.
+          const NodeItem *source = edge->from()->node(), *target = edge->to()->node();
+          QVERIFY2(edge->from()->scenePos().x() < edge->to()->scenePos().x() ||
+                       target->scenePos().y() >= source->scenePos().y() + source->size().height() + layout::kRowGap - 1,
+                   qPrintable(f.fileName() + ": " + source->path() + " -> " + target->path()));
           // Its shape label sits clear of every node.
           const QRectF label = edge->mapRectToScene(edge->labelRect());
           for (NodeItem* n : c->scene()->nodes())
@@ -629,6 +636,183 @@ class CanvasTest : public QObject {
     for (const QRectF& r : rects) QVERIFY(!free.intersects(r));
   }
 
+  void layoutFoldsALongChainIntoRows() {
+    // 46 layers in a chain, Dense and ReLU alternating, each edge with a shape label.
+    QVector<layout::Node> nodes;
+    QVector<layout::Edge> edges;
+    for (int i = 0; i < 46; ++i) {
+      nodes.push_back({QString("n%1").arg(i), i % 2 ? QSizeF(120, 58) : QSizeF(170, 76)});
+      if (i > 0) edges.push_back({nodes[i - 1].id, nodes[i].id, 140});
+    }
+    const QHash<QString, QPointF> at = layout::layered(nodes, edges);
+    QCOMPARE(at.size(), 46);
+    QList<QRectF> rects;
+    QRectF box;
+    for (const layout::Node& n : nodes) {
+      rects << QRectF(at.value(n.id), n.size);
+      box = box.united(rects.last());
+    }
+    QVERIFY(!overlapping(rects));
+    const double aspect = box.width() / box.height();
+    QVERIFY2(aspect > 0.4 && aspect < 4, qPrintable(QString("aspect %1").arg(aspect)));
+    QVERIFY(box.width() <= layout::kFoldWidth);
+    // Read like text: each layer right of the one before it, or first on the next row down.
+    int rows = 1;
+    for (int i = 1; i < 46; ++i) {
+      const QRectF& prev = rects[i - 1];
+      const QRectF& next = rects[i];
+      if (next.top() == prev.top()) {
+        QVERIFY(next.left() >= prev.right() + layout::kLayerGap);
+      } else {
+        ++rows;
+        QCOMPARE(next.left(), 0.0);
+        QVERIFY(next.top() >= prev.bottom() + layout::kRowGap);
+      }
+    }
+    QVERIFY(rows >= 3);
+
+    // A short chain stays on one row.
+    const QHash<QString, QPointF> few = layout::layered(nodes.mid(0, 5), edges.mid(0, 4));
+    for (int i = 0; i < 5; ++i) QCOMPARE(few.value(nodes[i].id).y(), 0.0);
+  }
+
+  void foldedResidualBlocksStayReadable() {
+    // 12 residual blocks: dense -> relu -> add(a: relu, b: the block's input).
+    QVector<layout::Node> nodes{{"x", {120, 58}}};
+    QVector<layout::Edge> edges;
+    QString input = "x";
+    for (int b = 0; b < 12; ++b) {
+      const QString d = QString("dense%1").arg(b), r = QString("relu%1").arg(b), a = QString("add%1").arg(b);
+      nodes << layout::Node{d, {170, 76}} << layout::Node{r, {120, 58}} << layout::Node{a, {120, 80}};
+      edges << layout::Edge{input, d, 140} << layout::Edge{d, r, 140} << layout::Edge{r, a, 140} << layout::Edge{input, a, 140};
+      input = a;
+    }
+    const QHash<QString, QPointF> at = layout::layered(nodes, edges);
+    QList<QRectF> rects;
+    QHash<QString, QRectF> rectOf;
+    QRectF box;
+    for (const layout::Node& n : nodes) {
+      rects << QRectF(at.value(n.id), n.size);
+      rectOf.insert(n.id, rects.last());
+      box = box.united(rects.last());
+    }
+    QVERIFY(!overlapping(rects));
+    QVERIFY(box.width() / box.height() > 0.4 && box.width() / box.height() < 4);
+    // Every edge, the skip connections included, goes right on its row or down to a later row.
+    for (const layout::Edge& e : edges) {
+      const QRectF from = rectOf.value(e.from), to = rectOf.value(e.to);
+      QVERIFY2(to.left() > from.right() || to.top() >= from.bottom() + layout::kRowGap, qPrintable(e.from + " -> " + e.to));
+    }
+  }
+
+  void aFoldedProjectDrawsItsTurnsBetweenRows() {
+    auto c = openCanvas("deep-mlp-small");
+    QVERIFY(c->doc.edit("forget positions", [](project::Project& p) {
+      for (const graph::Node& n : p.graph.nodes) edits::set_position(p, n.name, 0, 0);
+    }));
+    c->view.autoLayout();
+    QVERIFY(!overlapping(topLevelRects(c->scene())));
+    int turns = 0;
+    for (EdgeItem* e : c->scene()->edges()) {
+      const QRectF from = e->from()->node()->sceneBoundingRect(), to = e->to()->node()->sceneBoundingRect();
+      if (to.left() > from.right()) continue;
+      ++turns;
+      // The turn's label sits in the room between the rows, clear of every node.
+      const QRectF label = e->mapRectToScene(e->labelRect());
+      QVERIFY(label.top() > from.bottom() && label.bottom() < to.top());
+      for (NodeItem* n : c->scene()->nodes()) QVERIFY(!label.intersects(n->sceneBoundingRect()));
+    }
+    QVERIFY(turns >= 1);
+    QVERIFY(QDir().mkpath(SHARDLAB_BINARY_DIR "/ui-screenshots"));
+    c->view.zoomToFit();
+    QVERIFY(c->view.grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/canvas-deep-mlp-small.png"));
+  }
+
+  void findNodeRevealsANodeInsideACollapsedRepeat() {
+    auto c = openCanvas("dot-relu-dot");
+    QVERIFY(!edits::expanded(c->doc.project(), "blocks"));
+    QVERIFY(!c->node("blocks/W1") || !c->node("blocks/W1")->isVisible());
+    auto* bar = c->view.findChild<FindNodeBar*>("findNodeBar");
+    QVERIFY(bar && !bar->isVisible());
+    c->view.findNode();
+    QVERIFY(bar->isVisible());
+    auto* field = bar->findChild<QLineEdit*>("findNodeField");
+    auto* matches = bar->findChild<QListWidget*>("findNodeMatches");
+    // Typing filters; a block's nodes are listed by path.
+    QTest::keyClicks(field, "w");
+    QStringList shown;
+    for (int i = 0; i < matches->count(); ++i) shown << matches->item(i)->text();
+    QCOMPARE(shown, QStringList({"blocks/W1", "blocks/W2"}));
+    QTest::keyClicks(field, "1");
+    QCOMPARE(matches->count(), 1);
+    QCOMPARE(matches->currentItem()->text(), QString("blocks/W1"));
+
+    const int commands = c->doc.undoStack()->count();
+    QTest::keyClick(field, Qt::Key_Return);
+    // The block opened (one undo step, as its button), the node is selected, drawn and centred.
+    QVERIFY(edits::expanded(c->doc.project(), "blocks"));
+    QCOMPARE(c->doc.undoStack()->count(), commands + 1);
+    QCOMPARE(c->doc.selection(), QStringList({"blocks/W1"}));
+    NodeItem* w1 = c->node("blocks/W1");
+    QVERIFY(w1 && w1->isVisible() && w1->isSelected());
+    const QRectF visible = c->view.mapToScene(c->viewport()->rect()).boundingRect();
+    QVERIFY(visible.contains(w1->sceneBoundingRect()));
+    QVERIFY((c->view.mapFromScene(w1->sceneBoundingRect().center()) - c->viewport()->rect().center()).manhattanLength() <= 3);
+    QVERIFY(c->view.zoom() >= 0.8);
+    QVERIFY(!bar->isVisible());
+
+    // Nothing matches: no list, and Enter does nothing.
+    c->view.findNode();
+    QVERIFY(field->selectedText() == "w1");
+    QTest::keyClicks(field, "nosuchnode");
+    QCOMPARE(matches->count(), 0);
+    QTest::keyClick(field, Qt::Key_Return);
+    QCOMPARE(c->doc.selection(), QStringList({"blocks/W1"}));
+    QTest::keyClick(field, Qt::Key_Escape);
+    QVERIFY(!bar->isVisible());
+  }
+
+  void findNodeRanksPathsBeforeNames() {
+    project::Project p = project::load_project((projectFile("deep-mlp")).toStdString());
+    // "layers" is the Repeat itself, then paths starting so, then names starting so, then the rest.
+    QCOMPARE(FindNodeBar::matchingPaths(p, "layers"), QStringList({"layers", "layers_0", "layers/dense", "layers/relu"}));
+    QCOMPARE(FindNodeBar::matchingPaths(p, "RELU"), QStringList({"relu_0", "layers/relu"}));
+    QCOMPARE(FindNodeBar::matchingPaths(p, "").size(), 7);
+  }
+
+  void minimapShowsTheViewAndPansIt() {
+    auto c = openCanvas("deep-mlp-small");
+    Minimap* map = c->view.findChild<Minimap*>("canvasMinimap");
+    QVERIFY(map);
+    // Everything in view: nothing to navigate to.
+    QVERIFY(!map->isVisible());
+    for (int i = 0; i < 4; ++i) c->view.zoomIn();
+    QVERIFY(map->isVisible());
+    QVERIFY(c->viewport()->rect().contains(map->geometry()));
+    QVERIFY(map->geometry().right() > c->viewport()->width() / 2 && map->geometry().bottom() > c->viewport()->height() / 2);
+
+    // A click centres the view on the point clicked: here, on the last layer.
+    const QPointF target = c->node("output_layer")->sceneBoundingRect().center();
+    QVERIFY(!c->view.mapToScene(c->viewport()->rect()).boundingRect().contains(target));
+    const QPoint click = map->toMap(target).toPoint();
+    QTest::mouseClick(map, Qt::LeftButton, {}, click);
+    const QPoint centre = c->viewport()->rect().center();
+    QVERIFY((c->view.mapFromScene(map->toScene(click)) - centre).manhattanLength() <= 3);
+    QVERIFY(c->view.mapToScene(c->viewport()->rect()).boundingRect().contains(target));
+
+    // Dragging follows the pointer; the view keeps its zoom.
+    const double zoom = c->view.zoom();
+    const QPoint to = map->toMap(c->node("x")->sceneBoundingRect().center()).toPoint();
+    drag(map, click, to);
+    QVERIFY((c->view.mapFromScene(map->toScene(to)) - centre).manhattanLength() <= 3);
+    QVERIFY(c->view.mapToScene(c->viewport()->rect()).boundingRect().contains(c->node("x")->sceneBoundingRect().center()));
+    QCOMPARE(c->view.zoom(), zoom);
+
+    // Fitting the view again hides it.
+    c->view.zoomToFit();
+    QVERIFY(!map->isVisible());
+  }
+
   void screenshots() {
     const QString dir = QStringLiteral(SHARDLAB_BINARY_DIR "/ui-screenshots");
     QVERIFY(QDir().mkpath(dir));
@@ -649,6 +833,13 @@ class CanvasTest : public QObject {
     f->view.setPalette(dark);
     QCOMPARE(f->scene()->palette().color(QPalette::Text), QColor(220, 220, 220));
     QVERIFY(f->view.grab().save(dir + "/canvas-fashion-mlp-dark.png"));
+
+    // Zoomed into a folded chain: the minimap, and Find Node listing what matches "relu_".
+    auto m = openCanvas("deep-mlp-small");
+    for (int i = 0; i < 3; ++i) m->view.zoomIn();
+    m->view.findNode();
+    QTest::keyClicks(m->view.findBar()->field(), "relu_");
+    QVERIFY(m->view.grab().save(dir + "/canvas-deep-mlp-small-find.png"));
   }
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ui/canvas/canvas_style.h"
+#include "ui/canvas/graph_layout.h"
 #include "ui/canvas/node_item.h"
 #include "ui/canvas/port_item.h"
 
@@ -38,10 +39,33 @@ QPainterPath EdgeItem::curve(const QPointF& a, const QPointF& b) {
   return p;
 }
 
+QPainterPath EdgeItem::folded(const QPointF& a, const QPointF& b, double runY) {
+  constexpr double stub = 24, r = 14;
+  const double right = a.x() + stub, left = b.x() - stub;
+  QPainterPath p(a);
+  p.lineTo(right, a.y());
+  p.quadTo(right + r, a.y(), right + r, a.y() + r);
+  p.lineTo(right + r, runY - r);
+  p.quadTo(right + r, runY, right, runY);
+  p.lineTo(left, runY);
+  p.quadTo(left - r, runY, left - r, runY + r);
+  p.lineTo(left - r, b.y() - r);
+  p.quadTo(left - r, b.y(), left, b.y());
+  p.lineTo(b);
+  return p;
+}
+
 void EdgeItem::updatePath() {
   prepareGeometryChange();
   const QPointF a = mapFromScene(from_->scenePos()), b = mapFromScene(to_->scenePos());
-  path_ = curve(a, b);
+  // An edge into a node wholly below its source's node, going back left, is a folded chain's turn
+  // to the next row: it runs through the middle of the room above the target's row, where the
+  // layout leaves nothing, instead of cutting across both rows.
+  const NodeItem* source = from_->node();
+  const double sourceBottom = mapFromScene(source->mapToScene(QPointF(0, source->size().height()))).y();
+  const double runY = mapFromScene(to_->node()->scenePos()).y() - layout::kRowGap / 2;
+  if (b.x() < a.x() && runY > std::max(a.y() + 30, sourceBottom + 10) && b.y() > runY + 30) path_ = folded(a, b, runY);
+  else path_ = curve(a, b);
   labelRect_ = QRectF();
   if (!label_.isEmpty()) {
     const QFontMetricsF fm(style::smallFont(scene() ? scene()->font() : QApplication::font()));

@@ -34,6 +34,9 @@ class EdgeItem : public QGraphicsItem {
   // The curve an edge (or a connection being dragged) takes between two points in one coordinate
   // system: leaving `a` to the right and entering `b` from the left.
   static QPainterPath curve(const QPointF& a, const QPointF& b);
+  // The way from `a` back left to `b` on a lower row (a chain the layout folded): out to the
+  // right, down to `runY`, left along it, down and into `b` from the left, with rounded corners.
+  static QPainterPath folded(const QPointF& a, const QPointF& b, double runY);
 
   QRectF boundingRect() const override;
   QPainterPath shape() const override;

@@ -6,7 +6,7 @@
 
 namespace shardlab::ui::layout {
 
-QHash<QString, QPointF> layered(const QVector<Node>& nodes, const QVector<Edge>& edges) {
+QHash<QString, QPointF> layered(const QVector<Node>& nodes, const QVector<Edge>& edges, double aspect) {
   const int n = int(nodes.size());
   QHash<QString, int> index;
   for (int i = 0; i < n; ++i) index.insert(nodes[i].id, i);
@@ -63,18 +63,80 @@ QHash<QString, QPointF> layered(const QVector<Node>& nodes, const QVector<Edge>&
   for (const Edge& e : edges)
     if (auto f = index.find(e.from); f != index.end()) label[*f] = std::max(label[*f], e.labelWidth);
 
-  QHash<QString, QPointF> out;
+  // Each layer as a column: its width, its height (members stacked) and the room after it.
+  struct Column {
+    QVector<int> members;
+    double x = 0, width = 0, height = 0, gap = kLayerGap;
+  };
+  QVector<Column> columns;
   double x = 0;
   for (auto& [l, members] : layers) {
-    double y = 0, width = 0, gap = kLayerGap;
+    Column c;
+    c.members = members;
+    c.x = x;
     for (int v : members) {
-      // Whole pixels, as the project stores positions: a node placed here stays put when saved.
-      out.insert(nodes[v].id, QPointF(std::round(x), std::round(y)));
-      y += nodes[v].size.height() + kNodeGap;
-      width = std::max(width, nodes[v].size.width());
-      gap = std::max(gap, label[v] + 2 * kLabelMargin);
+      c.height += (c.height > 0 ? kNodeGap : 0) + nodes[v].size.height();
+      c.width = std::max(c.width, nodes[v].size.width());
+      c.gap = std::max(c.gap, label[v] + 2 * kLabelMargin);
     }
-    x += width + gap;
+    x += c.width + c.gap;
+    columns << c;
+  }
+
+  // Folding: column i goes to the row its centre falls in when the one-row width is cut into
+  // `rows` equal parts; rows left empty by a very wide column are dropped.
+  auto rowsOf = [&](int rows) {
+    const double width = std::max(1.0, columns.isEmpty() ? 0 : columns.last().x + columns.last().width);
+    QVector<int> row(columns.size());
+    int last = -1, next = -1;
+    for (int i = 0; i < columns.size(); ++i) {
+      const int r = std::min(rows - 1, int((columns[i].x + columns[i].width / 2) / (width / rows)));
+      if (r != last) last = r, ++next;
+      row[i] = next;
+    }
+    return row;
+  };
+  // The bounding box of the columns laid out in `row`s.
+  auto extent = [&](const QVector<int>& row) {
+    double width = 0, height = 0, rowStart = 0, rowHeight = 0;
+    for (int i = 0; i < columns.size(); ++i) {
+      if (i == 0 || row[i] != row[i - 1]) {
+        if (i > 0) height += rowHeight + kRowGap;
+        rowStart = columns[i].x;
+        rowHeight = 0;
+      }
+      width = std::max(width, columns[i].x + columns[i].width - rowStart);
+      rowHeight = std::max(rowHeight, columns[i].height);
+    }
+    return QSizeF(width, height + rowHeight);
+  };
+  QVector<int> row = rowsOf(1);
+  const QSizeF oneRow = extent(row);
+  if (oneRow.width() > kFoldWidth && aspect > 0) {
+    double best = std::abs(std::log(oneRow.width() / std::max(1.0, oneRow.height()) / aspect));
+    for (int rows = 2; rows <= columns.size(); ++rows) {
+      const QVector<int> candidate = rowsOf(rows);
+      const QSizeF e = extent(candidate);
+      const double miss = std::abs(std::log(e.width() / std::max(1.0, e.height()) / aspect));
+      if (miss < best) best = miss, row = candidate;
+    }
+  }
+
+  QHash<QString, QPointF> out;
+  double rowTop = 0, rowHeight = 0, rowStart = 0;
+  for (int i = 0; i < columns.size(); ++i) {
+    if (i > 0 && row[i] != row[i - 1]) {
+      rowTop += rowHeight + kRowGap;
+      rowHeight = 0;
+    }
+    if (i == 0 || row[i] != row[i - 1]) rowStart = columns[i].x;
+    double y = rowTop;
+    for (int v : columns[i].members) {
+      // Whole pixels, as the project stores positions: a node placed here stays put when saved.
+      out.insert(nodes[v].id, QPointF(std::round(columns[i].x - rowStart), std::round(y)));
+      y += nodes[v].size.height() + kNodeGap;
+    }
+    rowHeight = std::max(rowHeight, columns[i].height);
   }
   return out;
 }

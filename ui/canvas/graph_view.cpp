@@ -12,7 +12,11 @@
 #include <cmath>
 
 #include "ui/canvas/canvas_style.h"
+#include "ui/canvas/find_node_bar.h"
 #include "ui/canvas/graph_scene.h"
+#include "ui/canvas/minimap.h"
+#include "ui/canvas/node_item.h"
+#include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/palette/layer_mime.h"
 
@@ -24,11 +28,19 @@ constexpr double kMinZoom = 0.1, kMaxZoom = 4.0, kZoomStep = 1.25;
 // Room around the graph to scroll into, so there is space to drop new layers beside it.
 constexpr double kSceneMargin = 1500;
 constexpr int kNoticeMs = 5000;
+// Find Node centres a match at least this large, so it can be read.
+constexpr double kFindZoom = 0.8;
+constexpr int kOverlayMargin = 10;
 
 }  // namespace
 
 GraphView::GraphView(ProjectDocument* doc, QWidget* parent)
-    : QGraphicsView(parent), doc_(doc), scene_(new GraphScene(doc, this)), notice_(new QLabel(viewport())) {
+    : QGraphicsView(parent),
+      doc_(doc),
+      scene_(new GraphScene(doc, this)),
+      notice_(new QLabel(viewport())),
+      findBar_(new FindNodeBar(doc, viewport())),
+      minimap_(new Minimap(this)) {
   setObjectName("graphView");
   setScene(scene_);
   setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
@@ -59,6 +71,13 @@ GraphView::GraphView(ProjectDocument* doc, QWidget* parent)
   });
   connect(scene_, &GraphScene::refused, this,
           [this](const QString& reason, const QPointF& at) { showNotice(reason, mapFromScene(at)); });
+  connect(findBar_, &FindNodeBar::picked, this, [this](const QString& path) {
+    if (!revealNode(path)) return;
+    findBar_->hide();
+    setFocus();
+  });
+  // Nodes moved, added or removed change the minimap.
+  connect(scene_, &QGraphicsScene::changed, minimap_, &Minimap::sync);
   scene_->rebuild();
   fitSceneRect(true);
 }
@@ -72,6 +91,7 @@ void GraphView::followDocument() {
   scene_->rebuild();
   fitSceneRect(false);
   if (sceneRect() != before) centerOn(center);
+  minimap_->sync();
 }
 
 void GraphView::fitSceneRect(bool reset) {
@@ -91,6 +111,7 @@ void GraphView::zoomBy(double factor, const QPoint& anchor) {
   const QPoint moved = mapFromScene(under) - anchor;
   horizontalScrollBar()->setValue(horizontalScrollBar()->value() + moved.x());
   verticalScrollBar()->setValue(verticalScrollBar()->value() + moved.y());
+  minimap_->sync();
 }
 
 void GraphView::zoomIn() {
@@ -112,11 +133,29 @@ void GraphView::zoomToFit() {
   setTransform(QTransform::fromScale(z, z));
   centerOn(r.center());
   fitted_ = true;
+  minimap_->sync();
 }
 
 void GraphView::resizeEvent(QResizeEvent* e) {
   QGraphicsView::resizeEvent(e);
   if (fitted_) zoomToFit();
+  placeOverlays();
+}
+
+void GraphView::scrollContentsBy(int dx, int dy) {
+  QGraphicsView::scrollContentsBy(dx, dy);
+  minimap_->sync();
+}
+
+void GraphView::placeOverlays() {
+  findBar_->move(viewport()->width() - findBar_->width() - kOverlayMargin, kOverlayMargin);
+  minimap_->sync();
+}
+
+void GraphView::panTo(const QPointF& scenePos) {
+  fitted_ = false;
+  centerOn(scenePos);
+  minimap_->sync();
 }
 
 void GraphView::wheelEvent(QWheelEvent* e) {
@@ -142,6 +181,30 @@ void GraphView::alignTop() { scene_->alignSelection(Qt::TopEdge); }
 void GraphView::deleteSelection() { scene_->deleteSelection(); }
 
 void GraphView::addLayer(const QString& type) { scene_->addNode(type, mapToScene(viewport()->rect().center())); }
+
+void GraphView::findNode() {
+  findBar_->open();
+  placeOverlays();
+}
+
+bool GraphView::revealNode(const QString& path) {
+  if (!edits::find_node(doc_->project(), path.toStdString())) return false;
+  // Outermost first: an inner block is drawn only once the block around it is open.
+  const QStringList parts = path.split('/');
+  for (int i = 1; i < parts.size(); ++i) {
+    const QString block = parts.mid(0, i).join('/');
+    if (!edits::expanded(doc_->project(), block.toStdString())) scene_->toggleExpanded(block);
+  }
+  NodeItem* item = scene_->node(path);
+  if (!item) return false;
+  doc_->setSelection({path});
+  if (zoom() < kFindZoom) {
+    setTransform(QTransform::fromScale(kFindZoom, kFindZoom));
+  }
+  fitSceneRect(false);
+  panTo(item->sceneBoundingRect().center());
+  return true;
+}
 
 void GraphView::showNotice(const QString& text, const QPoint& viewportPos) {
   notice_->setText(text);

@@ -2,6 +2,8 @@
 // pans (middle button, or Space and drag), zooms (Ctrl+wheel, the zoom slots), rubber-band
 // selects, takes layers dropped from the palette, and follows the document: it redraws after every
 // change without losing the zoom or scroll position. Delete with an edge selected disconnects it.
+// Over it float the Find Node bar (top right) and, while part of the graph is out of view, a
+// minimap (bottom right).
 #pragma once
 
 #include <QGraphicsView>
@@ -13,6 +15,8 @@ namespace shardlab::ui {
 
 class ProjectDocument;
 class GraphScene;
+class FindNodeBar;
+class Minimap;
 
 class GraphView : public QGraphicsView {
   Q_OBJECT
@@ -24,6 +28,8 @@ class GraphView : public QGraphicsView {
   // The short note a refused gesture leaves on the canvas.
   QLabel* notice() const { return notice_; }
   double zoom() const;
+  FindNodeBar* findBar() const { return findBar_; }
+  Minimap* minimap() const { return minimap_; }
 
  public slots:
   void zoomIn();
@@ -40,6 +46,13 @@ class GraphView : public QGraphicsView {
   // Adds a layer of `type` in the middle of the visible area and selects it.
   void addLayer(const QString& type);
   void showNotice(const QString& text, const QPoint& viewportPos);
+  // Opens the Find Node bar.
+  void findNode();
+  // Selects the node at `path` ("blocks/W1") and centres it at a readable zoom, first expanding
+  // the collapsed Repeats it is inside (one undo step each, as their buttons). False if none.
+  bool revealNode(const QString& path);
+  // Centres the view on `scenePos`, as a click in the minimap does.
+  void panTo(const QPointF& scenePos);
 
  protected:
   bool event(QEvent* e) override;
@@ -55,6 +68,7 @@ class GraphView : public QGraphicsView {
   void changeEvent(QEvent* e) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
   void resizeEvent(QResizeEvent* e) override;
+  void scrollContentsBy(int dx, int dy) override;
 
  private:
   void followDocument();
@@ -62,10 +76,14 @@ class GraphView : public QGraphicsView {
   // Scales by `factor` (kept within the zoom limits) keeping the scene point under `anchor` still.
   void zoomBy(double factor, const QPoint& anchor);
   bool deletesEdges(const QKeyEvent* e) const;
+  // Keeps the floating widgets in their corners and the minimap current.
+  void placeOverlays();
 
   ProjectDocument* doc_;
   GraphScene* scene_;
   QLabel* notice_;
+  FindNodeBar* findBar_;
+  Minimap* minimap_;
   QTimer noticeTimer_;
   bool spaceHeld_ = false;
   bool panning_ = false;
