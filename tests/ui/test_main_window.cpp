@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -120,6 +121,78 @@ class TestMainWindow : public QObject {
       w.tabs()->setCurrentIndex(i);
       QVERIFY(!w.grab().isNull());
     }
+  }
+
+  // The graph is the window's central area, the layer palette and inspector beside it and the
+  // tabs below: at 1920x1080 the graph gets at least half the height, whichever tab is shown.
+  void theGraphIsTheCentralArea() {
+    MainWindow w;
+    QVERIFY(w.openFile(example("fashion-mlp")));
+    w.resize(1920, 1080);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QCOMPARE(w.centralWidget(), static_cast<QWidget*>(w.canvas()));
+    auto* palette = w.findChild<QDockWidget*>("paletteDock");
+    auto* inspector = w.findChild<QDockWidget*>("inspectorDock");
+    auto* tabs = w.findChild<QDockWidget*>("tabsDock");
+    QVERIFY(palette && inspector && tabs);
+    QCOMPARE(w.dockWidgetArea(palette), Qt::LeftDockWidgetArea);
+    QCOMPARE(w.dockWidgetArea(inspector), Qt::RightDockWidgetArea);
+    QCOMPARE(w.dockWidgetArea(tabs), Qt::BottomDockWidgetArea);
+    QCOMPARE(tabs->widget(), static_cast<QWidget*>(w.tabs()));
+    for (int i = 0; i < w.tabs()->count(); ++i) {
+      w.tabs()->setCurrentIndex(i);
+      QApplication::processEvents();
+      const QString tab = w.tabs()->tabText(i);
+      QVERIFY2(w.canvas()->height() >= w.height() / 2,
+               qPrintable(QString("%1: graph %2 px of a %3 px window").arg(tab).arg(w.canvas()->height()).arg(w.height())));
+      QVERIFY2(w.canvas()->width() >= w.width() / 2, qPrintable(tab));
+      QVERIFY2(w.tabs()->height() >= 250, qPrintable(QString("%1: tabs %2 px high").arg(tab).arg(w.tabs()->height())));
+    }
+    // Beside and below, not over: the docks do not overlap the graph.
+    const QRect graph(w.canvas()->mapTo(&w, QPoint(0, 0)), w.canvas()->size());
+    QVERIFY(QRect(palette->mapTo(&w, QPoint(0, 0)), palette->size()).right() < graph.left());
+    QVERIFY(QRect(inspector->mapTo(&w, QPoint(0, 0)), inspector->size()).left() > graph.right());
+    QVERIFY(QRect(tabs->mapTo(&w, QPoint(0, 0)), tabs->size()).top() > graph.bottom());
+    QVERIFY(w.saveScreenshot(SHARDLAB_BINARY_DIR "/ui-screenshots/main_window_1920x1080.png"));
+  }
+
+  // A layout saved by an older version (the graph in a dock above the tabs) is not restored into
+  // this arrangement; the window's own saved layout is.
+  void anOlderSavedLayoutDoesNotSqueezeTheGraph() {
+    {
+      QMainWindow old;
+      old.setCentralWidget(new QTabWidget(&old));
+      for (const char* name : {"paletteDock", "canvasDock", "inspectorDock"}) {
+        auto* d = new QDockWidget(name, &old);
+        d->setObjectName(name);
+        d->setWidget(new QWidget(d));
+        old.addDockWidget(QString(name) == "canvasDock" ? Qt::TopDockWidgetArea : Qt::LeftDockWidgetArea, d);
+      }
+      old.resize(1920, 1080);
+      QSettings().setValue("windowState", old.saveState());
+    }
+    int tabsHeight = 0;
+    {
+      MainWindow w;
+      w.resize(1920, 1080);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QVERIFY(w.canvas()->height() >= w.height() / 2);
+      auto* tabs = w.findChild<QDockWidget*>("tabsDock");
+      QCOMPARE(w.dockWidgetArea(tabs), Qt::BottomDockWidgetArea);
+      QVERIFY(tabs->isVisible());
+      w.resizeDocks({tabs}, {300}, Qt::Vertical);
+      QApplication::processEvents();
+      tabsHeight = tabs->height();
+      QVERIFY(w.close());  // saves the layout
+    }
+    MainWindow again;
+    again.resize(1920, 1080);
+    again.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&again));
+    QVERIFY(std::abs(again.findChild<QDockWidget*>("tabsDock")->height() - tabsHeight) <= 2);
+    QSettings().remove("windowState");
   }
 
   void titleShowsTheModifiedMarkUntilSaved() {
