@@ -18,6 +18,7 @@
 #include <QToolButton>
 #include <QtTest>
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <unistd.h>
 
@@ -472,7 +473,6 @@ class TestMeshRules : public QObject {
     bars.resize(400, 200);
     sharding::DeviceMemory fits{10, 10, 10, 10}, over{100, 50, 50, 40};
     bars.setMemory({fits, over}, 100);
-    QVERIFY(bars.capacityOnScale());
     QVERIFY(!bars.overCapacity(0));
     QVERIFY(bars.overCapacity(1));
     const QImage img = bars.grab().toImage();
@@ -481,9 +481,46 @@ class TestMeshRules : public QObject {
     QVERIFY2(c.red() > c.green() + 60 && c.red() > c.blue() + 40, qPrintable(c.name()));
     const QColor ok = img.pixelColor(bars.barRect(0).center().x(), slot.bottom() - 3);
     QVERIFY2(ok.blue() > ok.red(), qPrintable(ok.name()));  // the parameters' blue, unwashed
-    // A capacity far above every bar is stated in words rather than squashing the bars.
-    bars.setMemory({fits}, 1e12);
-    QVERIFY(!bars.capacityOnScale());
+    // The bar past capacity reaches above the capacity line.
+    QVERIFY(bars.barLength(1) > bars.capacityLevel());
+  }
+
+  // The bars stand on a byte scale whose labels are the engine's byte format and which always
+  // reaches the capacity: a bar's length is its total against the scale's top, so a device using
+  // a sliver of its memory draws a sliver (it used to fill the chart at "0.0% used").
+  void memoryBarsAreToScaleWithTheCapacityMarked() {
+    MemoryBars bars;
+    bars.resize(480, 220);
+    const double GiB = 1024.0 * 1024 * 1024;
+    sharding::DeviceMemory small{0.02 * GiB, 0.04 * GiB, 0.02 * GiB, 0.02 * GiB}, half{2 * GiB, 2 * GiB, 2 * GiB, 2 * GiB};
+    bars.setMemory({small, half}, 16 * GiB);
+    QVERIFY(bars.scaleMax() >= 16 * GiB);
+    const QList<double> ticks = bars.ticks();
+    QVERIFY(ticks.size() >= 3);
+    QCOMPARE(ticks.first(), 0.0);
+    QCOMPARE(ticks.last(), bars.scaleMax());
+    const QStringList labels = bars.tickLabels();
+    QCOMPARE(labels.size(), ticks.size());
+    for (int i = 0; i < ticks.size(); ++i) QCOMPARE(labels[i], bytesText(ticks[i]));
+    QVERIFY2(labels.join(' ').contains("GiB"), qPrintable(labels.join(", ")));
+    const int full = bars.barRect(0).height();
+    QVERIFY(full > 50);
+    for (int i = 0; i < bars.barCount(); ++i) {
+      const double total = i == 0 ? small.total() : half.total();
+      QVERIFY2(std::abs(bars.barLength(i) - full * total / bars.scaleMax()) <= 1.0, qPrintable(QString::number(i)));
+    }
+    QVERIFY(bars.barLength(0) <= full / 50 + 1);  // 100 MiB of 16 GiB: a sliver
+    QVERIFY(std::abs(bars.capacityLevel() - full * 16 * GiB / bars.scaleMax()) <= 1.0);
+    QVERIFY(bars.barLength(1) < bars.capacityLevel());
+    // Drawn so: the small bar's slot is background at three eighths of the height (between grid
+    // lines); the other bar is coloured at half its length and background just above its top.
+    const QImage img = bars.grab().toImage();
+    const QRect slot0 = bars.barRect(0), slot1 = bars.barRect(1);
+    const QColor bg = bars.palette().color(QPalette::Window);
+    const int base = slot0.bottom() + 1;
+    QCOMPARE(img.pixelColor(slot0.center().x(), base - full * 3 / 8), bg);
+    QVERIFY(img.pixelColor(slot1.center().x(), base - bars.barLength(1) / 2) != bg);
+    QCOMPARE(img.pixelColor(slot1.center().x(), base - bars.barLength(1) - 3), bg);
   }
 
   void clickingAnArrayRowRequestsIt() {
