@@ -28,6 +28,8 @@
 #include "ui/checkpoints/checkpoint_browser.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
+#include "ui/help/shortcuts_dialog.h"
+#include "ui/help/user_guide.h"
 #include "ui/inspector/inspector.h"
 #include "ui/log/log_tab.h"
 #include "ui/mesh/mesh_rules_tab.h"
@@ -112,6 +114,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::buildDocks() {
   // The graph is what a user builds: it is the central area and takes whatever space the docks leave.
   canvas_ = new GraphView(doc_, this);
+  canvas_->setAccessibleName(tr("Graph"));  // the Keyboard Shortcuts table says "in the graph"
   setCentralWidget(canvas_);
 
   tabs_ = new QTabWidget(this);
@@ -242,8 +245,10 @@ void MainWindow::buildActions() {
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   QAction* undo = doc_->undoStack()->createUndoAction(this, tr("&Undo"));
   undo->setShortcut(QKeySequence::Undo);
+  undo->setProperty("shortcutName", tr("Undo"));  // its text names the edit ("Undo Rename dense1")
   QAction* redo = doc_->undoStack()->createRedoAction(this, tr("&Redo"));
   redo->setShortcut(QKeySequence::Redo);
+  redo->setProperty("shortcutName", tr("Redo"));
   edit->addAction(undo);
   edit->addAction(redo);
   edit->addSeparator();
@@ -281,6 +286,9 @@ void MainWindow::buildActions() {
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&User Guide"), this, &MainWindow::showUserGuide)->setShortcut(QKeySequence::HelpContents);
+  help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
+  help->addSeparator();
   help->addAction(tr("&About Shardlab"), this, [this] {
     QMessageBox::about(this, tr("About Shardlab"), aboutText());
   });
@@ -294,6 +302,21 @@ void MainWindow::showTab(QWidget* page) {
       tabsDock_->raise();
       return;
     }
+}
+
+void MainWindow::showUserGuide() {
+  if (!userGuide_) userGuide_ = new UserGuideDialog(this);
+  userGuide_->show();
+  userGuide_->raise();
+  userGuide_->activateWindow();
+}
+
+void MainWindow::showShortcuts() {
+  if (!shortcuts_) shortcuts_ = new ShortcutsDialog(this);
+  shortcuts_->load(menuBar());  // read afresh: the table is the actions' shortcuts as they are now
+  shortcuts_->show();
+  shortcuts_->raise();
+  shortcuts_->activateWindow();
 }
 
 void MainWindow::connectTabs() {

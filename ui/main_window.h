@@ -23,6 +23,8 @@ class TrainingTab;
 class TraceTab;
 class CheckpointBrowser;
 class LogTab;
+class ShortcutsDialog;
+class UserGuideDialog;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -57,6 +59,12 @@ class MainWindow : public QMainWindow {
 
   // Brings a tab's page (training(), trace(), ...) to the front, showing the tabs' dock if hidden.
   void showTab(QWidget* page);
+
+  // Help > User Guide (the README's usage sections) and Help > Keyboard Shortcuts (from the actions).
+  void showUserGuide();
+  void showShortcuts();
+  UserGuideDialog* userGuide() const { return userGuide_; }
+  ShortcutsDialog* shortcutsDialog() const { return shortcuts_; }
 
   // Clipboard and selection commands, for the menus and tests.
   void copySelection();
@@ -99,6 +107,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* inspectorDock_ = nullptr;
   QDockWidget* tabsDock_ = nullptr;
   bool defaultLayoutPending_ = false;  // no saved layout of this version: size the docks when shown
+  UserGuideDialog* userGuide_ = nullptr;
+  ShortcutsDialog* shortcuts_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
   QString theme_;

@@ -16,6 +16,8 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QUndoStack>
@@ -27,6 +29,8 @@
 #include "engine/api/build_info.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
+#include "ui/help/shortcuts_dialog.h"
+#include "ui/help/user_guide.h"
 #include "ui/main_window.h"
 #include "ui/mesh/issues_list.h"
 
@@ -393,6 +397,80 @@ class TestMainWindow : public QObject {
     QVERIFY2(text.contains("ONNX " + QString(info.onnx ? "yes" : "no")), qPrintable(text));
     QVERIFY2(text.contains(QString::fromStdString(info.gemm_kernel) + " GEMM kernel"), qPrintable(text));
     QVERIFY2(!info.gemm_kernel.empty(), "no GEMM kernel named");
+  }
+
+  QAction* helpAction(MainWindow& w, const QString& text) {
+    for (QAction* menu : w.menuBar()->actions())
+      if (menu->text().remove('&') == "Help")
+        for (QAction* a : menu->menu()->actions())
+          if (a->text().remove('&') == text) return a;
+    return nullptr;
+  }
+
+  // Help > User Guide shows the README's two usage sections, from the README compiled in.
+  void userGuideShowsTheReadmesUsageSections() {
+    MainWindow w;
+    QAction* guide = helpAction(w, "User Guide");
+    QVERIFY(guide);
+    QCOMPARE(guide->shortcut(), QKeySequence(QKeySequence::HelpContents));
+    guide->trigger();
+    QVERIFY(w.userGuide());
+    QVERIFY(w.userGuide()->isVisible());
+    auto* browser = w.userGuide()->findChild<QTextBrowser*>("userGuide");
+    QVERIFY(browser);
+    const QString text = browser->toPlainText();
+    for (const char* want : {"Using the desktop application", "Using the command line", "shardlab-cli check", "--checkpoint-dir"})
+      VERIFY_CONTAINS(text, want);
+    VERIFY_LACKS(text, "Tests and benchmarks");  // only the usage sections
+    // The same words as the README in the source tree, so the compiled-in copy is this README.
+    QFile readme(SHARDLAB_SOURCE_DIR "/README.md");
+    QVERIFY(readme.open(QIODevice::ReadOnly));
+    QCOMPARE(userGuideMarkdown(), extractSections(QString::fromUtf8(readme.readAll()), userGuideSections()));
+  }
+
+  // Sections end at the next heading of their level; a '#' in a code block is no heading.
+  void userGuideSectionsEndAtTheNextHeading() {
+    const QString readme = "# T\nintro\n## A\na text\n```sh\n# comment\n```\n### A1\nsub\n## B\nb text\n## C\nc text\n";
+    QCOMPARE(extractSections(readme, {"A"}), QString("## A\na text\n```sh\n# comment\n```\n### A1\nsub"));
+    QCOMPARE(extractSections(readme, {"C", "B"}), QString("## C\nc text\n\n## B\nb text"));
+    QCOMPARE(extractSections(readme, {"missing"}), QString());
+  }
+
+  // Help > Keyboard Shortcuts lists the window's own actions' shortcuts, read when it opens.
+  void shortcutsTableIsTheWindowsActions() {
+    MainWindow w;
+    QAction* open = helpAction(w, "Keyboard Shortcuts");
+    QVERIFY(open);
+    open->trigger();
+    ShortcutsDialog* dialog = w.shortcutsDialog();
+    QVERIFY(dialog);
+    QVERIFY(dialog->isVisible());
+    auto* table = dialog->findChild<QTableWidget*>("shortcutsTable");
+    QVERIFY(table);
+    auto keysOf = [table](const QString& command) {
+      for (int r = 0; r < table->rowCount(); ++r)
+        if (table->item(r, 1)->text() == command) return table->item(r, 2)->text();
+      return QString("<no row for %1>").arg(command);
+    };
+    QCOMPARE(keysOf("New"), QKeySequence(QKeySequence::New).toString(QKeySequence::NativeText));
+    QCOMPARE(keysOf("New"), QString("Ctrl+N"));
+    VERIFY_CONTAINS(keysOf("Undo"), "Ctrl+Z");
+    VERIFY_CONTAINS(keysOf("Copy"), "Ctrl+C");
+    QCOMPARE(keysOf("User Guide"), QKeySequence(QKeySequence::HelpContents).toString(QKeySequence::NativeText));
+    for (int r = 0; r < table->rowCount(); ++r)
+      if (table->item(r, 1)->text() == "Copy") QCOMPARE(table->item(r, 3)->text(), QString("in the graph"));
+    // Every row is an action with that shortcut, and every action with a shortcut has its row.
+    int withShortcut = 0;
+    for (QMenu* menu : w.menuBar()->findChildren<QMenu*>())
+      for (QAction* a : menu->actions()) withShortcut += !a->menu() && !a->shortcut().isEmpty();
+    QVERIFY(withShortcut >= 15);
+    QCOMPARE(table->rowCount(), withShortcut);
+    // A changed shortcut shows the next time the table opens: it is generated, not written down.
+    QAction* save = fileAction(w, "Save");
+    QVERIFY(save);
+    save->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_F12));
+    open->trigger();
+    QCOMPARE(keysOf("Save"), QString("Ctrl+F12"));
   }
 
   void themesSwitchThePalette() {
