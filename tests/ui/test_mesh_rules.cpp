@@ -468,6 +468,36 @@ class TestMeshRules : public QObject {
     QCOMPARE(items->item(1)->toolTip(), QString("needs the CUDA backend"));
   }
 
+  // The grid's captions are never cut short ("8 devices" once read "devic" over a grid one cell
+  // wide): each caption's rectangle is at least its text's width, inside the widget, for a mesh of
+  // one device, one axis of eight, two axes, and a long axis name, at the tab's normal size.
+  void deviceGridCaptionsAreNotClipped_data() {
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("caption");
+    QTest::newRow("one device") << "null" << "1 device";
+    QTest::newRow("one axis") << R"({"axes": {"data": 8}})" << "8 devices";
+    QTest::newRow("two axes") << R"({"axes": {"data": 2, "model": 4}})" << "model";
+    QTest::newRow("long names") << R"({"axes": {"replica_groups": 8, "tensor_parallel": 1}})" << "tensor_parallel";
+  }
+  void deviceGridCaptionsAreNotClipped() {
+    QFETCH(QString, mesh);
+    QFETCH(QString, caption);
+    Fixture f;
+    QVERIFY(f.doc.edit("Mesh", [&](project::Project& p) { p.mesh = graph::Json::parse(mesh.toStdString()); }));
+    DeviceGrid* grid = f.tab->meshEditor()->deviceGrid();
+    QVERIFY(QTest::qWaitForWindowExposed(f.tab.get()));
+    QCOMPARE(grid->columnCaption(), caption);
+    const QFontMetrics bold(grid->captionFont());
+    const QRect top = grid->columnCaptionRect();
+    QVERIFY2(top.width() >= bold.horizontalAdvance(caption),
+             qPrintable(QString("%1 px for %2 px of text").arg(top.width()).arg(bold.horizontalAdvance(caption))));
+    QVERIFY2(grid->rect().contains(top), qPrintable(QString("caption at x %1..%2 in a grid %3 wide").arg(top.left()).arg(top.right()).arg(grid->width())));
+    if (!grid->rowCaption().isEmpty()) {
+      QVERIFY(grid->rowCaptionLength() >= bold.horizontalAdvance(grid->rowCaption()));
+      QVERIFY(grid->rowCaptionLength() <= grid->height());
+    }
+  }
+
   void overCapacityBarsAreRed() {
     MemoryBars bars;
     bars.resize(400, 200);
