@@ -7,12 +7,14 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -27,6 +29,8 @@
 #include "ui/checkpoints/checkpoint_browser.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
+#include "ui/help/shortcuts_dialog.h"
+#include "ui/help/user_guide.h"
 #include "ui/inspector/inspector.h"
 #include "ui/log/log_tab.h"
 #include "ui/mesh/mesh_rules_tab.h"
@@ -40,6 +44,9 @@ namespace shardlab::ui {
 namespace {
 
 constexpr int kMaxRecent = 8;
+// saveState()'s version: raised whenever the docks are rearranged, so an older saved layout is
+// ignored rather than restored into the new arrangement. 1: the graph is the central area.
+constexpr int kLayoutVersion = 1;
 const char* kClipboardMime = "application/x-shardlab-nodes";
 
 QPalette darkPalette() {
@@ -91,19 +98,26 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(doc_, &ProjectDocument::pathChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ProjectDocument::modifiedChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ProjectDocument::editRefused, this, [this](const QString& why) { statusBar()->showMessage(why, 6000); });
-  connect(doc_, &ProjectDocument::arrayRequested, this, [this] { tabs_->setCurrentWidget(sharding_); });
+  connect(doc_, &ProjectDocument::arrayRequested, this, [this] { showTab(sharding_); });
   statusBar()->showMessage(tr("Ready"));
   QSettings s;
   setTheme(s.value("theme", "Light").toString());
   resize(1400, 900);
   restoreGeometry(s.value("geometry").toByteArray());
-  restoreState(s.value("windowState").toByteArray());
+  // A layout saved by a version with another arrangement (the graph in a dock, the tabs in the
+  // middle) carries an older number and is refused: the default layout stands.
+  defaultLayoutPending_ = !restoreState(s.value("windowState").toByteArray(), kLayoutVersion);
   updateTitle();
 }
 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::buildDocks() {
+  // The graph is what a user builds: it is the central area and takes whatever space the docks leave.
+  canvas_ = new GraphView(doc_, this);
+  canvas_->setAccessibleName(tr("Graph"));  // the Keyboard Shortcuts table says "in the graph"
+  setCentralWidget(canvas_);
+
   tabs_ = new QTabWidget(this);
   tabs_->setObjectName("tabs");
   tabs_->setDocumentMode(true);
@@ -113,13 +127,22 @@ void MainWindow::buildDocks() {
   trace_ = new TraceTab(doc_, this);
   checkpoints_ = new CheckpointBrowser(this);
   log_ = new LogTab(doc_, this);
-  tabs_->addTab(meshRules_, tr("Mesh && Rules"));
-  tabs_->addTab(sharding_, tr("Sharding"));
-  tabs_->addTab(training_, tr("Training"));
-  tabs_->addTab(trace_, tr("Trace"));
-  tabs_->addTab(checkpoints_, tr("Checkpoints"));
-  tabs_->addTab(log_, tr("Log"));
-  setCentralWidget(tabs_);
+  // Each page scrolls when the dock is shorter than the page needs, so no page's minimum height
+  // squeezes the graph (a tab widget is as tall as its tallest page), and none is cut off.
+  auto addPage = [this](QWidget* page, const QString& title) {
+    auto* scroll = new QScrollArea(tabs_);
+    scroll->setObjectName(page->objectName().isEmpty() ? QString() : page->objectName() + "Scroll");
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(page);
+    tabs_->addTab(scroll, title);
+  };
+  addPage(meshRules_, tr("Mesh && Rules"));
+  addPage(sharding_, tr("Sharding"));
+  addPage(training_, tr("Training"));
+  addPage(trace_, tr("Trace"));
+  addPage(checkpoints_, tr("Checkpoints"));
+  addPage(log_, tr("Log"));
 
   auto dock = [this](const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
@@ -128,20 +151,35 @@ void MainWindow::buildDocks() {
     addDockWidget(area, d);
     return d;
   };
-  canvas_ = new GraphView(doc_, this);
   palette_ = new LayerPalette(doc_, this);
   inspector_ = new Inspector(doc_, this);
-  // Side docks run the full height; the canvas takes the top of the middle, the tabs the rest.
+  // Side docks run the full height; the graph takes the top of the middle, the tabs the bottom.
   setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
   setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
-  QDockWidget* paletteDock = dock(tr("Layers"), "paletteDock", palette_, Qt::LeftDockWidgetArea);
-  QDockWidget* canvasDock = dock(tr("Graph"), "canvasDock", canvas_, Qt::TopDockWidgetArea);
-  QDockWidget* inspectorDock = dock(tr("Inspector"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
-  resizeDocks({paletteDock, inspectorDock}, {220, 320}, Qt::Horizontal);
-  resizeDocks({canvasDock}, {480}, Qt::Vertical);
+  paletteDock_ = dock(tr("Layers"), "paletteDock", palette_, Qt::LeftDockWidgetArea);
+  inspectorDock_ = dock(tr("Inspector"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
+  tabsDock_ = dock(tr("Panels"), "tabsDock", tabs_, Qt::BottomDockWidgetArea);
 }
+
+void MainWindow::applyDefaultLayout() {
+  // The graph gets most of the window; the tabs about two fifths of its height below it (a page
+  // taller than that scrolls), the side docks their natural widths.
+  resizeDocks({paletteDock_, inspectorDock_}, {220, 340}, Qt::Horizontal);
+  resizeDocks({tabsDock_}, {height() * 2 / 5}, Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  // Sized once the window has its real size: docks keep their sizes as a window grows, so sizing
+  // them at construction would leave a maximised window's tabs as short as a small one's.
+  if (defaultLayoutPending_) {
+    defaultLayoutPending_ = false;
+    applyDefaultLayout();
+  }
+}
+
 
 void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -185,7 +223,7 @@ void MainWindow::buildActions() {
     if (!dir.isEmpty()) training_->resumeFrom(dir);
   });
   file->addAction(tr("&Export Checkpoint..."), this, [this] {
-    tabs_->setCurrentWidget(checkpoints_);
+    showTab(checkpoints_);
     if (checkpoints_->root().isEmpty()) {
       const QString dir = QFileDialog::getExistingDirectory(this, tr("Checkpoint Directory"));
       if (dir.isEmpty()) return;
@@ -195,7 +233,7 @@ void MainWindow::buildActions() {
   });
   file->addAction(tr("Open &Trace..."), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Trace"), {}, tr("Chrome trace JSON (*.json)"));
-    if (!path.isEmpty() && trace_->openTraceFile(path)) tabs_->setCurrentWidget(trace_);
+    if (!path.isEmpty() && trace_->openTraceFile(path)) showTab(trace_);
   });
   file->addSeparator();
   // Closing leaves an empty project, never silently another one.
@@ -208,8 +246,10 @@ void MainWindow::buildActions() {
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   QAction* undo = doc_->undoStack()->createUndoAction(this, tr("&Undo"));
   undo->setShortcut(QKeySequence::Undo);
+  undo->setProperty("shortcutName", tr("Undo"));  // its text names the edit ("Undo Rename dense1")
   QAction* redo = doc_->undoStack()->createRedoAction(this, tr("&Redo"));
   redo->setShortcut(QKeySequence::Redo);
+  redo->setProperty("shortcutName", tr("Redo"));
   edit->addAction(undo);
   edit->addAction(redo);
   edit->addSeparator();
@@ -249,9 +289,37 @@ void MainWindow::buildActions() {
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&User Guide"), this, &MainWindow::showUserGuide)->setShortcut(QKeySequence::HelpContents);
+  help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
+  help->addSeparator();
   help->addAction(tr("&About Shardlab"), this, [this] {
     QMessageBox::about(this, tr("About Shardlab"), aboutText());
   });
+}
+
+void MainWindow::showTab(QWidget* page) {
+  for (int i = 0; i < tabs_->count(); ++i)
+    if (auto* scroll = qobject_cast<QScrollArea*>(tabs_->widget(i)); scroll && scroll->widget() == page) {
+      tabs_->setCurrentIndex(i);
+      tabsDock_->show();
+      tabsDock_->raise();
+      return;
+    }
+}
+
+void MainWindow::showUserGuide() {
+  if (!userGuide_) userGuide_ = new UserGuideDialog(this);
+  userGuide_->show();
+  userGuide_->raise();
+  userGuide_->activateWindow();
+}
+
+void MainWindow::showShortcuts() {
+  if (!shortcuts_) shortcuts_ = new ShortcutsDialog(this);
+  shortcuts_->load(menuBar());  // read afresh: the table is the actions' shortcuts as they are now
+  shortcuts_->show();
+  shortcuts_->raise();
+  shortcuts_->activateWindow();
 }
 
 void MainWindow::connectTabs() {
@@ -272,7 +340,7 @@ void MainWindow::connectTabs() {
     statusBar()->showMessage(tr("Checkpoint of step %1 saved in %2").arg(step).arg(dir), 6000);
   });
   connect(checkpoints_, &CheckpointBrowser::resumeRequested, this, [this](const QString& dir) {
-    tabs_->setCurrentWidget(training_);
+    showTab(training_);
     training_->resumeFrom(dir);
   });
   connect(checkpoints_, &CheckpointBrowser::exportFinished, this, [this](bool ok, const QString& message) {
@@ -352,7 +420,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   }
   QSettings s;
   s.setValue("geometry", saveGeometry());
-  s.setValue("windowState", saveState());
+  s.setValue("windowState", saveState(kLayoutVersion));
   e->accept();
 }
 
@@ -399,7 +467,10 @@ void MainWindow::setTheme(const QString& name) {
 }
 
 bool MainWindow::saveScreenshot(const QString& file) {
-  QApplication::processEvents();
+  // Let the docks settle into the window's size (layout requests come one after another).
+  QElapsedTimer clock;
+  clock.start();
+  while (clock.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 50);
   return grab().save(file);
 }
 

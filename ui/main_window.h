@@ -1,5 +1,5 @@
-// The main window: docks for the layer palette, graph canvas and inspector; tabs for Mesh & Rules,
-// Sharding, Training, Trace, Checkpoints and Log; the menus, shortcuts, recent files, palettes and title a desktop user
+// The main window: the graph canvas in the middle, docks for the layer palette (left), inspector
+// (right) and the tabs for Mesh & Rules, Sharding, Training, Trace, Checkpoints and Log (below); the menus, shortcuts, recent files, palettes and title a desktop user
 // expects; an unsaved-changes prompt wherever work could be lost.
 #pragma once
 
@@ -23,6 +23,8 @@ class TrainingTab;
 class TraceTab;
 class CheckpointBrowser;
 class LogTab;
+class ShortcutsDialog;
+class UserGuideDialog;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -55,6 +57,15 @@ class MainWindow : public QMainWindow {
   // Help > About's text: version, build options and the CPU code path in use (api::build_info_text).
   static QString aboutText();
 
+  // Brings a tab's page (training(), trace(), ...) to the front, showing the tabs' dock if hidden.
+  void showTab(QWidget* page);
+
+  // Help > User Guide (the README's usage sections) and Help > Keyboard Shortcuts (from the actions).
+  void showUserGuide();
+  void showShortcuts();
+  UserGuideDialog* userGuide() const { return userGuide_; }
+  ShortcutsDialog* shortcutsDialog() const { return shortcuts_; }
+
   // Clipboard and selection commands, for the menus and tests.
   void copySelection();
   void cutSelection();
@@ -64,12 +75,15 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* e) override;
+  void showEvent(QShowEvent* e) override;
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
 
  private:
   void buildActions();
   void buildDocks();
+  // The docks' sizes for a window without a saved layout.
+  void applyDefaultLayout();
   void connectTabs();
   void updateTitle();
   void updateRecentMenu();
@@ -89,6 +103,12 @@ class MainWindow : public QMainWindow {
   TraceTab* trace_ = nullptr;
   CheckpointBrowser* checkpoints_ = nullptr;
   LogTab* log_ = nullptr;
+  QDockWidget* paletteDock_ = nullptr;
+  QDockWidget* inspectorDock_ = nullptr;
+  QDockWidget* tabsDock_ = nullptr;
+  bool defaultLayoutPending_ = false;  // no saved layout of this version: size the docks when shown
+  UserGuideDialog* userGuide_ = nullptr;
+  ShortcutsDialog* shortcuts_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
   QString theme_;

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <limits>
 #include <unistd.h>
+#include <utility>
 
 #include "app/cli/commands.h"
 #include "app/cli/progress.h"
@@ -49,10 +50,19 @@ int run_train(const TrainArgs& a) {
   opt.continue_run = a.continue_run;
   opt.start_over = a.start_over;
   opt.resume_from = a.resume_from;
-  if ((a.resume || a.continue_run || a.start_over || a.save_every > 0) && a.checkpoint_dir.empty())
-    throw Error("--resume, --continue, --start-over and --save-every need --checkpoint-dir");
+  project::Project project = project::load_project(a.project);
+  // Without --checkpoint-dir, the folder the project names (training.checkpoint, relative to the
+  // project file), with its save_every and keep unless those flags say otherwise.
+  if (opt.checkpoint_dir.empty() && project.training.checkpoint) {
+    opt.checkpoint_dir = project::checkpoint_dir(project).string();
+    if (a.save_every == 0) opt.save_every = project.training.checkpoint->save_every;
+    if (a.keep == runtime::TrainOptions{}.keep) opt.keep = int(project.training.checkpoint->keep);
+  }
+  if ((a.resume || a.continue_run || a.start_over || a.save_every > 0) && opt.checkpoint_dir.empty())
+    throw Error("--resume, --continue, --start-over and --save-every need --checkpoint-dir (or the project's "
+                "training.checkpoint.dir)");
   if (!a.max_shard_size.empty()) {
-    if (a.checkpoint_dir.empty()) throw Error("--max-shard-size needs --checkpoint-dir");
+    if (opt.checkpoint_dir.empty()) throw Error("--max-shard-size needs --checkpoint-dir");
     try {
       opt.max_shard_bytes = checkpoint::parse_size(a.max_shard_size);
     } catch (const Error& e) {
@@ -67,7 +77,7 @@ int run_train(const TrainArgs& a) {
     opt.trace_last = last;
     opt.trace_keep = int(last - first + 1);
   }
-  runtime::Trainer trainer(project::load_project(a.project), opt);
+  runtime::Trainer trainer(std::move(project), opt);
   ProgressPrinter printer(isatty(STDOUT_FILENO) != 0, a.quiet);
   trainer.add_listener(&printer);
   WarningPrinter warnings;

@@ -123,8 +123,26 @@ LossSpec parse_loss(const Json& j, const std::string& where) {
   return l;
 }
 
+CheckpointSpec parse_checkpoint(const Json& j, const std::string& where) {
+  only(j, where, {"dir", "save_every", "keep"});
+  CheckpointSpec c;
+  const Json& dir = require(j, "dir", where);
+  if (!dir.is_string() || dir.get<std::string>().empty())
+    throw Error(where + ".dir: bad value " + dir.dump() + " (expected a folder name, e.g. \"checkpoints\")");
+  c.dir = dir.get<std::string>();
+  auto integer = [&](const char* k, int64_t fallback, int64_t lo) {
+    if (!j.contains(k)) return fallback;
+    if (!j[k].is_number_integer() || j[k].get<int64_t>() < lo)
+      throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected an integer >= " + std::to_string(lo) + ")");
+    return j[k].get<int64_t>();
+  };
+  c.save_every = integer("save_every", 0, 0);
+  c.keep = integer("keep", 3, 1);
+  return c;
+}
+
 TrainingSpec parse_training(const Json& j, const std::string& where) {
-  only(j, where, {"batch_size", "epochs", "steps", "seed", "shuffle", "prefetch", "eval"});
+  only(j, where, {"batch_size", "epochs", "steps", "seed", "shuffle", "prefetch", "eval", "checkpoint"});
   TrainingSpec t;
   auto integer = [&](const char* k, int64_t fallback, int64_t lo) {
     if (!j.contains(k)) return fallback;
@@ -145,6 +163,7 @@ TrainingSpec parse_training(const Json& j, const std::string& where) {
   t.prefetch = integer("prefetch", 2, 0);
   t.eval = boolean("eval", true);
   if (t.steps == 0 && t.epochs == 0) throw Error(where + ": set steps or epochs above 0");
+  if (j.contains("checkpoint")) t.checkpoint = parse_checkpoint(j["checkpoint"], where + ".checkpoint");
   return t;
 }
 
@@ -273,6 +292,13 @@ std::string to_json_string(const Project& p) {
 
 void save_project(const Project& p, const std::filesystem::path& file) {
   util::write_file_atomically(file, to_json_string(p));
+}
+
+std::filesystem::path checkpoint_dir(const Project& p) {
+  if (!p.training.checkpoint) return {};
+  const std::filesystem::path dir(p.training.checkpoint->dir);
+  if (dir.is_absolute() || p.file.empty()) return dir.lexically_normal();
+  return (p.file.parent_path() / dir).lexically_normal();
 }
 
 graph::GraphReport analyze_project(const Project& p) { return graph::analyze(p.graph, p.training.batch_size); }

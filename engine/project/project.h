@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "engine/data/data_spec.h"
@@ -21,6 +22,13 @@ struct LossSpec {
   std::string output;  // the node whose output is the prediction
 };
 
+// Where and how often a run saves checkpoints (the training section's optional `checkpoint`).
+struct CheckpointSpec {
+  std::string dir;         // as written: relative paths are relative to the project file's folder
+  int64_t save_every = 0;  // 0: only at the end of the run
+  int64_t keep = 3;        // the newest this many are kept
+};
+
 struct TrainingSpec {
   int64_t batch_size = 32;
   int64_t epochs = 1;  // used when steps == 0
@@ -29,6 +37,7 @@ struct TrainingSpec {
   bool shuffle = true;
   int64_t prefetch = 2;
   bool eval = true;  // evaluate on the test split after each epoch and at the end
+  std::optional<CheckpointSpec> checkpoint;  // absent: runs save no checkpoints unless told to
 };
 
 struct Project {
@@ -71,6 +80,10 @@ graph::Json graph_to_json(const graph::Graph& g, bool body);
 graph::Graph graph_from_json(const graph::Json& j, const std::string& where, bool body);
 // Writes atomically (a temporary file renamed over the target), so a failed save loses nothing.
 void save_project(const Project& p, const std::filesystem::path& file);
+
+// The checkpoint folder the project names, resolved against the project file's folder (the working
+// directory for an unsaved project); empty when it names none.
+std::filesystem::path checkpoint_dir(const Project& p);
 
 // Shape inference over the graph at the training batch size; errors name file and node.
 graph::GraphReport analyze_project(const Project& p);

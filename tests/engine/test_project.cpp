@@ -612,6 +612,18 @@ class TestProject : public QObject {
                                             << QStringList{"training.step", "unknown field"};
     QTest::newRow("shuffle not a boolean") << "/training/shuffle" << "1"
                                            << QStringList{"training.shuffle", "true or false"};
+    QTest::newRow("checkpoint not an object") << "/training/checkpoint" << "\"ckpt\""
+                                              << QStringList{"training.checkpoint", "expected an object"};
+    QTest::newRow("checkpoint without dir") << "/training/checkpoint" << R"({"keep": 2})"
+                                            << QStringList{"training.checkpoint.dir", "missing"};
+    QTest::newRow("checkpoint dir empty") << "/training/checkpoint" << R"({"dir": ""})"
+                                          << QStringList{"training.checkpoint.dir", "bad value \"\"", "folder"};
+    QTest::newRow("checkpoint keep 0") << "/training/checkpoint" << R"({"dir": "ckpt", "keep": 0})"
+                                       << QStringList{"training.checkpoint.keep", "bad value 0", ">= 1"};
+    QTest::newRow("checkpoint save_every -5") << "/training/checkpoint" << R"({"dir": "ckpt", "save_every": -5})"
+                                              << QStringList{"training.checkpoint.save_every", "-5", ">= 0"};
+    QTest::newRow("unknown checkpoint field") << "/training/checkpoint" << R"({"dir": "ckpt", "every": 5})"
+                                              << QStringList{"training.checkpoint.every", "unknown field", "dir, save_every, keep"};
     QTest::newRow("unknown synthetic kind") << "/data/kind" << "\"zeros\""
                                             << QStringList{"data.kind", "zeros"};
     QTest::newRow("unknown data type") << "/data/type" << "\"csv\""
@@ -627,6 +639,33 @@ class TestProject : public QObject {
     QString msg = parse_error(j);
     VERIFY_CONTAINS(msg, QString(kFile) + ": ");
     for (const QString& e : expected) VERIFY_CONTAINS(msg, e);
+  }
+
+  // training.checkpoint: where, how often and how many checkpoints a run keeps; a relative folder
+  // is the project file's, and it is written back as it was read.
+  void trainingCheckpointIsReadAndKept() {
+    Json j = small_project();
+    j["training"]["checkpoint"] = {{"dir", "ckpt"}, {"save_every", 50}, {"keep", 2}};
+    project::Project p = project::parse_project(j.dump(), kFile);
+    QVERIFY(p.training.checkpoint.has_value());
+    QCOMPARE(QString::fromStdString(p.training.checkpoint->dir), QString("ckpt"));
+    QCOMPARE(p.training.checkpoint->save_every, int64_t(50));
+    QCOMPARE(p.training.checkpoint->keep, int64_t(2));
+    p.file = "/work/runs/small.shardlab.json";
+    QCOMPARE(QString::fromStdString(project::checkpoint_dir(p).string()), QString("/work/runs/ckpt"));
+    p.training.checkpoint->dir = "/tmp/elsewhere";
+    QCOMPARE(QString::fromStdString(project::checkpoint_dir(p).string()), QString("/tmp/elsewhere"));
+    const project::Project again = project::parse_project(project::to_json_string(project::parse_project(j.dump(), kFile)), kFile);
+    QCOMPARE(again.training_json["checkpoint"], j["training"]["checkpoint"]);
+    // Only the folder is required; without the field there is no folder.
+    j["training"]["checkpoint"] = {{"dir", "ckpt"}};
+    p = project::parse_project(j.dump(), kFile);
+    QCOMPARE(p.training.checkpoint->save_every, int64_t(0));
+    QCOMPARE(p.training.checkpoint->keep, int64_t(3));
+    j["training"].erase("checkpoint");
+    p = project::parse_project(j.dump(), kFile);
+    QVERIFY(!p.training.checkpoint.has_value());
+    QVERIFY(project::checkpoint_dir(p).empty());
   }
 
   void stepsAndEpochsBothZeroIsRejected() {

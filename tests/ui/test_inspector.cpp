@@ -8,6 +8,8 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPointer>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QtTest>
@@ -17,6 +19,7 @@
 #include "ui/document/project_document.h"
 #include "ui/inspector/inspector.h"
 #include "ui/inspector/inspector_page.h"
+#include "ui/main_window.h"
 
 using namespace shardlab;
 using namespace shardlab::ui;
@@ -387,6 +390,63 @@ class TestInspector : public QObject {
 
     doc_->setSelection({"blocks"});
     QCOMPARE(find<QLineEdit>("field:count")->text(), QString("4"));
+  }
+
+  // In a small window (1024x640) the Inspector dock scrolls a page taller than itself, and no
+  // part of a page is cut off at the side: every field is as wide as it needs, inside the view.
+  void theInspectorScrollsInASmallWindow_data() {
+    QTest::addColumn<QStringList>("selection");
+    QTest::addColumn<QSize>("window");
+    QTest::addColumn<bool>("scrolls");  // the page is taller than the dock there
+    for (const QSize size : {QSize(1024, 640), QSize(900, 420)}) {
+      const QString at = QString(" at %1x%2").arg(size.width()).arg(size.height());
+      QTest::newRow(qPrintable("project" + at)) << QStringList{} << size << false;
+      QTest::newRow(qPrintable("dense node" + at)) << QStringList{"dense1"} << size << (size.height() < 500);
+      QTest::newRow(qPrintable("two dense nodes" + at)) << QStringList{"dense1", "dense2"} << size << false;
+    }
+  }
+  void theInspectorScrollsInASmallWindow() {
+    QFETCH(QStringList, selection);
+    QFETCH(QSize, window);
+    QFETCH(bool, scrolls);
+    MainWindow w;
+    QVERIFY(w.openFile(QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/fashion-mlp.shardlab.json")));
+    w.resize(window);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.document()->setSelection(selection);
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+    QApplication::processEvents();
+    auto* inspector = w.findChild<Inspector*>("inspector");
+    QVERIFY(inspector);
+    QVERIFY(inspector->isVisible());
+    QScrollArea* area = inspector->scrollArea();
+    QWidget* page = inspector->page();
+    QVERIFY(page);
+    QCOMPARE(area->widget(), page);
+    const QSize view = area->viewport()->size();
+    QVERIFY2(view.height() > 80 && view.width() > 150, qPrintable(QString("%1x%2").arg(view.width()).arg(view.height())));
+    // Vertically: the page has all the height it asks for; what the dock lacks, the scroll bar gives.
+    QVERIFY(page->height() >= page->minimumSizeHint().height());
+    QScrollBar* bar = area->verticalScrollBar();
+    QCOMPARE(bar->maximum(), std::max(0, page->height() - view.height()));
+    if (scrolls) QVERIFY2(page->minimumSizeHint().height() > view.height(), "the case meant to scroll fits");
+    if (page->minimumSizeHint().height() > view.height()) {
+      QVERIFY(bar->isVisible());
+      bar->setValue(bar->maximum());
+      QApplication::processEvents();
+      QCOMPARE(page->mapTo(area->viewport(), QPoint(0, page->height())).y(), view.height());
+    }
+    // Across: the page is no wider than the view, and every visible field has its minimum width.
+    QVERIFY2(page->width() <= view.width(), qPrintable(QString("page %1 wide in a view %2 wide").arg(page->width()).arg(view.width())));
+    for (QWidget* child : page->findChildren<QWidget*>()) {
+      if (!child->isVisibleTo(page) || child->minimumSizeHint().isEmpty()) continue;
+      const QRect r(child->mapTo(page, QPoint(0, 0)), child->size());
+      const QString name = child->objectName() + " (" + child->metaObject()->className() + ")";
+      QVERIFY2(r.right() < page->width() + 1, qPrintable(name + " reaches past the page's right edge"));
+      QVERIFY2(r.width() >= child->minimumSizeHint().width(),
+               qPrintable(name + QString(" is %1 wide, needs %2").arg(r.width()).arg(child->minimumSizeHint().width())));
+    }
   }
 
   void screenshot() {

@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -15,6 +16,8 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QUndoStack>
@@ -26,6 +29,8 @@
 #include "engine/api/build_info.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
+#include "ui/help/shortcuts_dialog.h"
+#include "ui/help/user_guide.h"
 #include "ui/main_window.h"
 #include "ui/mesh/issues_list.h"
 
@@ -120,6 +125,78 @@ class TestMainWindow : public QObject {
       w.tabs()->setCurrentIndex(i);
       QVERIFY(!w.grab().isNull());
     }
+  }
+
+  // The graph is the window's central area, the layer palette and inspector beside it and the
+  // tabs below: at 1920x1080 the graph gets at least half the height, whichever tab is shown.
+  void theGraphIsTheCentralArea() {
+    MainWindow w;
+    QVERIFY(w.openFile(example("fashion-mlp")));
+    w.resize(1920, 1080);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QCOMPARE(w.centralWidget(), static_cast<QWidget*>(w.canvas()));
+    auto* palette = w.findChild<QDockWidget*>("paletteDock");
+    auto* inspector = w.findChild<QDockWidget*>("inspectorDock");
+    auto* tabs = w.findChild<QDockWidget*>("tabsDock");
+    QVERIFY(palette && inspector && tabs);
+    QCOMPARE(w.dockWidgetArea(palette), Qt::LeftDockWidgetArea);
+    QCOMPARE(w.dockWidgetArea(inspector), Qt::RightDockWidgetArea);
+    QCOMPARE(w.dockWidgetArea(tabs), Qt::BottomDockWidgetArea);
+    QCOMPARE(tabs->widget(), static_cast<QWidget*>(w.tabs()));
+    for (int i = 0; i < w.tabs()->count(); ++i) {
+      w.tabs()->setCurrentIndex(i);
+      QApplication::processEvents();
+      const QString tab = w.tabs()->tabText(i);
+      QVERIFY2(w.canvas()->height() >= w.height() / 2,
+               qPrintable(QString("%1: graph %2 px of a %3 px window").arg(tab).arg(w.canvas()->height()).arg(w.height())));
+      QVERIFY2(w.canvas()->width() >= w.width() / 2, qPrintable(tab));
+      QVERIFY2(w.tabs()->height() >= 250, qPrintable(QString("%1: tabs %2 px high").arg(tab).arg(w.tabs()->height())));
+    }
+    // Beside and below, not over: the docks do not overlap the graph.
+    const QRect graph(w.canvas()->mapTo(&w, QPoint(0, 0)), w.canvas()->size());
+    QVERIFY(QRect(palette->mapTo(&w, QPoint(0, 0)), palette->size()).right() < graph.left());
+    QVERIFY(QRect(inspector->mapTo(&w, QPoint(0, 0)), inspector->size()).left() > graph.right());
+    QVERIFY(QRect(tabs->mapTo(&w, QPoint(0, 0)), tabs->size()).top() > graph.bottom());
+    QVERIFY(w.saveScreenshot(SHARDLAB_BINARY_DIR "/ui-screenshots/main_window_1920x1080.png"));
+  }
+
+  // A layout saved by an older version (the graph in a dock above the tabs) is not restored into
+  // this arrangement; the window's own saved layout is.
+  void anOlderSavedLayoutDoesNotSqueezeTheGraph() {
+    {
+      QMainWindow old;
+      old.setCentralWidget(new QTabWidget(&old));
+      for (const char* name : {"paletteDock", "canvasDock", "inspectorDock"}) {
+        auto* d = new QDockWidget(name, &old);
+        d->setObjectName(name);
+        d->setWidget(new QWidget(d));
+        old.addDockWidget(QString(name) == "canvasDock" ? Qt::TopDockWidgetArea : Qt::LeftDockWidgetArea, d);
+      }
+      old.resize(1920, 1080);
+      QSettings().setValue("windowState", old.saveState());
+    }
+    int tabsHeight = 0;
+    {
+      MainWindow w;
+      w.resize(1920, 1080);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QVERIFY(w.canvas()->height() >= w.height() / 2);
+      auto* tabs = w.findChild<QDockWidget*>("tabsDock");
+      QCOMPARE(w.dockWidgetArea(tabs), Qt::BottomDockWidgetArea);
+      QVERIFY(tabs->isVisible());
+      w.resizeDocks({tabs}, {300}, Qt::Vertical);
+      QApplication::processEvents();
+      tabsHeight = tabs->height();
+      QVERIFY(w.close());  // saves the layout
+    }
+    MainWindow again;
+    again.resize(1920, 1080);
+    again.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&again));
+    QVERIFY(std::abs(again.findChild<QDockWidget*>("tabsDock")->height() - tabsHeight) <= 2);
+    QSettings().remove("windowState");
   }
 
   void titleShowsTheModifiedMarkUntilSaved() {
@@ -320,6 +397,80 @@ class TestMainWindow : public QObject {
     QVERIFY2(text.contains("ONNX " + QString(info.onnx ? "yes" : "no")), qPrintable(text));
     QVERIFY2(text.contains(QString::fromStdString(info.gemm_kernel) + " GEMM kernel"), qPrintable(text));
     QVERIFY2(!info.gemm_kernel.empty(), "no GEMM kernel named");
+  }
+
+  QAction* helpAction(MainWindow& w, const QString& text) {
+    for (QAction* menu : w.menuBar()->actions())
+      if (menu->text().remove('&') == "Help")
+        for (QAction* a : menu->menu()->actions())
+          if (a->text().remove('&') == text) return a;
+    return nullptr;
+  }
+
+  // Help > User Guide shows the README's two usage sections, from the README compiled in.
+  void userGuideShowsTheReadmesUsageSections() {
+    MainWindow w;
+    QAction* guide = helpAction(w, "User Guide");
+    QVERIFY(guide);
+    QCOMPARE(guide->shortcut(), QKeySequence(QKeySequence::HelpContents));
+    guide->trigger();
+    QVERIFY(w.userGuide());
+    QVERIFY(w.userGuide()->isVisible());
+    auto* browser = w.userGuide()->findChild<QTextBrowser*>("userGuide");
+    QVERIFY(browser);
+    const QString text = browser->toPlainText();
+    for (const char* want : {"Using the desktop application", "Using the command line", "shardlab-cli check", "--checkpoint-dir"})
+      VERIFY_CONTAINS(text, want);
+    VERIFY_LACKS(text, "Tests and benchmarks");  // only the usage sections
+    // The same words as the README in the source tree, so the compiled-in copy is this README.
+    QFile readme(SHARDLAB_SOURCE_DIR "/README.md");
+    QVERIFY(readme.open(QIODevice::ReadOnly));
+    QCOMPARE(userGuideMarkdown(), extractSections(QString::fromUtf8(readme.readAll()), userGuideSections()));
+  }
+
+  // Sections end at the next heading of their level; a '#' in a code block is no heading.
+  void userGuideSectionsEndAtTheNextHeading() {
+    const QString readme = "# T\nintro\n## A\na text\n```sh\n# comment\n```\n### A1\nsub\n## B\nb text\n## C\nc text\n";
+    QCOMPARE(extractSections(readme, {"A"}), QString("## A\na text\n```sh\n# comment\n```\n### A1\nsub"));
+    QCOMPARE(extractSections(readme, {"C", "B"}), QString("## C\nc text\n\n## B\nb text"));
+    QCOMPARE(extractSections(readme, {"missing"}), QString());
+  }
+
+  // Help > Keyboard Shortcuts lists the window's own actions' shortcuts, read when it opens.
+  void shortcutsTableIsTheWindowsActions() {
+    MainWindow w;
+    QAction* open = helpAction(w, "Keyboard Shortcuts");
+    QVERIFY(open);
+    open->trigger();
+    ShortcutsDialog* dialog = w.shortcutsDialog();
+    QVERIFY(dialog);
+    QVERIFY(dialog->isVisible());
+    auto* table = dialog->findChild<QTableWidget*>("shortcutsTable");
+    QVERIFY(table);
+    auto keysOf = [table](const QString& command) {
+      for (int r = 0; r < table->rowCount(); ++r)
+        if (table->item(r, 1)->text() == command) return table->item(r, 2)->text();
+      return QString("<no row for %1>").arg(command);
+    };
+    QCOMPARE(keysOf("New"), QKeySequence(QKeySequence::New).toString(QKeySequence::NativeText));
+    QCOMPARE(keysOf("New"), QString("Ctrl+N"));
+    VERIFY_CONTAINS(keysOf("Undo"), "Ctrl+Z");
+    VERIFY_CONTAINS(keysOf("Copy"), "Ctrl+C");
+    QCOMPARE(keysOf("User Guide"), QKeySequence(QKeySequence::HelpContents).toString(QKeySequence::NativeText));
+    for (int r = 0; r < table->rowCount(); ++r)
+      if (table->item(r, 1)->text() == "Copy") QCOMPARE(table->item(r, 3)->text(), QString("in the graph"));
+    // Every row is an action with that shortcut, and every action with a shortcut has its row.
+    int withShortcut = 0;
+    for (QMenu* menu : w.menuBar()->findChildren<QMenu*>())
+      for (QAction* a : menu->actions()) withShortcut += !a->menu() && !a->shortcut().isEmpty();
+    QVERIFY(withShortcut >= 15);
+    QCOMPARE(table->rowCount(), withShortcut);
+    // A changed shortcut shows the next time the table opens: it is generated, not written down.
+    QAction* save = fileAction(w, "Save");
+    QVERIFY(save);
+    save->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_F12));
+    open->trigger();
+    QCOMPARE(keysOf("Save"), QString("Ctrl+F12"));
   }
 
   void themesSwitchThePalette() {

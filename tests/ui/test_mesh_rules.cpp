@@ -18,6 +18,7 @@
 #include <QToolButton>
 #include <QtTest>
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <unistd.h>
 
@@ -494,12 +495,41 @@ class TestMeshRules : public QObject {
     QCOMPARE(items->item(1)->toolTip(), QString("needs the CUDA backend"));
   }
 
+  // The grid's captions are never cut short ("8 devices" once read "devic" over a grid one cell
+  // wide): each caption's rectangle is at least its text's width, inside the widget, for a mesh of
+  // one device, one axis of eight, two axes, and a long axis name, at the tab's normal size.
+  void deviceGridCaptionsAreNotClipped_data() {
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("caption");
+    QTest::newRow("one device") << "null" << "1 device";
+    QTest::newRow("one axis") << R"({"axes": {"data": 8}})" << "8 devices";
+    QTest::newRow("two axes") << R"({"axes": {"data": 2, "model": 4}})" << "model";
+    QTest::newRow("long names") << R"({"axes": {"replica_groups": 8, "tensor_parallel": 1}})" << "tensor_parallel";
+  }
+  void deviceGridCaptionsAreNotClipped() {
+    QFETCH(QString, mesh);
+    QFETCH(QString, caption);
+    Fixture f;
+    QVERIFY(f.doc.edit("Mesh", [&](project::Project& p) { p.mesh = graph::Json::parse(mesh.toStdString()); }));
+    DeviceGrid* grid = f.tab->meshEditor()->deviceGrid();
+    QVERIFY(QTest::qWaitForWindowExposed(f.tab.get()));
+    QCOMPARE(grid->columnCaption(), caption);
+    const QFontMetrics bold(grid->captionFont());
+    const QRect top = grid->columnCaptionRect();
+    QVERIFY2(top.width() >= bold.horizontalAdvance(caption),
+             qPrintable(QString("%1 px for %2 px of text").arg(top.width()).arg(bold.horizontalAdvance(caption))));
+    QVERIFY2(grid->rect().contains(top), qPrintable(QString("caption at x %1..%2 in a grid %3 wide").arg(top.left()).arg(top.right()).arg(grid->width())));
+    if (!grid->rowCaption().isEmpty()) {
+      QVERIFY(grid->rowCaptionLength() >= bold.horizontalAdvance(grid->rowCaption()));
+      QVERIFY(grid->rowCaptionLength() <= grid->height());
+    }
+  }
+
   void overCapacityBarsAreRed() {
     MemoryBars bars;
     bars.resize(400, 200);
     sharding::DeviceMemory fits{10, 10, 20}, over{100, 50, 90};
     bars.setMemory({fits, over}, 100);
-    QVERIFY(bars.capacityOnScale());
     QVERIFY(!bars.overCapacity(0));
     QVERIFY(bars.overCapacity(1));
     const QImage img = bars.grab().toImage();
@@ -508,9 +538,46 @@ class TestMeshRules : public QObject {
     QVERIFY2(c.red() > c.green() + 60 && c.red() > c.blue() + 40, qPrintable(c.name()));
     const QColor ok = img.pixelColor(bars.barRect(0).center().x(), slot.bottom() - 3);
     QVERIFY2(ok.blue() > ok.red(), qPrintable(ok.name()));  // the parameters' blue, unwashed
-    // A capacity far above every bar is stated in words rather than squashing the bars.
-    bars.setMemory({fits}, 1e12);
-    QVERIFY(!bars.capacityOnScale());
+    // The bar past capacity reaches above the capacity line.
+    QVERIFY(bars.barLength(1) > bars.capacityLevel());
+  }
+
+  // The bars stand on a byte scale whose labels are the engine's byte format and which always
+  // reaches the capacity: a bar's length is its total against the scale's top, so a device using
+  // a sliver of its memory draws a sliver (it used to fill the chart at "0.0% used").
+  void memoryBarsAreToScaleWithTheCapacityMarked() {
+    MemoryBars bars;
+    bars.resize(480, 220);
+    const double GiB = 1024.0 * 1024 * 1024;
+    sharding::DeviceMemory small{0.02 * GiB, 0.04 * GiB, 0.02 * GiB, 0.02 * GiB}, half{2 * GiB, 2 * GiB, 2 * GiB, 2 * GiB};
+    bars.setMemory({small, half}, 16 * GiB);
+    QVERIFY(bars.scaleMax() >= 16 * GiB);
+    const QList<double> ticks = bars.ticks();
+    QVERIFY(ticks.size() >= 3);
+    QCOMPARE(ticks.first(), 0.0);
+    QCOMPARE(ticks.last(), bars.scaleMax());
+    const QStringList labels = bars.tickLabels();
+    QCOMPARE(labels.size(), ticks.size());
+    for (int i = 0; i < ticks.size(); ++i) QCOMPARE(labels[i], bytesText(ticks[i]));
+    QVERIFY2(labels.join(' ').contains("GiB"), qPrintable(labels.join(", ")));
+    const int full = bars.barRect(0).height();
+    QVERIFY(full > 50);
+    for (int i = 0; i < bars.barCount(); ++i) {
+      const double total = i == 0 ? small.total() : half.total();
+      QVERIFY2(std::abs(bars.barLength(i) - full * total / bars.scaleMax()) <= 1.0, qPrintable(QString::number(i)));
+    }
+    QVERIFY(bars.barLength(0) <= full / 50 + 1);  // 100 MiB of 16 GiB: a sliver
+    QVERIFY(std::abs(bars.capacityLevel() - full * 16 * GiB / bars.scaleMax()) <= 1.0);
+    QVERIFY(bars.barLength(1) < bars.capacityLevel());
+    // Drawn so: the small bar's slot is background at three eighths of the height (between grid
+    // lines); the other bar is coloured at half its length and background just above its top.
+    const QImage img = bars.grab().toImage();
+    const QRect slot0 = bars.barRect(0), slot1 = bars.barRect(1);
+    const QColor bg = bars.palette().color(QPalette::Window);
+    const int base = slot0.bottom() + 1;
+    QCOMPARE(img.pixelColor(slot0.center().x(), base - full * 3 / 8), bg);
+    QVERIFY(img.pixelColor(slot1.center().x(), base - bars.barLength(1) / 2) != bg);
+    QCOMPARE(img.pixelColor(slot1.center().x(), base - bars.barLength(1) - 3), bg);
   }
 
   void clickingAnArrayRowRequestsIt() {

@@ -18,6 +18,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QUndoStack>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -208,7 +209,7 @@ class TestTrainingDashboard : public QObject {
     QCOMPARE(tab.progressBar()->value(), 3);
 
     // Controls are back; the log has the plan and the end; the learning rate typed reached the
-    // engine but the document did not change.
+    // engine but not the document, which keeps the steps and batch size (run settings it saves).
     QVERIFY(!tab.isRunning());
     QVERIFY(button(tab, "start")->isEnabled());
     QVERIFY(!button(tab, "stop")->isEnabled());
@@ -219,7 +220,8 @@ class TestTrainingDashboard : public QObject {
     VERIFY_CONTAINS(log, "lr 0.0005");
     VERIFY_CONTAINS(log, "Done: 3 steps");
     QCOMPARE(doc.project().optimizer.learning_rate.value, 1e-4);
-    QVERIFY(!doc.isModified());
+    QCOMPARE(doc.project().training.steps, int64_t(3));
+    QCOMPARE(doc.project().training.batch_size, int64_t(32));
 
     // Hovering the loss chart reads out the step under the mouse.
     QVERIFY(loss->hoverText().isEmpty());
@@ -462,6 +464,65 @@ class TestTrainingDashboard : public QObject {
   // nothing; Start Over moves the old run's steps into old-run-<id>/ and trains afresh.
   // A run belongs to its project: opening another leaves none of it behind, and above all not its
   // checkpoint folder, which a run of the other model would otherwise write into.
+  // Steps, epochs, batch size, seed and the checkpoint folder, save-every and keep typed into the
+  // Training tab are the project's: each is an undoable edit, saving writes them (the folder
+  // relative to the project file when it lies beside it), and reopening shows them again.
+  void runSettingsAreSavedWithTheProject() {
+    const QString path = writeProject("settings.shardlab.json", tinyProject());
+    const QString root = QDir::cleanPath(tmp_.filePath("settings-ckpt"));
+    {
+      ProjectDocument doc;
+      TrainingTab tab(&doc);
+      doc.open(path);
+      QVERIFY(!doc.isModified());
+      QCOMPARE(tab.outputsForm()->checkpointDir(), QString());
+      typeInto(tab.form()->stepsBox(), "0");
+      typeInto(tab.form()->epochsBox(), "5");
+      typeInto(tab.form()->batchBox(), "16");
+      typeInto(tab.form()->seedBox(), "7");
+      typeInto(tab.outputsForm()->checkpointDirEdit(), root);
+      typeInto(tab.outputsForm()->saveEveryBox(), "10");
+      typeInto(tab.outputsForm()->keepBox(), "2");
+      QVERIFY(doc.isModified());
+      const project::TrainingSpec& t = doc.project().training;
+      QCOMPARE(t.epochs, int64_t(5));
+      QCOMPARE(t.batch_size, int64_t(16));
+      QCOMPARE(t.seed, uint64_t(7));
+      QVERIFY(t.checkpoint.has_value());
+      QCOMPARE(QString::fromStdString(t.checkpoint->dir), QString("settings-ckpt"));
+      // Undo takes back one field and the form follows it.
+      doc.undoStack()->undo();
+      QCOMPARE(tab.outputsForm()->keepBox()->value(), 3);
+      doc.undoStack()->redo();
+      QCOMPARE(tab.outputsForm()->keepBox()->value(), 2);
+      doc.saveAs(path);
+      QVERIFY(!doc.isModified());
+    }
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const graph::Json saved = graph::Json::parse(file.readAll().toStdString());
+    QCOMPARE(saved["training"]["checkpoint"], graph::Json::parse(R"({"dir": "settings-ckpt", "save_every": 10, "keep": 2})"));
+    QCOMPARE(saved["training"]["epochs"], graph::Json(5));
+
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(path);
+    QCOMPARE(tab.form()->stepsBox()->value(), 0);
+    QCOMPARE(tab.form()->epochsBox()->value(), 5);
+    QCOMPARE(tab.form()->batchBox()->value(), 16);
+    QCOMPARE(tab.form()->seedBox()->value(), 7);
+    QCOMPARE(tab.outputsForm()->checkpointDir(), root);
+    QCOMPARE(tab.outputsForm()->saveEveryBox()->value(), 10);
+    QCOMPARE(tab.outputsForm()->keepBox()->value(), 2);
+    QVERIFY(!doc.isModified());
+    // Clearing the folder removes it from the project; a folder elsewhere is written whole.
+    tab.outputsForm()->checkpointDirEdit()->clear();
+    QVERIFY(!doc.project().training.checkpoint.has_value());
+    const QString elsewhere = QDir::cleanPath(QDir::tempPath() + "/shardlab-elsewhere-ckpt");
+    typeInto(tab.outputsForm()->checkpointDirEdit(), elsewhere);
+    QCOMPARE(QString::fromStdString(doc.project().training.checkpoint->dir), elsewhere);
+  }
+
   void openingAnotherProjectResetsTheTab() {
     ProjectDocument doc;
     TrainingTab tab(&doc);

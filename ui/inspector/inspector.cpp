@@ -2,6 +2,7 @@
 
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QVBoxLayout>
 #include <set>
 
@@ -64,7 +65,9 @@ Inspector::Inspector(ProjectDocument* doc, QWidget* parent) : QWidget(parent), d
   scroll_ = new QScrollArea(this);
   scroll_->setWidgetResizable(true);
   scroll_->setFrameShape(QFrame::NoFrame);
-  scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // The page is never narrower than its minimum (minimumSizeHint below keeps the dock wide enough);
+  // should a style make it so, the page scrolls across rather than being cut off.
+  scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   column->addWidget(scroll_);
   connect(doc_, &ProjectDocument::changed, this, &Inspector::sync);
   connect(doc_, &ProjectDocument::selectionChanged, this, &Inspector::sync);
@@ -116,6 +119,13 @@ void Inspector::showPage(const Subject& s) {
     }
   }
   scroll_->setWidget(page_);
+  updateGeometry();  // another page, another minimum width
+}
+
+QSize Inspector::minimumSizeHint() const {
+  const int page = page_ ? page_->minimumSizeHint().width() : 0;
+  const int bar = scroll_->verticalScrollBar()->sizeHint().width();
+  return {page + bar + 2 * scroll_->frameWidth(), 120};
 }
 
 void Inspector::rename(NodePage* page, const QString& newName) {

@@ -22,8 +22,13 @@ class Inspector : public QWidget {
  public:
   explicit Inspector(ProjectDocument* doc, QWidget* parent = nullptr);
 
-  // The page shown now.
+  // The page shown now, and the area that scrolls it when it is taller than the dock.
   InspectorPage* page() const { return page_; }
+  QScrollArea* scrollArea() const { return scroll_; }
+
+  // As wide as the page's fields need beside a vertical scroll bar (so a narrow dock never cuts
+  // them off at the side), and short: a page taller than the dock scrolls.
+  QSize minimumSizeHint() const override;
 
  private:
   // What a page is built for: kind, node paths and their one type (empty for the others).

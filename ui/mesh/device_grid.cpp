@@ -62,16 +62,46 @@ QRect DeviceGrid::cellRect(int device) const {
   return QRect(g.grid.left() + c * g.cell, g.grid.top() + r * g.cell, g.cell, g.cell);
 }
 
+QFont DeviceGrid::captionFont() const {
+  QFont bold = font();
+  bold.setBold(true);
+  return bold;
+}
+
+QString DeviceGrid::columnCaption() const {
+  return columnLabel().isEmpty() ? counted(deviceCount(), tr("device"), tr("devices")) : columnLabel();
+}
+
+QRect DeviceGrid::columnCaptionRect() const {
+  // Centred over the grid, but as wide as its words: a grid one cell wide must not cut
+  // "8 devices" to "devic". Kept inside the widget.
+  const Geometry g = geometry();
+  const int want = QFontMetrics(captionFont()).horizontalAdvance(columnCaption()) + 4;
+  const int w = std::min(std::max(want, g.grid.width()), std::max(1, width() - 2 * kMargin));
+  const int x = std::clamp(g.grid.center().x() - w / 2, kMargin, std::max(kMargin, width() - kMargin - w));
+  return QRect(x, kMargin, w, QFontMetrics(captionFont()).height());
+}
+
+int DeviceGrid::rowCaptionLength() const {
+  const Geometry g = geometry();
+  const int want = QFontMetrics(captionFont()).horizontalAdvance(rowLabel()) + 4;
+  return std::min(std::max(want, g.grid.height()), std::max(1, height() - 2 * kMargin));
+}
+
 QSize DeviceGrid::sizeHint() const {
   const QFontMetrics fm(font());
+  const QFontMetrics bold(captionFont());
   const int cell = std::clamp(360 / std::max(1, columns()), 12, kMaxCell);
-  return QSize(kMargin * 2 + 2 * fm.height() + 16 + cell * columns(), kMargin * 2 + 2 * fm.height() + 2 + cell * rows())
-      .boundedTo(QSize(480, 320));
+  const int w = std::max(kMargin * 2 + 2 * fm.height() + 16 + cell * columns(), bold.horizontalAdvance(columnCaption()) + 2 * kMargin + 4);
+  const int h = std::max(kMargin * 2 + 2 * fm.height() + 2 + cell * rows(), bold.horizontalAdvance(rowLabel()) + 2 * kMargin + 4);
+  return QSize(w, h).boundedTo(QSize(480, 320));
 }
 
 QSize DeviceGrid::minimumSizeHint() const {
   const QFontMetrics fm(font());
-  return QSize(120, 3 * fm.height() + 2 * kMinCell * std::min(rows(), 8));
+  const QFontMetrics bold(captionFont());
+  return QSize(std::max(120, bold.horizontalAdvance(columnCaption()) + 2 * kMargin + 4),
+               std::max(3 * fm.height() + 2 * kMinCell * std::min(rows(), 8), bold.horizontalAdvance(rowLabel()) + 2 * kMargin + 4));
 }
 
 void DeviceGrid::paintEvent(QPaintEvent*) {
@@ -83,16 +113,18 @@ void DeviceGrid::paintEvent(QPaintEvent*) {
 
   // Edges: the column axes on top with their coordinates, the row axis down the left side.
   p.setPen(pal.color(QPalette::WindowText));
-  QFont bold = font();
-  bold.setBold(true);
-  p.setFont(bold);
-  p.drawText(QRect(g.grid.left(), kMargin, g.grid.width(), fm.height()), Qt::AlignCenter,
-             columnLabel().isEmpty() ? counted(deviceCount(), tr("device"), tr("devices")) : columnLabel());
+  p.setFont(captionFont());
+  const QFontMetrics boldFm(captionFont());
+  const QRect top = columnCaptionRect();
+  p.drawText(top, Qt::AlignCenter, boldFm.elidedText(columnCaption(), Qt::ElideRight, top.width()));
   if (!rowLabel().isEmpty()) {
+    const int length = rowCaptionLength();
+    const int centre = std::clamp(g.grid.center().y(), kMargin + length / 2, std::max(kMargin + length / 2, height() - kMargin - length / 2));
     p.save();
-    p.translate(kMargin, g.grid.top() + g.grid.height() / 2);
+    p.translate(kMargin, centre);
     p.rotate(-90);
-    p.drawText(QRect(-g.grid.height() / 2, 0, g.grid.height(), fm.height()), Qt::AlignCenter, rowLabel());
+    p.drawText(QRect(-length / 2, 0, length, boldFm.height()), Qt::AlignCenter,
+               boldFm.elidedText(rowLabel(), Qt::ElideRight, length));
     p.restore();
   }
   p.setFont(font());

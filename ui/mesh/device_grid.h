@@ -25,6 +25,15 @@ class DeviceGrid : public QWidget {
   int deviceAt(int row, int column) const { return row * columns() + column; }
   QRect cellRect(int device) const;
 
+  // The bold captions on the edges: the column axes (or the device count) above the grid, and the
+  // row axis down its left side (its rectangle as if unrotated: its width runs along the grid's
+  // height). Each is at least as long as its text, within the widget, so no caption is clipped.
+  QFont captionFont() const;
+  QString columnCaption() const;
+  QRect columnCaptionRect() const;
+  QString rowCaption() const { return rowLabel(); }
+  int rowCaptionLength() const;
+
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 

@@ -1,8 +1,10 @@
 // Per-device memory as bars, one per device of the mesh, each stacked parameters / optimizer
-// state / gradients / activations, against the device's capacity: a line when it is on the scale,
-// a label when it is far above it, and a red bar for a device that needs more than it has.
+// state / gradients / activations, on a byte scale that always reaches the device's capacity (a
+// dashed line): a design using a sliver of a device draws a sliver, and a device that needs more
+// than it has draws a red bar past the line.
 #pragma once
 
+#include <QList>
 #include <QWidget>
 #include <vector>
 
@@ -23,11 +25,18 @@ class MemoryBars : public QWidget {
   bool overCapacity(int device) const;
   // The full-height slot of a bar, as it is laid out at the current size.
   QRect barRect(int device) const;
-  // True when the capacity line is drawn (the capacity is on the same scale as the bars).
-  bool capacityOnScale() const;
+  // The plotted part of a bar (its total against the scale) in pixels, from the slot's bottom.
+  int barLength(int device) const;
+  // The byte scale: its top, and the values of its labelled ticks (0 first, the top last).
+  double scaleMax() const;
+  QList<double> ticks() const;
+  // The tick labels as drawn, in the engine's byte format ("512.00 MiB").
+  QStringList tickLabels() const;
+  // The capacity line's height in pixels above the bars' bottom; -1 without a capacity.
+  int capacityLevel() const;
 
-  QSize sizeHint() const override { return {480, 180}; }
-  QSize minimumSizeHint() const override { return {160, 120}; }
+  QSize sizeHint() const override { return {480, 200}; }
+  QSize minimumSizeHint() const override;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -35,7 +44,8 @@ class MemoryBars : public QWidget {
 
  private:
   QRect plotArea() const;
-  double scaleMax() const;
+  double tickStep() const;
+  int lengthOf(double bytes) const;
 
   std::vector<sharding::DeviceMemory> devices_;
   double capacity_ = 0;

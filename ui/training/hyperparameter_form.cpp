@@ -69,12 +69,20 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
   loadDefaults(empty, 1);
 }
 
-void HyperparameterForm::loadDefaults(const project::Project& p, int meshDevices) {
-  const project::TrainingSpec& t = p.training;
-  steps_->setValue(clampInt(t.steps, 0, steps_->maximum()));
-  epochs_->setValue(clampInt(t.epochs, 1, epochs_->maximum()));
+void HyperparameterForm::showTraining(const project::TrainingSpec& t) {
+  // Only a value that differs is set: a field being typed in keeps its cursor.
+  auto show = [](QSpinBox* box, int v) {
+    if (box->value() != v) box->setValue(v);
+  };
+  show(steps_, clampInt(t.steps, 0, steps_->maximum()));
+  show(epochs_, clampInt(t.epochs, 1, epochs_->maximum()));
   epochs_->setEnabled(steps_->value() == 0);
-  batch_->setValue(clampInt(t.batch_size, 1, batch_->maximum()));
+  show(batch_, clampInt(t.batch_size, 1, batch_->maximum()));
+  show(seed_, int(std::min<uint64_t>(t.seed, uint64_t(INT_MAX))));
+}
+
+void HyperparameterForm::loadDefaults(const project::Project& p, int meshDevices) {
+  showTraining(p.training);
   learningRate_->setText(QString::number(headlineLearningRate(p.optimizer.learning_rate), 'g', 6));
   const project::ScheduleSpec& s = p.optimizer.learning_rate;
   if (s.type == "warmup_cosine_decay")
@@ -85,7 +93,6 @@ void HyperparameterForm::loadDefaults(const project::Project& p, int meshDevices
                            .arg(s.decay_steps));
   else
     schedule_->setText(tr("constant, %1").arg(QString::fromStdString(p.optimizer.type)));
-  seed_->setValue(int(std::min<uint64_t>(t.seed, uint64_t(INT_MAX))));
   threads_->setValue(0);
   meshDevices_ = std::max(1, meshDevices);
   devices_->setValue(meshDevices_);

@@ -1,7 +1,8 @@
 // The Training tab's settings for one run: steps or epochs, batch size, learning rate, seed, CPU
-// threads and virtual devices. Filled from the project's training section; read into the
-// engine's TrainOptions plus a learning rate that overrides the project's schedule in the copy
-// of the project a run trains (the document itself is never changed by a run).
+// threads and virtual devices. Filled from the project's training section, where the Training tab
+// stores steps, epochs, batch size and seed back as they are edited; read into the engine's
+// TrainOptions plus a learning rate that overrides the project's schedule in the copy of the
+// project a run trains (the learning rate, threads and devices are this run's alone).
 #pragma once
 
 #include <QWidget>
@@ -32,6 +33,9 @@ class HyperparameterForm : public QWidget {
   // Every field from the project: its training section, its learning rate, and `meshDevices`
   // (the device count of its mesh).
   void loadDefaults(const project::Project& p, int meshDevices);
+  // The training section's steps, epochs, batch size and seed (after an undo, say); the other
+  // fields stay as they are.
+  void showTraining(const project::TrainingSpec& t);
   // The mesh changed: the devices field follows it unless the user set it to something else.
   void setMeshDevices(int meshDevices);
 

@@ -74,6 +74,12 @@ void RunOutputsForm::setCheckpointDir(const QString& dir) {
   emit checkpointDirChanged(now);
 }
 
+void RunOutputsForm::showCheckpoint(const QString& dir, int saveEvery, int keep) {
+  if (checkpointDir() != dir) setCheckpointDir(dir);
+  if (saveEvery_->value() != saveEvery) saveEvery_->setValue(saveEvery);
+  if (keep_->value() != keep) keep_->setValue(keep);
+}
+
 void RunOutputsForm::browse() {
   if (qEnvironmentVariableIsSet("SHARDLAB_NO_DIALOGS")) return;  // tests type the path instead
   const QString dir = QFileDialog::getExistingDirectory(this, tr("Checkpoint Directory"), checkpointDir());

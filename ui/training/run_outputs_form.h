@@ -1,6 +1,6 @@
 // What a training run leaves behind besides its charts: how much of its trace it keeps (per-step
 // totals always; every span of the newest steps when detailed) and where, how often and how many
-// checkpoints it saves.
+// checkpoints it saves (the project's training.checkpoint, which the Training tab keeps in step).
 #pragma once
 
 #include <QWidget>
@@ -32,6 +32,8 @@ class RunOutputsForm : public QWidget {
 
   QString checkpointDir() const;
   void setCheckpointDir(const QString& dir);
+  // The folder, save-every and keep as a project has them; a value that differs is set.
+  void showCheckpoint(const QString& dir, int saveEvery, int keep);
 
   QCheckBox* detailedTraceBox() const { return detailed_; }
   QLineEdit* checkpointDirEdit() const { return dir_; }

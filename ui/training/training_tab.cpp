@@ -1,5 +1,6 @@
 #include "ui/training/training_tab.h"
 
+#include <QDir>
 #include <QFileInfo>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -9,13 +10,17 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStyle>
 #include <QTime>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "ui/document/project_document.h"
 #include "ui/training/hyperparameter_form.h"
@@ -161,6 +166,14 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, &TrainingTab::checkpointDirChanged);
   connect(doc_, &ProjectDocument::opened, this, &TrainingTab::projectOpened);
   connect(doc_, &ProjectDocument::changed, this, &TrainingTab::projectChanged);
+  // A relative checkpoint folder is the project file's: Save As elsewhere moves it.
+  connect(doc_, &ProjectDocument::pathChanged, this, &TrainingTab::showRunSettings);
+  const std::pair<QSpinBox*, QString> kept[] = {{form_->stepsBox(), "steps"},         {form_->epochsBox(), "epochs"},
+                                                {form_->batchBox(), "batch_size"},    {form_->seedBox(), "seed"},
+                                                {outputs_->saveEveryBox(), "save_every"}, {outputs_->keepBox(), "keep"}};
+  for (const auto& [box, field] : kept)
+    connect(box, &QSpinBox::valueChanged, this, [this, field] { storeRunSettings(field); });
+  connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, [this] { storeRunSettings("checkpoint"); });
 
   projectOpened();
 }
@@ -200,11 +213,78 @@ void TrainingTab::projectOpened() {
   log_->clear();
   error_->clear();
   error_->hide();
-  outputs_->setCheckpointDir(QString());
   status_->setText(tr("Idle"));
   showNotStarted();
+  showing_ = true;
   form_->loadDefaults(doc_->project(), meshDevices());
+  showing_ = false;
+  // The project's own checkpoint folder, or none: never the last project's.
+  showRunSettings();
   updateControls();
+}
+
+void TrainingTab::showRunSettings() {
+  const project::Project& p = doc_->project();
+  showing_ = true;
+  form_->showTraining(p.training);
+  const runtime::TrainOptions defaults;
+  if (const auto& c = p.training.checkpoint)
+    outputs_->showCheckpoint(QDir::cleanPath(QString::fromStdString(project::checkpoint_dir(p).string())),
+                             int(std::min<int64_t>(c->save_every, INT_MAX)), int(std::min<int64_t>(c->keep, INT_MAX)));
+  else
+    outputs_->showCheckpoint(QString(), 0, defaults.keep);
+  showing_ = false;
+}
+
+void TrainingTab::storeRunSettings(const QString& field) {
+  if (showing_ || run_->isRunning()) return;
+  const project::Project& now = doc_->project();
+  const int steps = form_->stepsBox()->value(), epochs = form_->epochsBox()->value();
+  const int batch = form_->batchBox()->value(), seed = form_->seedBox()->value();
+  // The folder as the project writes it: relative to the project file when it lies beside or
+  // below it (the project and its runs move together), absolute otherwise.
+  const QString dir = outputs_->checkpointDir();
+  QString written = dir;
+  if (!dir.isEmpty() && !doc_->path().isEmpty()) {
+    const QString relative = QFileInfo(doc_->path()).absoluteDir().relativeFilePath(dir);
+    if (!relative.startsWith(QStringLiteral(".."))) written = relative;
+  }
+  std::optional<project::CheckpointSpec> checkpoint;
+  if (!dir.isEmpty()) checkpoint = project::CheckpointSpec{written.toStdString(), outputs_->saveEveryBox()->value(), outputs_->keepBox()->value()};
+  const auto& had = now.training.checkpoint;
+  const bool sameCheckpoint = checkpoint.has_value() == had.has_value() &&
+                              (!had || (QDir::cleanPath(QString::fromStdString(project::checkpoint_dir(now).string())) == dir &&
+                                        had->save_every == checkpoint->save_every && had->keep == checkpoint->keep));
+  // Compared as the boxes show the project's values: epochs 0 (steps decide) shows as 1 and is
+  // not a change until someone changes it.
+  auto differs = [](QSpinBox* box, int64_t kept) {
+    return box->value() != std::clamp<int64_t>(kept, box->minimum(), box->maximum());
+  };
+  const bool stepsChanged = differs(form_->stepsBox(), now.training.steps);
+  // Steps 0 trains by epochs, which must then be above 0 in the file too.
+  const bool epochsChanged = differs(form_->epochsBox(), now.training.epochs) || (steps == 0 && now.training.epochs == 0);
+  const bool batchChanged = differs(form_->batchBox(), now.training.batch_size);
+  const bool seedChanged = differs(form_->seedBox(), int64_t(std::min<uint64_t>(now.training.seed, INT_MAX)));
+  if (!stepsChanged && !epochsChanged && !batchChanged && !seedChanged && sameCheckpoint) return;
+  // Consecutive changes to one field merge into one undo step, as typing "250" is one edit.
+  doc_->edit(
+      tr("Change training %1").arg(QString(field).replace('_', ' ')),
+      [&](project::Project& p) {
+        graph::Json& t = p.training_json;
+        if (!t.is_object()) t = graph::Json::object();
+        // Only what differs is written: a file that said nothing of a default keeps saying nothing.
+        if (stepsChanged) t["steps"] = steps;
+        if (epochsChanged) t["epochs"] = epochs;
+        if (batchChanged) t["batch_size"] = batch;
+        if (seedChanged) t["seed"] = seed;
+        if (!sameCheckpoint) {
+          if (checkpoint)
+            t["checkpoint"] = {{"dir", checkpoint->dir}, {"save_every", checkpoint->save_every}, {"keep", checkpoint->keep}};
+          else
+            t.erase("checkpoint");
+        }
+      },
+      QStringLiteral("training.") + field);
 }
 
 void TrainingTab::showNotStarted() {
@@ -213,7 +293,10 @@ void TrainingTab::showNotStarted() {
   progress_->setFormat(tr("Not started"));
 }
 
-void TrainingTab::projectChanged() { form_->setMeshDevices(meshDevices()); }
+void TrainingTab::projectChanged() {
+  form_->setMeshDevices(meshDevices());
+  showRunSettings();  // an undo or redo of a training setting
+}
 
 void TrainingTab::start() { launch(QString()); }
 

@@ -1,4 +1,4 @@
-// The Training tab: run settings, Start / Pause / Stop, a progress bar with ETA, live charts of
+// The Training tab: run settings (those a project keeps are saved with it), Start / Pause / Stop, a progress bar with ETA, live charts of
 // loss, accuracy, step time and throughput, and the run's log. Each run trains a copy of the
 // open project on a worker thread (TrainingRun); the UI thread only draws what it reports. A run
 // shares its trace (for the Trace tab) and saves checkpoints where the tab says, on request too,
@@ -81,6 +81,10 @@ class TrainingTab : public QWidget {
   void launch(const QString& resumeDir);
   void projectOpened();
   void projectChanged();
+  // The run settings a project keeps (steps, epochs, batch size, seed and training.checkpoint):
+  // shown from the document, and stored into it as one undoable edit per field as they are typed.
+  void showRunSettings();
+  void storeRunSettings(const QString& field);
   int meshDevices() const;
 
   void onPrepared(double peakFlops);
@@ -130,6 +134,7 @@ class TrainingTab : public QWidget {
   QElapsedTimer clock_;
   QTimer refresh_;
   int64_t logEvery_ = 1;
+  bool showing_ = false;  // the fields are being set from the document, not by the user
 };
 
 }  // namespace shardlab::ui
