@@ -307,6 +307,11 @@ void MainWindow::showTab(QWidget* page) {
     }
 }
 
+QWidget* MainWindow::currentTab() const {
+  auto* scroll = qobject_cast<QScrollArea*>(tabs_->currentWidget());
+  return scroll ? scroll->widget() : tabs_->currentWidget();
+}
+
 void MainWindow::showUserGuide() {
   if (!userGuide_) userGuide_ = new UserGuideDialog(this);
   userGuide_->show();

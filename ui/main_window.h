@@ -59,6 +59,8 @@ class MainWindow : public QMainWindow {
 
   // Brings a tab's page (training(), trace(), ...) to the front, showing the tabs' dock if hidden.
   void showTab(QWidget* page);
+  // The page of the tab in front (each page sits in its own scroll area).
+  QWidget* currentTab() const;
 
   // Help > User Guide (the README's usage sections) and Help > Keyboard Shortcuts (from the actions).
   void showUserGuide();

@@ -549,7 +549,7 @@ class TestMeshRules : public QObject {
     MemoryBars bars;
     bars.resize(480, 220);
     const double GiB = 1024.0 * 1024 * 1024;
-    sharding::DeviceMemory small{0.02 * GiB, 0.04 * GiB, 0.02 * GiB, 0.02 * GiB}, half{2 * GiB, 2 * GiB, 2 * GiB, 2 * GiB};
+    sharding::DeviceMemory small{0.02 * GiB, 0.04 * GiB, 0.04 * GiB}, half{2 * GiB, 2 * GiB, 4 * GiB};
     bars.setMemory({small, half}, 16 * GiB);
     QVERIFY(bars.scaleMax() >= 16 * GiB);
     const QList<double> ticks = bars.ticks();

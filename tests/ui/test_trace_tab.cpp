@@ -342,7 +342,7 @@ class TestTraceTab : public QObject {
     w.resize(1600, 1000);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.tabs()->setCurrentWidget(tab);
+    w.showTab(tab);
     GraphScene* scene = w.canvas()->graphScene();
     QVERIFY(scene->node("blocks"));
     QVERIFY(!scene->node("blocks/W1"));  // collapsed: its block's nodes are not drawn
@@ -369,7 +369,7 @@ class TestTraceTab : public QObject {
     QCOMPARE(doc->selection(), QStringList{"blocks/W1"});
     QCOMPARE(scene->revealedIn(), QString("blocks"));
     QVERIFY(scene->node("blocks")->isSelected());
-    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(tab));
+    QCOMPARE(w.currentTab(), static_cast<QWidget*>(tab));
     QCOMPARE(arrays.count(), 0);
 
     // The panel: device, primitive, node, times, and arrays the Sharding tab has, never
@@ -400,16 +400,16 @@ class TestTraceTab : public QObject {
     }
 
     // Clicking an array in the panel opens it in the Sharding tab.
-    auto* sharding = qobject_cast<ShardingTab*>(w.tabs()->widget(1));
+    auto* sharding = w.findChild<ShardingTab*>();
     QVERIFY(sharding);
     const int row = int(listed.indexOf("blocks/W1/kernel"));
     QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualItemRect(list->item(row)).center());
     QCOMPARE(arrays.count(), 1);
-    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(sharding));
+    QCOMPARE(w.currentTab(), static_cast<QWidget*>(sharding));
     QCOMPARE(sharding->currentArray(), QString("blocks/W1/kernel"));
 
     // A span of a drawn node selects that node itself, with no mark.
-    w.tabs()->setCurrentWidget(tab);
+    w.showTab(tab);
     QVERIFY(scene->toggleExpanded("blocks"));
     QVERIFY(scene->node("blocks/W2"));
     const int w2 = find("blocks/W2", "matmul", Category::Compute);
@@ -421,7 +421,7 @@ class TestTraceTab : public QObject {
     QVERIFY(scene->node("blocks/W2")->isSelected());
     QVERIFY(!scene->node("blocks")->isSelected());
     QCOMPARE(scene->revealedIn(), QString());
-    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(tab));
+    QCOMPARE(w.currentTab(), static_cast<QWidget*>(tab));
 
     // An optimizer update is recorded under its parameter's path; the click selects the node.
     const int update = find("blocks/W1/kernel", "adam_update", Category::Optimizer);
