@@ -257,6 +257,7 @@ class TestMeshRules : public QObject {
     QCOMPARE(problems.size(), 1);
     VERIFY_CONTAINS(problems[0], "'blocks/W1/kernel' dimension 2 (1024)");
     VERIFY_CONTAINS(problems[0], "sizes of model nearest 3 that divide them all: 2 or 4");
+    VERIFY_CONTAINS(problems[0], "Fix: set mesh axis 'model' to 2 or 4");
     QVERIFY(f.tab->issues()->errorCount() > 0);
     QCOMPARE(f.tab->meshEditor()->deviceGrid()->deviceCount(), 6);
     QCOMPARE(f.tab->memoryBars()->barCount(), 6);

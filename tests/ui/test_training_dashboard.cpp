@@ -377,6 +377,30 @@ class TestTrainingDashboard : public QObject {
     }
   }
 
+  // Seed 001's Fashion-MNIST images, (28, 28), fed to an Input that takes (784,): the design check
+  // marks the Input node before anything runs, and Start refuses with the same words.
+  void anInputThatDoesNotFitTheDataIsAnErrorBeforeStart() {
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/fashion-mlp.shardlab.json"));
+    if (!doc.design().ok()) QSKIP("fashion-mlp does not check out here (is dataset-fashion-mnist installed?)");
+    QVERIFY(doc.edit("The Input takes (784,)", [](project::Project& p) {
+      p.graph.nodes[0].params = nlohmann::ordered_json{{"shape", {784}}};
+    }));
+    QVERIFY(!doc.design().ok());
+    const Diagnostic* data = nullptr;
+    for (const Diagnostic* x : api::diagnostics_of_node(doc.design(), "image"))
+      if (x->code == "data") data = x;
+    QVERIFY2(data, "no data problem on the Input node");
+    VERIFY_CONTAINS(QString::fromStdString(data->message), "the Input node takes (784,)");
+    QSignalSpy started(&tab, &TrainingTab::runStarted);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QCOMPARE(started.count(), 0);
+    QCOMPARE(failed.count(), 1);
+    VERIFY_CONTAINS(tab.errorText(), "the Input node takes (784,)");
+  }
+
   // The data goes missing after the design check passed: the run fails with the engine's message
   // in the tab and the log, and Start works again.
   void dataGoneAtStartFailsAndStartComesBack() {
