@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
   cli.addPositionalArgument("project", "a *.shardlab.json project to open");
   QCommandLineOption screenshot("screenshot", "render the window to FILE and exit (for documentation)", "FILE");
   cli.addOption(screenshot);
+  QCommandLineOption size("size", "open the window WIDTHxHEIGHT pixels large, e.g. 1920x1080", "WxH");
+  cli.addOption(size);
   cli.process(app);
   if (cli.isSet(version)) {
     std::fputs(shardlab::api::build_info_text().c_str(), stdout);
@@ -79,6 +81,17 @@ int main(int argc, char** argv) {
   }
 
   shardlab::ui::MainWindow window;
+  if (cli.isSet(size)) {
+    const QStringList wh = cli.value(size).split('x');
+    bool w_ok = false, h_ok = false;
+    const int w = wh.size() == 2 ? wh[0].toInt(&w_ok) : 0, h = wh.size() == 2 ? wh[1].toInt(&h_ok) : 0;
+    if (!w_ok || !h_ok || w < 320 || h < 240) {
+      std::fprintf(stderr, "shardlab: --size '%s': expected WIDTHxHEIGHT of at least 320x240, e.g. 1920x1080\n",
+                   qPrintable(cli.value(size)));
+      return 1;
+    }
+    window.resize(w, h);
+  }
   const QStringList args = cli.positionalArguments();
   if (!args.isEmpty()) window.openFile(args.first());
   else window.openDefaultProject();
