@@ -131,11 +131,11 @@ int run_shard(const ShardArgs& a) {
 
   std::printf("%s on mesh %s (%lld devices), rules %s\n\n", p.display_name().c_str(), mesh.str().c_str(),
               (long long)mesh.device_count(), rules.empty() ? "(none)" : sharding::rules_str(rules).c_str());
-  std::printf("%-28s %-16s %-30s %-36s %-22s %-20s %12s\n", "array", "kind", "logical axes", "PartitionSpec", "shape",
+  std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %12s\n", "array", "kind", "logical axes", "PartitionSpec", "shape",
               "shard", "per device");
-  std::printf("%s\n", std::string(170, '-').c_str());
+  std::printf("%s\n", std::string(181, '-').c_str());
   for (const auto& x : r.arrays) {
-    std::printf("%-28s %-16s %-30s %-36s %-22s %-20s %12s\n", x.name.c_str(), sharding::kind_name(x.kind),
+    std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %12s\n", x.name.c_str(), sharding::kind_name(x.kind),
                 names_str(x.logical).c_str(), spec_text(x).c_str(), shape_str(x.shape).c_str(),
                 shape_str(x.shard).c_str(), runtime::format_bytes(x.bytes_per_device).c_str());
   }
