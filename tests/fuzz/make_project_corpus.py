@@ -4,7 +4,7 @@
     python3 tests/fuzz/make_project_corpus.py
 
 valid-*.json are projects the loader accepts: the shipped examples (projects/, but deep-mlp, whose
-32 KB of identical Dense layers teach nothing deep-mlp-small does not), and variants that reach
+Repeat of Dense layers teaches nothing dot-relu-dot's Repeat does not), and variants that reach
 every layer type, optimizer, schedule, data source, mesh and rule form, the constraint fallbacks
 and the editor section. bad-*.json each break one rule. The default suite replays every file
 (CTest project_corpus). The outputs are committed; rerun after changing this script. Needs only
