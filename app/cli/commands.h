@@ -69,6 +69,15 @@ struct ShardArgs {
 };
 int run_shard(const ShardArgs& a);
 
+struct AdviseArgs {
+  std::string project;
+  int64_t devices = 8;
+  int threads = 0;         // cores the virtual devices share (0: every core)
+  int64_t batch_size = -1;
+  bool json = false;
+};
+int run_advise(const AdviseArgs& a);
+
 // --preset NAME (data_parallel, model_parallel, megatron, fsdp): fills `mesh` and `rules` with what
 // the preset gives the project at `project_path` (a --mesh given beside it sets the device count).
 // Nothing when `preset` is empty; an Error with --rules too, or for an unknown preset.

@@ -101,6 +101,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   ex->add_option("--out", exp.out, "the file to write")->required();
 
+  shardlab::cli::AdviseArgs advise;
+  auto* ad = app.add_subcommand("advise", "Rank the meshes and rules a project could use on N devices: memory per device from "
+                                          "each partitioned step, predicted step time, what bounds it");
+  ad->add_option("project", advise.project, "the *.shardlab.json file")->required();
+  ad->add_option("--devices", advise.devices, "how many devices to lay the model over")->required()->check(CLI::Range(1, 4096));
+  ad->add_option("--threads", advise.threads, "CPU cores the devices share (default: every core)")->check(CLI::PositiveNumber);
+  ad->add_option("--batch-size", advise.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
+  ad->add_flag("--json", advise.json, "print every candidate and figure as JSON, best first");
+
   shardlab::cli::ProfileArgs profile;
   auto* pr = app.add_subcommand("profile", "Train a few steps traced and print where each device's step time went");
   pr->add_option("project", profile.project, "the *.shardlab.json file")->required();
@@ -125,6 +134,7 @@ int main(int argc, char** argv) {
     if (*t) return shardlab::cli::run_train(train);
     if (*sh) return shardlab::cli::run_shard(shard);
     if (*pr) return shardlab::cli::run_profile(profile);
+    if (*ad) return shardlab::cli::run_advise(advise);
     if (*in) return shardlab::cli::run_inspect(inspect);
     if (*ex) return shardlab::cli::run_export(exp);
   } catch (const std::exception& e) {

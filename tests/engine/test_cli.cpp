@@ -332,6 +332,30 @@ class TestCli : public QObject {
     QCOMPARE(r.exit_code, 1);
     VERIFY_CONTAINS(r.err, "--preset fsdp and --rules both set the logical axis rules");
   }
+  // advise --json: every candidate with its mesh, rules, memory and prediction, best first.
+  void adviseRanksTheLayoutsAsJson() {
+    Result r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    Json j = Json::parse(r.out.toStdString());
+    QVERIFY(j["candidates"].size() >= 6);
+    const Json& best = j["candidates"][0];
+    QVERIFY(best["fits"].get<bool>());
+    QVERIFY(best["predicted_step_ms"].get<double>() > 0);
+    QVERIFY(best["bound_by"] == "compute" || best["bound_by"] == "memory" || best["bound_by"] == "communication");
+    double last = 0;
+    for (const auto& c : j["candidates"]) {
+      if (c.contains("error") || !c["fits"].get<bool>()) break;
+      QVERIFY(c["predicted_step_ms"].get<double>() >= last);
+      last = c["predicted_step_ms"].get<double>();
+    }
+    // The best candidate trains as advised.
+    r = run_cli({"check", kProjects + "/deep-mlp-small.shardlab.json", "--mesh", QString::fromStdString(best["mesh"]),
+                 "--rules", QString::fromStdString(best["rules"])});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json"});
+    QVERIFY(r.exit_code != 0);  // --devices is required
+  }
+
   // shard's per-device memory is the partitioned step's buffer plan, and a gradient shows the sum
   // still pending where the step produces it (before its reduce-scatter).
   void shardReadsTheDevicesMemoryFromThePlan() {

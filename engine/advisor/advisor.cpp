@@ -1,0 +1,89 @@
+#include "engine/advisor/advisor.h"
+
+#include <algorithm>
+
+#include "engine/sharding/layout.h"
+#include "engine/sharding/presets.h"
+#include "engine/util/error.h"
+
+namespace shardlab::advisor {
+
+namespace {
+
+struct Layout {
+  std::string strategy;
+  sharding::Mesh mesh;
+  sharding::LogicalRules rules;
+};
+
+// The strategies, each on every mesh it can use: data parallel and FSDP on data=N; Megatron and
+// seed 002's rules on data=d x model=m for every d * m = N with m >= 2.
+std::vector<Layout> layouts(const project::Project& p, const std::vector<std::string>& names, int64_t n) {
+  std::vector<Layout> out;
+  auto with_preset = [&](const std::string& strategy, const std::string& preset, sharding::Mesh mesh) {
+    project::Project q = p;
+    q.mesh = sharding::mesh_to_json(mesh);
+    sharding::apply_preset(preset, names, q);
+    out.push_back({strategy, sharding::project_mesh(q), sharding::project_rules(q)});
+  };
+  with_preset("data parallel", "data_parallel", sharding::Mesh({{"data", n}}));
+  with_preset("FSDP", "fsdp", sharding::Mesh({{"data", n}}));
+  for (int64_t d = 1; d <= n / 2; ++d)
+    if (n % d == 0) {
+      const sharding::Mesh mesh({{"data", d}, {"model", n / d}});
+      with_preset("Megatron", "megatron", mesh);
+      with_preset("2-D (seed 002)", "model_parallel", mesh);
+    }
+  try {  // the project's own, where its mesh has this many devices
+    const sharding::Mesh own = sharding::project_mesh(p);
+    if (own.device_count() == n) out.push_back({"the project's own", own, sharding::project_rules(p)});
+  } catch (const std::exception&) {
+    // A project whose own mesh or rules do not parse has no own candidate; the design check says why.
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Candidate> advise(const project::Project& p, int64_t devices, const Hardware& hw, double capacity_per_device) {
+  if (devices < 1) throw Error("advise: --devices must be at least 1, got " + std::to_string(devices));
+  const graph::GraphReport report = project::analyze_project(p);
+  if (!report.ok()) throw Error(p.display_name() + ": " + report.errors.front());
+
+  std::vector<Layout> candidates;
+  if (devices == 1) candidates.push_back({"one device", sharding::Mesh(), {}});
+  else candidates = layouts(p, sharding::logical_names_of(report), devices);
+
+  std::vector<Candidate> out;
+  for (const Layout& l : candidates) {
+    Candidate c;
+    c.strategy = l.strategy;
+    c.mesh = l.mesh.axes().empty() ? "" : l.mesh.str();
+    c.rules = sharding::rules_str(l.rules);
+    // Two strategies can come to the same mesh and rules: one candidate, both names.
+    const auto same = std::find_if(out.begin(), out.end(), [&](const Candidate& o) { return o.mesh == c.mesh && o.rules == c.rules; });
+    if (same != out.end()) {
+      same->strategy += " = " + c.strategy;
+      continue;
+    }
+    c.capacity_bytes = capacity_per_device;
+    const sharding::ShardingReport r = sharding::analyze_sharding(p, report, l.mesh, l.rules);
+    if (!r.errors.empty() || !r.plan) {
+      c.error = r.errors.empty() ? "the step could not be partitioned" : r.errors.front();
+      out.push_back(std::move(c));
+      continue;
+    }
+    c.bytes_per_device = r.devices.front().total();
+    c.fits = c.bytes_per_device <= capacity_per_device;
+    c.prediction = predict(*r.plan, l.mesh, hw);
+    out.push_back(std::move(c));
+  }
+  auto group = [](const Candidate& c) { return !c.runs() ? 2 : c.fits ? 0 : 1; };
+  std::stable_sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    return group(a) == 0 && a.prediction.step_s < b.prediction.step_s;
+  });
+  return out;
+}
+
+}  // namespace shardlab::advisor
