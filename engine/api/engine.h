@@ -3,6 +3,7 @@
 // visible and the engine stays free to change the rest.
 #pragma once
 
+#include "engine/api/advice.h"
 #include "engine/api/design.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/export.h"

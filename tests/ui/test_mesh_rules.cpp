@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTableView>
@@ -27,6 +28,7 @@
 #include "ui/mesh/device_grid.h"
 #include "ui/mesh/format.h"
 #include "ui/mesh/issues_list.h"
+#include "ui/mesh/layout_advisor_dialog.h"
 #include "ui/mesh/memory_bars.h"
 #include "ui/mesh/mesh_axes_model.h"
 #include "ui/mesh/mesh_editor.h"
@@ -211,6 +213,35 @@ class TestMeshRules : public QObject {
     QVERIFY(f.axes()->setData(f.axes()->index(2, MeshAxesModel::NameColumn), "stage"));
     QVERIFY(f.rules()->meshAxisChoices().contains("stage"));
     QVERIFY(f.rules()->meshAxisChoices().contains("data+stage"));
+  }
+
+  // Suggest ranks the layouts off the UI thread; Apply sets the chosen mesh and rules as one undo step.
+  void aSuggestedLayoutAppliesAsOneUndoStep() {
+    Fixture f;
+    const QString before = f.meshText();
+    QTest::mouseClick(f.tab->rulesEditor()->suggestButton(), Qt::LeftButton);
+    LayoutAdvisorDialog* dlg = f.tab->rulesEditor()->advisorDialog();
+    QVERIFY(dlg);
+    QCOMPARE(dlg->devicesSpin()->value(), 8);  // the project's own device count
+    QTRY_VERIFY_WITH_TIMEOUT(!dlg->busy(), 60000);
+    QVERIFY2(dlg->table()->rowCount() >= 4, qPrintable(dlg->statusLabel()->text()));
+    int row = -1;
+    for (int r = 0; r < int(dlg->candidates().size()) && row < 0; ++r)
+      if (dlg->candidates()[size_t(r)].runs() && dlg->candidates()[size_t(r)].mesh == "data=8") row = r;
+    QVERIFY2(row >= 0, "no runnable data=8 layout");
+    dlg->grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/layout_advisor.png");
+    const advisor::Candidate chosen = dlg->candidates()[size_t(row)];
+    QTest::mouseClick(dlg->table()->viewport(), Qt::LeftButton, {},
+                      dlg->table()->visualItemRect(dlg->table()->item(row, 1)).center());
+    QVERIFY(dlg->applyButton()->isEnabled());
+    const int steps = f.doc.undoStack()->count();
+    QTest::mouseClick(dlg->applyButton(), Qt::LeftButton);
+    QCOMPARE(f.doc.undoStack()->count(), steps + 1);
+    QCOMPARE(sharding::project_mesh(f.doc.project()).str(), chosen.mesh);
+    QCOMPARE(sharding::rules_str(sharding::project_rules(f.doc.project())), chosen.rules);
+    QVERIFY(f.doc.design().ok());
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.meshText(), before);
   }
 
   void badRuleTextIsRefusedAndUnknownAxesAreFlagged() {

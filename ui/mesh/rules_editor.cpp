@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include "ui/document/project_document.h"
+#include "ui/mesh/layout_advisor_dialog.h"
 #include "ui/mesh/mesh_axes_delegate.h"
 #include "ui/mesh/rules_model.h"
 #include "ui/mesh/rules_view.h"
@@ -47,6 +48,16 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
     connect(a, &QAction::triggered, this, [this, id] { applyPreset(id); });
   }
   presets_->setMenu(menu);
+  suggest_ = new QPushButton(tr("Suggest…"), this);
+  suggest_->setObjectName("suggestLayouts");
+  suggest_->setToolTip(tr("Rank the meshes and rules this project could use on N devices: memory per device, "
+                          "predicted step time, what bounds each"));
+  connect(suggest_, &QPushButton::clicked, this, [this] {
+    if (!advisor_) advisor_ = new LayoutAdvisorDialog(doc_, this);
+    advisor_->show();
+    advisor_->raise();
+    advisor_->suggest();
+  });
 
   fallback_ = new QComboBox(this);
   fallback_->setObjectName("constraintFallback");
@@ -75,6 +86,7 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
 
   auto* top = new QHBoxLayout;
   top->addWidget(presets_);
+  top->addWidget(suggest_);
   top->addStretch(1);
   top->addWidget(new QLabel(tr("Names without a rule are"), this));
   top->addWidget(fallback_);

@@ -12,6 +12,7 @@ class QToolButton;
 namespace shardlab::ui {
 
 class ProjectDocument;
+class LayoutAdvisorDialog;
 class RulesModel;
 class RulesView;
 
@@ -24,6 +25,9 @@ class RulesEditor : public QWidget {
   RulesModel* model() const { return model_; }
   RulesView* view() const { return view_; }
   QToolButton* presetsButton() const { return presets_; }
+  QPushButton* suggestButton() const { return suggest_; }
+  // The layout advisor's dialog, made on first use of Suggest (null before).
+  LayoutAdvisorDialog* advisorDialog() const { return advisor_; }
   QComboBox* fallbackCombo() const { return fallback_; }
   QLabel* errorLabel() const { return error_; }
   QPushButton* addButton() const { return add_; }
@@ -43,6 +47,8 @@ class RulesEditor : public QWidget {
   RulesModel* model_;
   RulesView* view_;
   QToolButton* presets_;
+  QPushButton* suggest_;
+  LayoutAdvisorDialog* advisor_ = nullptr;
   QComboBox* fallback_;
   QLabel* error_;
   QPushButton* add_;

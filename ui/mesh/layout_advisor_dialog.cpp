@@ -1,0 +1,151 @@
+#include "ui/mesh/layout_advisor_dialog.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QThread>
+#include <QVBoxLayout>
+#include <memory>
+
+#include "ui/document/project_document.h"
+#include "ui/mesh/format.h"
+
+namespace shardlab::ui {
+
+namespace {
+
+enum Column { RankColumn, StrategyColumn, MeshColumn, MemoryColumn, FitsColumn, PredictedColumn, BoundColumn, RulesColumn, ColumnCount };
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) : QDialog(parent), doc_(doc) {
+  setObjectName("layoutAdvisor");
+  setWindowTitle(tr("Suggest Layouts"));
+  devices_ = new QSpinBox(this);
+  devices_->setObjectName("advisorDevices");
+  devices_->setRange(1, 4096);
+  int64_t n = 8;
+  try {
+    n = std::max<int64_t>(2, sharding::project_mesh(doc_->project()).device_count());
+  } catch (const std::exception&) {
+    // A mesh being edited into shape: suggest for seed 002's 8 devices.
+  }
+  devices_->setValue(int(n));
+  suggest_ = new QPushButton(tr("Suggest"), this);
+  suggest_->setObjectName("advisorSuggest");
+  apply_ = new QPushButton(tr("Apply"), this);
+  apply_->setObjectName("advisorApply");
+  apply_->setEnabled(false);
+  apply_->setToolTip(tr("Set the project's mesh and rules to the selected layout (one undo step)"));
+  status_ = new QLabel(this);
+  status_->setObjectName("advisorStatus");
+  status_->setWordWrap(true);
+  table_ = new QTableWidget(0, ColumnCount, this);
+  table_->setObjectName("advisorTable");
+  table_->setHorizontalHeaderLabels(
+      {tr("Rank"), tr("Strategy"), tr("Mesh"), tr("Per device"), tr("Fits"), tr("Predicted step"), tr("Bound by"), tr("Rules")});
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->verticalHeader()->hide();
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Devices:"), this));
+  top->addWidget(devices_);
+  top->addWidget(suggest_);
+  top->addStretch(1);
+  top->addWidget(apply_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addWidget(table_, 1);
+  layout->addWidget(status_);
+  resize(980, 420);
+
+  connect(suggest_, &QPushButton::clicked, this, &LayoutAdvisorDialog::suggest);
+  connect(apply_, &QPushButton::clicked, this, [this] { applyRow(table_->currentRow()); });
+  connect(table_, &QTableWidget::itemSelectionChanged, this, [this] {
+    const int row = table_->currentRow();
+    apply_->setEnabled(row >= 0 && row < int(candidates_.size()) && candidates_[size_t(row)].runs());
+  });
+  connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row) { applyRow(row); });
+}
+
+void LayoutAdvisorDialog::suggest() {
+  if (busy_) return;
+  busy_ = true;
+  suggest_->setEnabled(false);
+  apply_->setEnabled(false);
+  status_->setText(tr("Partitioning every candidate layout for %1 devices…").arg(devices_->value()));
+  // Every candidate is partitioned for real: seconds for a large model, so never on the UI thread.
+  const project::Project p = doc_->project();
+  const int64_t devices = devices_->value();
+  struct Result {
+    std::vector<advisor::Candidate> ranked;
+    QString error;
+  };
+  auto result = std::make_shared<Result>();
+  QThread* worker = QThread::create([result, p, devices] {
+    try {
+      result->ranked = api::advise_layouts(p, devices);
+    } catch (const std::exception& e) {
+      result->error = QString::fromStdString(e.what());
+    }
+  });
+  // Delivered on this dialog's thread once the worker is done; dropped if the dialog is gone.
+  connect(worker, &QThread::finished, this, [this, result] { showCandidates(std::move(result->ranked), result->error); });
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  worker->start();
+}
+
+void LayoutAdvisorDialog::showCandidates(std::vector<advisor::Candidate> ranked, const QString& error) {
+  busy_ = false;
+  suggest_->setEnabled(true);
+  candidates_ = std::move(ranked);
+  table_->setRowCount(int(candidates_.size()));
+  int rank = 0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    const advisor::Candidate& c = candidates_[i];
+    const int row = int(i);
+    auto set = [&](int column, const QString& text) {
+      auto* item = new QTableWidgetItem(text);
+      if (!c.runs()) item->setForeground(palette().color(QPalette::Disabled, QPalette::Text));
+      item->setToolTip(c.runs() ? text : q(c.error));
+      table_->setItem(row, column, item);
+    };
+    set(RankColumn, c.runs() ? QString::number(++rank) : QStringLiteral("–"));
+    set(StrategyColumn, q(c.strategy));
+    set(MeshColumn, c.mesh.empty() ? tr("one device") : q(c.mesh));
+    set(MemoryColumn, c.runs() ? bytesText(c.bytes_per_device) : QString());
+    set(FitsColumn, !c.runs() ? QString() : c.fits ? tr("yes") : tr("no"));
+    set(PredictedColumn, c.runs() ? tr("%1 ms").arg(c.prediction.step_s * 1e3, 0, 'f', 1) : QString());
+    set(BoundColumn, c.runs() ? q(c.prediction.bound_by) : tr("cannot run"));
+    set(RulesColumn, c.runs() ? q(c.rules) : q(c.error));
+  }
+  table_->resizeColumnsToContents();
+  if (!error.isEmpty()) status_->setText(error);
+  else
+    status_->setText(tr("%1 layouts, best first: those that fit by predicted step time (a roofline on this machine's "
+                        "measured GEMM rate and bandwidth; it runs low for many devices on few cores). Apply one, or "
+                        "double-click it.")
+                         .arg(candidates_.size()));
+  emit candidatesReady();
+}
+
+bool LayoutAdvisorDialog::applyRow(int row) {
+  if (row < 0 || row >= int(candidates_.size()) || !candidates_[size_t(row)].runs()) return false;
+  const advisor::Candidate c = candidates_[size_t(row)];
+  return doc_->edit(tr("Apply layout %1 on %2").arg(q(c.strategy), c.mesh.empty() ? tr("one device") : q(c.mesh)),
+                    [&](project::Project& p) {
+                      p.mesh = c.mesh.empty() ? graph::Json(nullptr) : sharding::mesh_to_json(sharding::parse_mesh(c.mesh));
+                      p.logical_axis_rules = sharding::rules_to_json(c.rules.empty() ? sharding::LogicalRules{}
+                                                                                      : sharding::parse_rules(c.rules));
+                    });
+}
+
+}  // namespace shardlab::ui
