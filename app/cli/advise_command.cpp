@@ -67,7 +67,8 @@ int run_advise(const AdviseArgs& a) {
                 c.prediction.bound_by.c_str(), c.rules.empty() ? "-" : c.rules.c_str());
   }
   std::printf("\nPredicted from each plan's FLOPs and bytes per primitive (a roofline on this machine's GEMM rate and\n"
-              "copy bandwidth) and its collectives; not yet checked against runs. Try one with:\n"
+              "copy bandwidth) and its collectives. Runs keep this order but take longer, most for many devices\n"
+              "sharing few cores (up to about 40%% for 8 data-parallel devices on 2 cores). Try one with:\n"
               "  shardlab-cli train %s --mesh MESH --rules RULES\n",
               a.project.c_str());
   return 0;

@@ -39,26 +39,17 @@ bool add_run_refusals(const project::Project& p, Design& d, std::vector<Diagnost
 void add_shared_cores_warning(const sharding::Mesh& mesh, std::vector<Diagnostic>& out) {
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
   if (mesh.device_count() <= cores) return;
-  Diagnostic w;
-  w.severity = Severity::Warning;
-  w.code = "devices.shared_cores";
-  w.field = "mesh";
-  w.message = w.reason = "mesh " + mesh.str() + ": its " + std::to_string(mesh.device_count()) +
-                         " virtual devices share this machine's " + std::to_string(cores) +
-                         (cores == 1 ? " core" : " cores") +
-                         " and take turns on them, so a step is slower than on one device; the layout, memory and "
-                         "collectives are still those of " + std::to_string(mesh.device_count()) + " devices";
-  w.fix = "fine for checking a layout; for speed, use at most " + std::to_string(cores) + " devices here";
-  out.push_back(std::move(w));
+  out.push_back(make_diagnostic(
+      Severity::Warning, "devices.shared_cores", "mesh",
+      "mesh " + mesh.str() + ": its " + std::to_string(mesh.device_count()) + " virtual devices share this machine's " +
+          std::to_string(cores) + (cores == 1 ? " core" : " cores") +
+          " and take turns on them, so a step is slower than on one device; the layout, memory and collectives are still "
+          "those of " + std::to_string(mesh.device_count()) + " devices",
+      "fine for checking a layout; for speed, use at most " + std::to_string(cores) + " devices here"));
 }
 
 Diagnostic error_at(std::string code, std::string field, std::string message, std::string fix = {}) {
-  Diagnostic d;
-  d.code = std::move(code);
-  d.field = std::move(field);
-  d.message = d.reason = std::move(message);
-  d.fix = std::move(fix);
-  return d;
+  return make_diagnostic(Severity::Error, std::move(code), std::move(field), std::move(message), std::move(fix));
 }
 
 // Errors first, each cause once (the preflight repeats what the graph and the layouts found), and
@@ -115,12 +106,11 @@ Design check_design(const project::Project& p) {
     for (size_t i = 0; i < d.sharding.devices.size(); ++i) {
       const double need = d.sharding.devices[i].total();
       if (need > d.device_capacity_bytes) {
-        Diagnostic w = error_at("memory", "mesh",
-                                "device " + std::to_string(i) + " needs " + runtime::format_bytes(need) + " but has " +
-                                    runtime::format_bytes(d.device_capacity_bytes) + ": the step will not fit in memory",
-                                "split the largest arrays over more devices, or a smaller batch");
-        w.severity = Severity::Warning;
-        found.push_back(std::move(w));
+        found.push_back(make_diagnostic(Severity::Warning, "memory", "mesh",
+                                        "device " + std::to_string(i) + " needs " + runtime::format_bytes(need) +
+                                            " but has " + runtime::format_bytes(d.device_capacity_bytes) +
+                                            ": the step will not fit in memory",
+                                        "split the largest arrays over more devices, or a smaller batch"));
         break;  // every device of a mesh holds the same amount; one line says it
       }
     }

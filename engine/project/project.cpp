@@ -123,6 +123,14 @@ LossSpec parse_loss(const Json& j, const std::string& where) {
   return l;
 }
 
+// Field `k` of `j` as an integer of at least `lo`, or `fallback` when absent; errors name `where.k`.
+int64_t optional_integer(const Json& j, const std::string& where, const char* k, int64_t fallback, int64_t lo) {
+  if (!j.contains(k)) return fallback;
+  if (!j[k].is_number_integer() || j[k].get<int64_t>() < lo)
+    throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected an integer >= " + std::to_string(lo) + ")");
+  return j[k].get<int64_t>();
+}
+
 CheckpointSpec parse_checkpoint(const Json& j, const std::string& where) {
   only(j, where, {"dir", "save_every", "keep"});
   CheckpointSpec c;
@@ -130,12 +138,7 @@ CheckpointSpec parse_checkpoint(const Json& j, const std::string& where) {
   if (!dir.is_string() || dir.get<std::string>().empty())
     throw Error(where + ".dir: bad value " + dir.dump() + " (expected a folder name, e.g. \"checkpoints\")");
   c.dir = dir.get<std::string>();
-  auto integer = [&](const char* k, int64_t fallback, int64_t lo) {
-    if (!j.contains(k)) return fallback;
-    if (!j[k].is_number_integer() || j[k].get<int64_t>() < lo)
-      throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected an integer >= " + std::to_string(lo) + ")");
-    return j[k].get<int64_t>();
-  };
+  auto integer = [&](const char* k, int64_t fallback, int64_t lo) { return optional_integer(j, where, k, fallback, lo); };
   c.save_every = integer("save_every", 0, 0);
   c.keep = integer("keep", 3, 1);
   return c;
@@ -144,12 +147,7 @@ CheckpointSpec parse_checkpoint(const Json& j, const std::string& where) {
 TrainingSpec parse_training(const Json& j, const std::string& where) {
   only(j, where, {"batch_size", "epochs", "steps", "seed", "shuffle", "prefetch", "eval", "checkpoint"});
   TrainingSpec t;
-  auto integer = [&](const char* k, int64_t fallback, int64_t lo) {
-    if (!j.contains(k)) return fallback;
-    if (!j[k].is_number_integer() || j[k].get<int64_t>() < lo)
-      throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected an integer >= " + std::to_string(lo) + ")");
-    return j[k].get<int64_t>();
-  };
+  auto integer = [&](const char* k, int64_t fallback, int64_t lo) { return optional_integer(j, where, k, fallback, lo); };
   auto boolean = [&](const char* k, bool fallback) {
     if (!j.contains(k)) return fallback;
     if (!j[k].is_boolean()) throw Error(where + "." + k + ": bad value " + j[k].dump() + " (expected true or false)");

@@ -41,10 +41,7 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
     f.problems.push_back(std::move(d));
   };
   auto add = [&](std::string code, std::string field, const std::string& message, std::vector<std::string> nodes = {}) {
-    Diagnostic d;
-    d.code = std::move(code);
-    d.field = std::move(field);
-    d.message = message;
+    Diagnostic d = make_diagnostic(Severity::Error, std::move(code), std::move(field), message);
     d.nodes = std::move(nodes);
     add_problem(std::move(d));
   };
@@ -102,12 +99,9 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
         lo.what = "the training step";  // as the session names it when it loads the step
         if (const auto refusal = backend.check_fits(part.program, part.memory, f.mesh, lo)) {
           f.out_of_memory = int(f.errors.size());
-          Diagnostic d;
-          d.code = "memory";
-          d.field = "mesh";
-          d.message = refusal->what();
-          d.fix = "split the largest arrays over more devices (a larger mesh, or rules that shard them), or a smaller batch";
-          add_problem(std::move(d));
+          add_problem(make_diagnostic(
+              Severity::Error, "memory", "mesh", refusal->what(),
+              "split the largest arrays over more devices (a larger mesh, or rules that shard them), or a smaller batch"));
         }
       } catch (const std::exception& e) {
         add("layout.plan", "logical_axis_rules", e.what());

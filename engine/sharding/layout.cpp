@@ -184,11 +184,8 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
           partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback")));
       read_plan(r, step, report, std::move(plan), mesh);
     } catch (const std::exception& e) {
-      Diagnostic d;
-      d.code = "layout.plan";  // the partitioner's refusal (the constraint fallback, a rule it cannot apply)
-      d.field = "logical_axis_rules";
-      d.message = d.reason = e.what();
-      r.diagnostics.push_back(std::move(d));
+      // The partitioner's refusal (the constraint fallback, a rule it cannot apply).
+      r.diagnostics.push_back(make_diagnostic(Severity::Error, "layout.plan", "logical_axis_rules", e.what()));
     }
   if (r.devices.empty()) {
     // No plan: the blocks the rules give, each array once, so the view still says something.
@@ -200,13 +197,8 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   }
 
   auto warn = [&](std::string code, std::vector<std::string> arrays, std::string field, std::string message, std::string fix) {
-    Diagnostic d;
-    d.severity = Severity::Warning;
-    d.code = std::move(code);
+    Diagnostic d = make_diagnostic(Severity::Warning, std::move(code), std::move(field), std::move(message), std::move(fix));
     d.arrays = std::move(arrays);
-    d.field = std::move(field);
-    d.message = d.reason = std::move(message);
-    d.fix = std::move(fix);
     r.diagnostics.push_back(std::move(d));
   };
   for (const auto& [name, arrays] : unmatched) {

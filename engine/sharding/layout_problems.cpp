@@ -118,10 +118,4 @@ std::vector<Diagnostic> LayoutProblems::diagnostics() const {
   return out;
 }
 
-std::vector<std::string> LayoutProblems::messages() const {
-  std::vector<std::string> out;
-  for (const Diagnostic& d : diagnostics()) out.push_back(d.message);
-  return out;
-}
-
 }  // namespace shardlab::sharding

@@ -22,7 +22,6 @@ class LayoutProblems {
   // One problem per cause, in the order the causes were first seen: the arrays it hits, the field
   // at fault and the fix (the mesh sizes that divide, the axis probably meant).
   std::vector<Diagnostic> diagnostics() const;
-  std::vector<std::string> messages() const;
 
  private:
   struct Hit {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardlab {
@@ -23,5 +24,19 @@ struct Diagnostic {
   std::string reason;               // the sentence without its "node '...': " lead, for showing on the node
   std::string fix;                  // what would fix it, "" when nothing short can be said
 };
+
+// A problem whose sentence names no node of its own (so its reason is its message); the caller adds
+// the nodes and arrays it concerns.
+inline Diagnostic make_diagnostic(Severity severity, std::string code, std::string field, std::string message,
+                                  std::string fix = {}) {
+  Diagnostic d;
+  d.severity = severity;
+  d.code = std::move(code);
+  d.field = std::move(field);
+  d.reason = message;
+  d.message = std::move(message);
+  d.fix = std::move(fix);
+  return d;
+}
 
 }  // namespace shardlab

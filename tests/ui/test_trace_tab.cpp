@@ -408,15 +408,20 @@ class TestTraceTab : public QObject {
     QCOMPARE(w.currentTab(), static_cast<QWidget*>(sharding));
     QCOMPARE(sharding->currentArray(), QString("blocks/W1/kernel"));
 
+    // Shows span `i` in the middle third of the timeline and clicks it.
+    auto click_span = [&](int i) {
+      const Span& sp = spans[size_t(i)];
+      tl->setVisibleRange(sp.start_us - sp.dur_us, sp.start_us + 2 * sp.dur_us);
+      QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, tl->spanRect(i).center().toPoint());
+    };
+
     // A span of a drawn node selects that node itself, with no mark.
     w.showTab(tab);
     QVERIFY(scene->toggleExpanded("blocks"));
     QVERIFY(scene->node("blocks/W2"));
     const int w2 = find("blocks/W2", "matmul", Category::Compute);
     QVERIFY(w2 >= 0);
-    const Span& s2 = spans[size_t(w2)];
-    tl->setVisibleRange(s2.start_us - s2.dur_us, s2.start_us + 2 * s2.dur_us);
-    QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, tl->spanRect(w2).center().toPoint());
+    click_span(w2);
     QCOMPARE(doc->selection(), QStringList{"blocks/W2"});
     QVERIFY(scene->node("blocks/W2")->isSelected());
     QVERIFY(!scene->node("blocks")->isSelected());
@@ -426,9 +431,7 @@ class TestTraceTab : public QObject {
     // An optimizer update is recorded under its parameter's path; the click selects the node.
     const int update = find("blocks/W1/kernel", "adam_update", Category::Optimizer);
     QVERIFY(update >= 0);
-    const Span& u = spans[size_t(update)];
-    tl->setVisibleRange(u.start_us - u.dur_us, u.start_us + 2 * u.dur_us);
-    QTest::mouseClick(tl->viewport(), Qt::LeftButton, {}, tl->spanRect(update).center().toPoint());
+    click_span(update);
     QCOMPARE(doc->selection(), QStringList{"blocks/W1"});
     QVERIFY(scene->node("blocks/W1")->isSelected());
     VERIFY_CONTAINS(tab->spanFacts()->text(), "optimizer update");
