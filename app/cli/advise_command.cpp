@@ -1,6 +1,6 @@
 // `shardlab-cli advise`: the layouts a project could run with on N devices, ranked by predicted step
 // time among those that fit, each with its memory per device (from its partitioned step) and what
-// bounds it.
+// bounds it; then whether a GPU would pay for the project.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -8,28 +8,51 @@
 
 #include "app/cli/commands.h"
 #include "engine/advisor/advisor.h"
+#include "engine/advisor/gpu_worth.h"
+#include "engine/advisor/hardware_file.h"
 #include "engine/backends/backend.h"
 #include "engine/util/bytes.h"
 
 namespace shardlab::cli {
 
+namespace {
+
+nlohmann::ordered_json prediction_json(const advisor::Prediction& p) {
+  return {{"predicted_step_ms", p.step_s * 1e3},
+          {"compute_ms", p.compute_s * 1e3},
+          {"memory_ms", p.memory_s * 1e3},
+          {"communication_ms", p.communication_s * 1e3},
+          {"bound_by", p.bound_by}};
+}
+
+}  // namespace
+
 int run_advise(const AdviseArgs& a) {
   project::Project p = project::load_project(a.project);
   if (a.batch_size > 0) p.training.batch_size = a.batch_size;
   std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu", backends::BackendOptions{a.threads});
-  const advisor::Hardware hw = advisor::this_machine(*cpu);
-  const double capacity = double(cpu->capacity_per_device(int(a.devices)));
+  bool calibrated_now = false;
+  const advisor::Hardware here = advisor::this_machine(*cpu, int(a.devices), &calibrated_now);
+  if (calibrated_now && !a.json)
+    std::fprintf(stderr, "Measured this machine (saved to %s; `shardlab-cli calibrate` measures it again)\n",
+                 advisor::saved_calibration_path().c_str());
+  const advisor::Hardware hw = a.hardware.empty() ? here : advisor::find_hardware(a.hardware);
+  const double capacity = hw.memory_bytes > 0 ? hw.memory_bytes : double(cpu->capacity_per_device(int(a.devices)));
   const std::vector<advisor::Candidate> ranked = advisor::advise(p, a.devices, hw, capacity);
+  // "Is a GPU worth it?" compares this machine's CPU with a GPU, whatever --hardware is.
+  const advisor::GpuVerdict gpu = advisor::gpu_worth_it(p, here, advisor::find_hardware(a.gpu));
 
   if (a.json) {
     nlohmann::ordered_json j;
     j["project"] = p.display_name();
     j["devices"] = a.devices;
     j["hardware"] = {{"name", hw.name},
+                     {"kind", hw.kind},
+                     {"measured", hw.measured},
                      {"shared_cores", hw.shared_cores},
-                     {"gemm_flops", hw.gemm_flops},
-                     {"memory_bytes_per_s", hw.memory_bytes_per_s},
-                     {"collective_latency_s", hw.collective_latency_s}};
+                     {"gemm_flops", hw.gemm_flops(int(a.devices))},
+                     {"memory_bytes_per_s", hw.rates_for(int(a.devices)).memory_bytes_per_s * double(a.devices)},
+                     {"capacity_bytes_per_device", capacity}};
     j["candidates"] = nlohmann::ordered_json::array();
     for (const advisor::Candidate& c : ranked) {
       nlohmann::ordered_json o{{"strategy", c.strategy}, {"mesh", c.mesh}, {"rules", c.rules}};
@@ -39,38 +62,57 @@ int run_advise(const AdviseArgs& a) {
         o["fits"] = c.fits;
         o["bytes_per_device"] = c.bytes_per_device;
         o["capacity_bytes"] = c.capacity_bytes;
-        o["predicted_step_ms"] = c.prediction.step_s * 1e3;
-        o["compute_ms"] = c.prediction.compute_s * 1e3;
-        o["memory_ms"] = c.prediction.memory_s * 1e3;
-        o["communication_ms"] = c.prediction.communication_s * 1e3;
-        o["bound_by"] = c.prediction.bound_by;
+        o.update(prediction_json(c.prediction));
       }
       j["candidates"].push_back(o);
     }
+    j["gpu_worth_it"] = {{"cpu", gpu.cpu_name},
+                         {"gpu", gpu.gpu_name},
+                         {"cpu_step_ms", gpu.cpu.step_s * 1e3},
+                         {"gpu_step_ms", gpu.gpu.step_s * 1e3},
+                         {"gpu_bound_by", gpu.gpu.bound_by},
+                         {"speedup", gpu.speedup},
+                         {"fits_gpu", gpu.fits_gpu},
+                         {"bytes_per_device", gpu.bytes_per_step},
+                         {"examples_per_s_needed", gpu.examples_per_s_needed},
+                         {"input_bytes_per_s_needed", gpu.bytes_per_s_needed},
+                         {"host_link_fraction", gpu.host_link_fraction},
+                         {"verdict", gpu.verdict}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
 
-  std::printf("%s on %lld devices of %s (%d cores shared; GEMM %.1f GFLOP/s, copy %.1f GB/s)\n\n", p.display_name().c_str(),
-              (long long)a.devices, hw.name.c_str(), hw.shared_cores, hw.gemm_flops / 1e9, hw.memory_bytes_per_s / 1e9);
-  std::printf("%-4s %-20s %-18s %12s %6s %13s %-14s %s\n", "rank", "strategy", "mesh", "per device", "fits", "predicted ms",
+  std::printf("%s on %lld devices of %s", p.display_name().c_str(), (long long)a.devices, hw.name.c_str());
+  if (hw.kind == "cpu")
+    std::printf(" (%d cores shared; GEMM %.1f GFLOP/s, stream %.1f GB/s with %lld devices)\n\n", hw.shared_cores,
+                hw.gemm_flops(int(a.devices)) / 1e9, hw.rates_for(int(a.devices)).memory_bytes_per_s * double(a.devices) / 1e9,
+                (long long)a.devices);
+  else
+    std::printf(" (%s per device)\n\n", util::format_bytes(capacity).c_str());
+  std::printf("%-4s %-28s %-22s %12s %6s %13s %-14s %s\n", "rank", "strategy", "mesh", "per device", "fits", "predicted ms",
               "bound by", "rules");
   int rank = 0;
   for (const advisor::Candidate& c : ranked) {
     ++rank;
     if (!c.runs()) {
-      std::printf("%-4s %-20s %-18s cannot run: %s\n", "-", c.strategy.c_str(), c.mesh.c_str(), c.error.c_str());
+      std::printf("%-4s %-28s %-22s cannot run: %s\n", "-", c.strategy.c_str(), c.mesh.c_str(), c.error.c_str());
       continue;
     }
-    std::printf("%-4d %-20s %-18s %12s %6s %13.1f %-14s %s\n", rank, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
+    std::printf("%-4d %-28s %-22s %12s %6s %13.2f %-14s %s\n", rank, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
                 util::format_bytes(c.bytes_per_device).c_str(), c.fits ? "yes" : "NO", c.prediction.step_s * 1e3,
                 c.prediction.bound_by.c_str(), c.rules.empty() ? "-" : c.rules.c_str());
   }
-  std::printf("\nPredicted from each plan's FLOPs and bytes per primitive (a roofline on this machine's GEMM rate and\n"
-              "copy bandwidth) and its collectives. Runs keep this order but take longer, most for many devices\n"
-              "sharing few cores (up to about 40%% for 8 data-parallel devices on 2 cores). Try one with:\n"
-              "  shardlab-cli train %s --mesh MESH --rules RULES\n",
+  std::printf("\nPredicted per instruction of each partitioned step from the profile's measured rates: GEMMs by shape,\n"
+              "streaming primitives by bandwidth, fixed costs per instruction, collectives as latency + bytes / rate.\n"
+              "tests/bench/advise_accuracy.py sets them beside measured steps. Try one with:\n"
+              "  shardlab-cli train %s --mesh MESH --rules RULES\n\n",
               a.project.c_str());
+  std::printf("Is a GPU worth it? One step on one device: %.2f ms on %s, %.2f ms on %s (%s-bound).\n", gpu.cpu.step_s * 1e3,
+              gpu.cpu_name.c_str(), gpu.gpu.step_s * 1e3, gpu.gpu_name.c_str(), gpu.gpu.bound_by.c_str());
+  std::printf("Keeping the GPU busy takes %.0f examples/s (%s/s of inputs and targets", gpu.examples_per_s_needed,
+              util::format_bytes(gpu.bytes_per_s_needed).c_str());
+  if (gpu.host_link_fraction > 0) std::printf(", %.1f%% of its host link", gpu.host_link_fraction * 100);
+  std::printf(").\n%s\n", gpu.verdict.c_str());
   return 0;
 }
 

@@ -75,8 +75,18 @@ struct AdviseArgs {
   int threads = 0;         // cores the virtual devices share (0: every core)
   int64_t batch_size = -1;
   bool json = false;
+  std::string hardware;             // a profile's name or file ("": this machine, calibrated once and saved)
+  std::string gpu = "h100-sxm-node";  // the GPU profile "is a GPU worth it?" compares with
 };
 int run_advise(const AdviseArgs& a);
+
+struct CalibrateArgs {
+  int threads = 0;      // cores the virtual devices share (0: every core)
+  int max_devices = 8;  // measured for 1, 2, 4, ... up to this many devices
+  std::string out;      // "": the saved calibration advise reuses
+  bool json = false;
+};
+int run_calibrate(const CalibrateArgs& a);
 
 // --preset NAME (data_parallel, model_parallel, megatron, fsdp): fills `mesh` and `rules` with what
 // the preset gives the project at `project_path` (a --mesh given beside it sets the device count).

@@ -109,6 +109,18 @@ int main(int argc, char** argv) {
   ad->add_option("--threads", advise.threads, "CPU cores the devices share (default: every core)")->check(CLI::PositiveNumber);
   ad->add_option("--batch-size", advise.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
   ad->add_flag("--json", advise.json, "print every candidate and figure as JSON, best first");
+  ad->add_option("--hardware", advise.hardware,
+                 "a hardware profile: a file, or a name (h100-sxm-node, h100-infiniband, or one in ~/.config/shardlab/hardware); "
+                 "default: this machine, calibrated once and saved");
+  ad->add_option("--gpu", advise.gpu, "the GPU profile 'is a GPU worth it?' compares this machine with")->capture_default_str();
+
+  shardlab::cli::CalibrateArgs calibrate;
+  auto* ca = app.add_subcommand("calibrate", "Measure this machine for the layout advisor (GEMM rates by shape, memory bandwidth, "
+                                             "fixed costs, collectives for 2-8 virtual devices) and save the profile advise reuses");
+  ca->add_option("--threads", calibrate.threads, "CPU cores the devices share (default: every core)")->check(CLI::PositiveNumber);
+  ca->add_option("--devices", calibrate.max_devices, "measure 1, 2, 4, ... up to this many devices")->check(CLI::Range(1, 64))->capture_default_str();
+  ca->add_option("--out", calibrate.out, "write the profile here instead of the saved calibration (~/.config/shardlab/hardware/this-machine.json)");
+  ca->add_flag("--json", calibrate.json, "print the profile as JSON");
 
   shardlab::cli::ProfileArgs profile;
   auto* pr = app.add_subcommand("profile", "Train a few steps traced and print where each device's step time went");
@@ -135,6 +147,7 @@ int main(int argc, char** argv) {
     if (*sh) return shardlab::cli::run_shard(shard);
     if (*pr) return shardlab::cli::run_profile(profile);
     if (*ad) return shardlab::cli::run_advise(advise);
+    if (*ca) return shardlab::cli::run_calibrate(calibrate);
     if (*in) return shardlab::cli::run_inspect(inspect);
     if (*ex) return shardlab::cli::run_export(exp);
   } catch (const std::exception& e) {

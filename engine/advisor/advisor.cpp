@@ -16,8 +16,20 @@ struct Layout {
   sharding::LogicalRules rules;
 };
 
+// Sets `logical`'s rule to `axes` (the first rule for it; appended when there is none).
+void set_rule(sharding::LogicalRules& rules, const std::string& logical, std::vector<std::string> axes) {
+  for (sharding::LogicalRule& r : rules)
+    if (r.logical == logical) {
+      r.mesh = std::move(axes);
+      return;
+    }
+  rules.push_back({logical, std::move(axes)});
+}
+
 // The strategies, each on every mesh it can use: data parallel and FSDP on data=N; Megatron and
-// seed 002's rules on data=d x model=m for every d * m = N with m >= 2.
+// seed 002's rules on data=d x model=m for every d * m = N with m >= 2; FSDP combined with Megatron
+// on the same meshes with d >= 2; hybrid FSDP (replicas of FSDP groups: batch over data and fsdp,
+// parameters over fsdp) on data x fsdp; and all three on data x fsdp x model.
 std::vector<Layout> layouts(const project::Project& p, const std::vector<std::string>& names, int64_t n) {
   std::vector<Layout> out;
   auto with_preset = [&](const std::string& strategy, const std::string& preset, sharding::Mesh mesh) {
@@ -25,6 +37,7 @@ std::vector<Layout> layouts(const project::Project& p, const std::vector<std::st
     q.mesh = sharding::mesh_to_json(mesh);
     sharding::apply_preset(preset, names, q);
     out.push_back({strategy, sharding::project_mesh(q), sharding::project_rules(q)});
+    return &out.back();
   };
   with_preset("data parallel", "data_parallel", sharding::Mesh({{"data", n}}));
   with_preset("FSDP", "fsdp", sharding::Mesh({{"data", n}}));
@@ -33,7 +46,24 @@ std::vector<Layout> layouts(const project::Project& p, const std::vector<std::st
       const sharding::Mesh mesh({{"data", d}, {"model", n / d}});
       with_preset("Megatron", "megatron", mesh);
       with_preset("2-D (seed 002)", "model_parallel", mesh);
+      if (d >= 2) set_rule(with_preset("FSDP + Megatron", "megatron", mesh)->rules, "embed", {"data"});
     }
+  for (int64_t a = 2; a <= n / 2; ++a)
+    if (n % a == 0) {
+      Layout* l = with_preset("hybrid FSDP", "fsdp", sharding::Mesh({{"data", a}, {"fsdp", n / a}}));
+      l->mesh = sharding::Mesh({{"data", a}, {"fsdp", n / a}});
+      set_rule(l->rules, "batch", {"data", "fsdp"});
+      set_rule(l->rules, "embed", {"fsdp"});
+    }
+  for (int64_t a = 2; a <= n / 4; ++a)
+    for (int64_t b = 2; a * b <= n / 2; ++b)
+      if (n % (a * b) == 0) {
+        const sharding::Mesh mesh({{"data", a}, {"fsdp", b}, {"model", n / (a * b)}});
+        Layout* l = with_preset("3-D (data, FSDP, Megatron)", "megatron", sharding::Mesh({{"data", a * b}, {"model", n / (a * b)}}));
+        l->mesh = mesh;
+        set_rule(l->rules, "batch", {"data", "fsdp"});
+        set_rule(l->rules, "embed", {"fsdp"});
+      }
   try {  // the project's own, where its mesh has this many devices
     const sharding::Mesh own = sharding::project_mesh(p);
     if (own.device_count() == n) out.push_back({"the project's own", own, sharding::project_rules(p)});

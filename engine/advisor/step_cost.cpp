@@ -14,42 +14,95 @@ double bytes_of(const ir::Program& p, const std::vector<int>& values) {
   return b;
 }
 
+bool is_update(ir::Op op) { return op == ir::Op::AdamUpdate || op == ir::Op::SgdUpdate; }
+
+// A GEMM's smallest dimension and where it is (rows, inner or columns), from its operands' shapes.
+std::pair<GemmSide, double> gemm_shape(const ir::Program& p, const ir::Instr& ins) {
+  const Shape& a = p.shape(ins.in[0]);
+  const Shape& c = p.shape(ins.out[0]);
+  const double cols = double(c.back());
+  const double rows = double(numel(c)) / std::max(1.0, cols);
+  const double inner = ins.attrs.trans_a ? double(numel(a)) / std::max<double>(1, double(a.back())) : double(a.back());
+  if (rows <= inner && rows <= cols) return {GemmSide::Rows, rows};
+  if (inner <= cols) return {GemmSide::Inner, inner};
+  return {GemmSide::Cols, cols};
+}
+
+// Whether a collective over `axes` joins devices of different nodes: devices are numbered with the
+// last mesh axis fastest, so a group spans its axes' sizes times the strides below them.
+bool crosses_nodes(const sharding::Mesh& mesh, const std::vector<std::string>& axes, int per_node) {
+  if (per_node <= 0) return false;
+  int64_t span = 1;
+  for (const std::string& a : axes) {
+    const int i = mesh.axis_index(a);
+    if (i < 0) continue;
+    int64_t stride = 1;
+    for (size_t j = size_t(i) + 1; j < mesh.axes().size(); ++j) stride *= mesh.axes()[j].size;
+    span = std::max(span, stride * mesh.axes()[size_t(i)].size);
+  }
+  return span > per_node;
+}
+
 }  // namespace
 
-Prediction predict(const sharding::PartitionedStep& step, const sharding::Mesh& mesh, const Hardware& hw) {
-  const double devices = double(std::max<int64_t>(1, mesh.device_count()));
-  // Devices computing at once, and what each of them gets of the machine (a GPU: all of its own).
-  const double at_once = hw.shared_cores > 0 ? std::min(devices, double(hw.shared_cores)) : 1.0;
-  const double flops_per_s = hw.gemm_flops / at_once;
-  const double bytes_per_s = hw.memory_bytes_per_s / at_once;
+double instruction_bytes(const ir::Program& p, const ir::Instr& ins) {
+  double b = bytes_of(p, ins.in) + bytes_of(p, ins.out);
+  // In-place updates write back every operand but the gradient.
+  if (is_update(ins.op)) b += bytes_of(p, ins.in) - bytes_of(p, {ins.in.at(1)});
+  return b;
+}
+
+std::string collective_kind(ir::Op op) {
+  switch (op) {
+    case ir::Op::AllReduce: return "all_reduce";
+    case ir::Op::AllGather:
+    case ir::Op::AllGatherInPlace: return "all_gather";
+    case ir::Op::ReduceScatter: return "reduce_scatter";
+    case ir::Op::AllToAll: return "all_to_all";
+    default: return "";
+  }
+}
+
+Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Hardware& hw) {
+  const int devices = int(std::max<int64_t>(1, mesh.device_count()));
+  const DeviceRates r = hw.rates_for(devices);
+  const double peak = std::max({r.gemm_rows.at(1e9), r.gemm_inner.at(1e9), r.gemm_cols.at(1e9), 1.0});
   Prediction p;
-  const ir::Program& prog = step.program;
+  p.memory_s = r.run_s;
   for (const ir::Instr& ins : prog.instrs) {
-    const double bytes = bytes_of(prog, ins.in) + bytes_of(prog, ins.out);
-    if (ir::is_collective(ins.op) && ins.op != ir::Op::ShardSlice) {
-      // Shared memory: each device reads its peers' blocks and writes its result, so a collective
-      // costs about its operands' bytes again per peer it combines, plus the wake-ups.
-      const double peers = double(std::max<int64_t>(1, ins.attrs.group_size));
-      p.communication_s += hw.collective_latency_s + bytes * (peers - 1) / peers * 2.0 / bytes_per_s;
+    const std::string kind = collective_kind(ins.op);
+    if (!kind.empty()) {
+      // The whole array: a gather's result, a reduction's operand; an in-place gather's buffer.
+      double bytes = std::max(bytes_of(prog, ins.in), bytes_of(prog, ins.out));
+      const int group = int(std::max<int64_t>(1, ins.attrs.group_size));
+      if (group <= 1) continue;
+      const CollectiveRate c = hw.collective(kind, devices, group, crosses_nodes(mesh, ins.attrs.mesh_axes, hw.devices_per_node));
+      p.communication_s += c.seconds(bytes);
       continue;
     }
     std::vector<Shape> in, out;
     for (int v : ins.in) in.push_back(prog.shape(v));
     for (int v : ins.out) out.push_back(prog.shape(v));
-    const double t_flops = ir::primitive(ins.op).flops(in, out, ins.attrs) / flops_per_s;
-    const double t_bytes = bytes / bytes_per_s;
+    const double flops = ir::primitive(ins.op).flops(in, out, ins.attrs);
+    double rate = peak;
+    if (ins.op == ir::Op::MatMul) {
+      const auto [side, smallest] = gemm_shape(prog, ins);
+      rate = r.gemm(side).at(smallest);
+    }
+    const double t_flops = rate > 0 ? flops / rate : 0;
+    const double t_bytes = instruction_bytes(prog, ins) / r.memory_bytes_per_s;
     (t_flops >= t_bytes ? p.compute_s : p.memory_s) += std::max(t_flops, t_bytes);
+    p.memory_s += r.instruction_s;
   }
-  // Devices beyond the shared cores take turns: the step lasts that many rounds.
-  const double rounds = hw.shared_cores > 0 ? std::max(1.0, devices / double(hw.shared_cores)) : 1.0;
-  p.compute_s *= rounds;
-  p.memory_s *= rounds;
-  p.communication_s *= rounds;
   p.step_s = p.compute_s + p.memory_s + p.communication_s;
   p.bound_by = p.communication_s >= std::max(p.compute_s, p.memory_s) ? "communication"
                : p.memory_s > p.compute_s                              ? "memory"
                                                                        : "compute";
   return p;
+}
+
+Prediction predict(const sharding::PartitionedStep& step, const sharding::Mesh& mesh, const Hardware& hw) {
+  return predict(step.program, mesh, hw);
 }
 
 }  // namespace shardlab::advisor

@@ -1,12 +1,16 @@
-// The predicted time of one partitioned training step: a roofline per primitive of the local
-// program (its FLOPs at the device's GEMM rate or its bytes at the device's bandwidth, whichever
-// is slower), each collective as a latency plus the bytes it moves, and on a CPU the turns that
-// devices beyond the shared cores take. What bounds the step is whichever part is largest.
+// The predicted time of one partitioned training step on a hardware profile: per instruction of
+// the local program, a GEMM's FLOPs at the rate measured for its shape or a streaming primitive's
+// bytes at the measured bandwidth (a roofline: whichever is slower), plus the fixed cost of an
+// instruction; each collective as a latency plus its bytes over the rate of its kind and group;
+// plus the fixed cost of running the program. The rates are those of the mesh's device count
+// running at once, so devices taking turns on shared cores are in them. What bounds the step is
+// its largest part.
 #pragma once
 
 #include <string>
 
 #include "engine/advisor/hardware.h"
+#include "engine/ir/program.h"
 #include "engine/sharding/mesh.h"
 #include "engine/sharding/partitioner.h"
 
@@ -14,12 +18,19 @@ namespace shardlab::advisor {
 
 struct Prediction {
   double step_s = 0;           // wall time of one step
-  double compute_s = 0;        // of it: primitives bound by their FLOPs
-  double memory_s = 0;         // primitives bound by their bytes
+  double compute_s = 0;        // of it: instructions bound by their FLOPs
+  double memory_s = 0;         // instructions bound by their bytes, and the fixed costs
   double communication_s = 0;  // collectives
   std::string bound_by;        // "compute", "memory" or "communication"
 };
 
 Prediction predict(const sharding::PartitionedStep& step, const sharding::Mesh& mesh, const Hardware& hw);
+Prediction predict(const ir::Program& program, const sharding::Mesh& mesh, const Hardware& hw);
+
+// Bytes an instruction reads and writes (an optimizer update writes its parameter and state in
+// place). Calibration divides the same count by the measured time, so the two agree.
+double instruction_bytes(const ir::Program& p, const ir::Instr& ins);
+// The collective kind a profile rates an instruction by ("all_reduce", ...).
+std::string collective_kind(ir::Op op);
 
 }  // namespace shardlab::advisor

@@ -2,14 +2,22 @@
 
 #include <memory>
 
+#include "engine/advisor/hardware_file.h"
 #include "engine/backends/backend.h"
 
 namespace shardlab::api {
 
-std::vector<advisor::Candidate> advise_layouts(const project::Project& p, int64_t devices) {
+std::vector<std::string> hardware_profile_names() {
+  std::vector<std::string> names;
+  for (const auto& [id, text] : advisor::bundled_profiles()) names.push_back(id);
+  return names;
+}
+
+std::vector<advisor::Candidate> advise_layouts(const project::Project& p, int64_t devices, const std::string& hardware) {
   const std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu");
-  const advisor::Hardware hw = advisor::this_machine(*cpu);
-  return advisor::advise(p, devices, hw, double(cpu->capacity_per_device(int(devices))));
+  const advisor::Hardware hw = hardware.empty() ? advisor::this_machine(*cpu, int(devices)) : advisor::find_hardware(hardware);
+  const double capacity = hw.memory_bytes > 0 ? hw.memory_bytes : double(cpu->capacity_per_device(int(devices)));
+  return advisor::advise(p, devices, hw, capacity);
 }
 
 }  // namespace shardlab::api

@@ -1,9 +1,11 @@
 // The layout advisor as the editor asks for it: the project's candidate meshes and rules on N
-// devices of this machine's CPU, ranked (engine/advisor). Takes a fraction of a second to seconds
-// (every candidate is partitioned): callers off the UI thread.
+// devices, ranked (engine/advisor), on a hardware profile's name or file, or on this machine's CPU
+// (its saved calibration, measured first when there is none). Takes a fraction of a second, or a
+// few seconds when it calibrates: callers off the UI thread.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/advisor/advisor.h"
@@ -11,6 +13,9 @@
 
 namespace shardlab::api {
 
-std::vector<advisor::Candidate> advise_layouts(const project::Project& p, int64_t devices);
+// The written hardware profiles that ship with Shardlab, by name ("h100-sxm-node", ...).
+std::vector<std::string> hardware_profile_names();
+
+std::vector<advisor::Candidate> advise_layouts(const project::Project& p, int64_t devices, const std::string& hardware = "");
 
 }  // namespace shardlab::api

@@ -6,6 +6,10 @@
 #include <algorithm>
 
 #include "engine/advisor/advisor.h"
+#include "engine/advisor/calibrate.h"
+#include "engine/advisor/gpu_worth.h"
+#include "engine/advisor/hardware_file.h"
+#include "engine/backends/backend.h"
 #include "engine/sharding/layout.h"
 #include "tests/engine/test_support.h"
 
@@ -15,14 +19,26 @@ namespace {
 
 const std::string kProjects = SHARDLAB_SOURCE_DIR "/projects/";
 
-// A fixed machine, so the ranking does not depend on this one's timing.
+// One device's rates on a machine of `cores` cores with `devices` of them running at once.
+advisor::DeviceRates rates(int devices, double gemm, double bandwidth) {
+  advisor::DeviceRates r;
+  r.devices = devices;
+  r.gemm_rows.points = {{1, gemm / 50}, {64, gemm / 2}, {512, gemm}};
+  r.gemm_inner = r.gemm_cols = r.gemm_rows;
+  r.memory_bytes_per_s = bandwidth;
+  r.instruction_s = 1e-6;
+  r.run_s = 30e-6;
+  return r;
+}
+
+// A fixed machine, so the ranking does not depend on this one's timing: 2 cores of 100 GFLOP/s.
 advisor::Hardware two_cores() {
   advisor::Hardware h;
   h.name = "test machine";
   h.shared_cores = 2;
-  h.gemm_flops = 200e9;
-  h.memory_bytes_per_s = 20e9;
-  h.collective_latency_s = 20e-6;
+  h.rates = {rates(1, 200e9, 20e9), rates(2, 100e9, 10e9)};
+  for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"})
+    h.collectives.push_back({kind, 2, 2, false, 40e-6, 4e9});
   return h;
 }
 
@@ -114,16 +130,129 @@ class TestAdvisor : public QObject {
     const project::Project p = load("deep-mlp-small");
     advisor::Hardware many = two_cores();
     many.shared_cores = 8;
-    many.gemm_flops *= 4;  // the same rate per core
-    many.memory_bytes_per_s *= 4;
+    many.rates.push_back(rates(8, 100e9, 10e9));  // the same rate per device as two on two cores
     const auto on2 = advisor::advise(p, 8, two_cores(), 1e12);
     const auto on8 = advisor::advise(p, 8, many, 1e12);
     const auto dp = [](const std::vector<advisor::Candidate>& v) {
       return std::find_if(v.begin(), v.end(), [](const advisor::Candidate& c) { return c.strategy == "data parallel"; });
     };
     QVERIFY(dp(on2) != on2.end() && dp(on8) != on8.end());
-    QVERIFY(dp(on2)->prediction.step_s > 3.5 * dp(on8)->prediction.step_s);
+    QVERIFY(dp(on2)->prediction.compute_s > 3.5 * dp(on8)->prediction.compute_s);
     QVERIFY(dp(on2)->prediction.communication_s > 0);
+  }
+  // A profile is a file a user edits: what is written reads back the same, and a bad field is named.
+  void aProfileFileRoundTripsAndNamesABadField() {
+    const advisor::Hardware h = two_cores();
+    const advisor::Hardware back = advisor::hardware_from_json(advisor::hardware_to_json(h), "test");
+    QCOMPARE(back.name, h.name);
+    QCOMPARE(back.rates.size(), h.rates.size());
+    QCOMPARE(back.rates[1].gemm_inner.at(64), h.rates[1].gemm_inner.at(64));
+    QCOMPARE(back.rates[1].memory_bytes_per_s, h.rates[1].memory_bytes_per_s);
+    QCOMPARE(back.collectives.size(), h.collectives.size());
+    QCOMPARE(back.collectives[0].latency_s, h.collectives[0].latency_s);
+
+    nlohmann::ordered_json j = advisor::hardware_to_json(h);
+    j["rates"][0].erase("memory_bytes_per_s");
+    try {
+      advisor::hardware_from_json(j, "my.json");
+      QFAIL("a profile without a bandwidth was accepted");
+    } catch (const Error& e) {
+      VERIFY_CONTAINS(QString(e.what()), "my.json: rates[0].memory_bytes_per_s: missing");
+    }
+    j = advisor::hardware_to_json(h);
+    j["collectives"][1]["kind"] = "gossip";
+    try {
+      advisor::hardware_from_json(j, "my.json");
+      QFAIL("an unknown collective kind was accepted");
+    } catch (const Error& e) {
+      VERIFY_CONTAINS(QString(e.what()), "collectives[1].kind");
+    }
+  }
+  // The written profiles ship with the program; an unknown name lists them.
+  void theWrittenProfilesLoadByName() {
+    for (const char* name : {"h100-sxm-node", "h100-infiniband"}) {
+      const advisor::Hardware h = advisor::find_hardware(name);
+      QCOMPARE(h.kind, std::string("gpu"));
+      QVERIFY(!h.sources.empty());
+      QCOMPARE(h.peak_flops.at("bfloat16"), 989.4e12);
+      QVERIFY(h.memory_bytes > 70e9);
+    }
+    try {
+      advisor::find_hardware("tpu-v9");
+      QFAIL("an unknown profile was found");
+    } catch (const Error& e) {
+      VERIFY_CONTAINS(QString(e.what()), "h100-sxm-node");
+    }
+  }
+  // nccl-tests' bus bandwidth becomes the array's rate per group size: an all-reduce over 8 moves
+  // 2 * 7/8 of the array over each link.
+  void busBandwidthFollowsNcclsFactors() {
+    const advisor::Hardware h = advisor::find_hardware("h100-sxm-node");
+    QCOMPARE(h.collective("all_reduce", 8, 8, false).bytes_per_s, 450e9 * 8 / 14);
+    QCOMPARE(h.collective("all_gather", 8, 2, false).bytes_per_s, 450e9 * 2);
+  }
+  // On H100 nodes joined by InfiniBand, FSDP over 16 GPUs gathers across nodes; within one node it
+  // does not, and the same plan's communication is cheaper.
+  void collectivesAcrossNodesCostTheNetworksRate() {
+    const project::Project p = load("deep-mlp-small");
+    const advisor::Hardware ib = advisor::find_hardware("h100-infiniband");
+    const auto ranked16 = advisor::advise(p, 16, ib, ib.memory_bytes);
+    const auto fsdp16 = std::find_if(ranked16.begin(), ranked16.end(), [](const advisor::Candidate& c) { return c.strategy == "FSDP"; });
+    QVERIFY(fsdp16 != ranked16.end() && fsdp16->runs());
+    advisor::Hardware one_node = ib;
+    one_node.devices_per_node = 16;  // as if all 16 were on one NVLink switch
+    const auto on_switch = advisor::advise(p, 16, one_node, ib.memory_bytes);
+    const auto fsdp_switch = std::find_if(on_switch.begin(), on_switch.end(), [](const advisor::Candidate& c) { return c.strategy == "FSDP"; });
+    QVERIFY(fsdp16->prediction.communication_s > 4 * fsdp_switch->prediction.communication_s);
+  }
+  // Calibration measures through the real CPU backend: every rate is positive, the GEMM rate grows
+  // with the GEMM's smallest dimension, and each collective has a rate for its group.
+  void calibrationMeasuresThisMachine() {
+    auto cpu = backends::make_backend("cpu", backends::BackendOptions{2});
+    advisor::CalibrateOptions options;
+    options.max_devices = 2;
+    double last = -1;
+    options.progress = [&](const std::string&, double f) {
+      QVERIFY(f >= last);
+      last = f;
+    };
+    const advisor::Hardware h = advisor::calibrate(*cpu, options);
+    QCOMPARE(last, 1.0);
+    QCOMPARE(h.rates.size(), size_t(2));
+    for (const advisor::DeviceRates& r : h.rates) {
+      QVERIFY(r.memory_bytes_per_s > 1e8);
+      QVERIFY(r.run_s > 0);
+      QVERIFY(r.gemm_rows.at(512) > r.gemm_rows.at(1));
+    }
+    for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+      const advisor::CollectiveRate c = h.collective(kind, 2, 2, false);
+      QCOMPARE(c.group, 2);
+      QVERIFY(c.bytes_per_s > 0);
+    }
+    // And saved, it reads back.
+    QTemporaryDir dir;
+    const std::string file = dir.filePath("machine.json").toStdString();
+    advisor::save_hardware_file(h, file);
+    QCOMPARE(advisor::find_hardware(file).rates[1].memory_bytes_per_s, h.rates[1].memory_bytes_per_s);
+  }
+  // Seed 000's question: a GPU's predicted step against this machine's, and the input rate it needs.
+  void aGpuIsWorthItForADeepMlpNotForATinyOne() {
+    const advisor::Hardware gpu = advisor::find_hardware("h100-sxm-node");
+    const advisor::GpuVerdict deep = advisor::gpu_worth_it(load("deep-mlp-small"), two_cores(), gpu);
+    QVERIFY(deep.fits_gpu);
+    QVERIFY(deep.speedup > 20);
+    QCOMPARE(deep.examples_per_s_needed, 512 / deep.gpu.step_s);
+    QVERIFY(deep.bytes_per_s_needed > 0);
+    VERIFY_CONTAINS(QString::fromStdString(deep.verdict), "Yes");
+    const advisor::GpuVerdict tiny = advisor::gpu_worth_it(load("fashion-mlp"), two_cores(), gpu);
+    QVERIFY(tiny.speedup < deep.speedup);
+  }
+  // Every template shows on eight devices: 1-D, 2-D and 3-D meshes.
+  void meshesOfOneTwoAndThreeAxesAreTried() {
+    const auto ranked = advisor::advise(load("deep-mlp-small"), 8, two_cores(), 1e12);
+    for (const char* s : {"FSDP + Megatron", "hybrid FSDP", "3-D (data, FSDP, Megatron)"})
+      QVERIFY2(std::any_of(ranked.begin(), ranked.end(), [&](const advisor::Candidate& c) { return c.strategy.find(s) != std::string::npos; }), s);
+    QVERIFY(std::any_of(ranked.begin(), ranked.end(), [](const advisor::Candidate& c) { return c.mesh == "data=2,fsdp=2,model=2"; }));
   }
 };
 

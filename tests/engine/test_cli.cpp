@@ -333,11 +333,18 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(r.err, "--preset fsdp and --rules both set the logical axis rules");
   }
   // advise --json: every candidate with its mesh, rules, memory and prediction, best first.
+  // advise measures this machine once (saved under the config folder) and reuses it; the JSON has
+  // every figure, ranked; the best candidate passes the design check; a GPU profile by name.
   void adviseRanksTheLayoutsAsJson() {
-    Result r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2", "--json"});
+    QTemporaryDir config;
+    QProcessEnvironment env;
+    env.insert("XDG_CONFIG_HOME", config.path());
+    Result r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2", "--json"}, 120000, env);
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    const QString saved = config.filePath("shardlab/hardware/this-machine.json");
+    QVERIFY2(QFile::exists(saved), "advise did not save its calibration");
     Json j = Json::parse(r.out.toStdString());
-    QVERIFY(j["candidates"].size() >= 6);
+    QVERIFY(j["candidates"].size() >= 8);
     const Json& best = j["candidates"][0];
     QVERIFY(best["fits"].get<bool>());
     QVERIFY(best["predicted_step_ms"].get<double>() > 0);
@@ -348,12 +355,58 @@ class TestCli : public QObject {
       QVERIFY(c["predicted_step_ms"].get<double>() >= last);
       last = c["predicted_step_ms"].get<double>();
     }
+    const Json& gpu = j["gpu_worth_it"];
+    QVERIFY(gpu["gpu_step_ms"].get<double>() < gpu["cpu_step_ms"].get<double>());
+    QCOMPARE(gpu["examples_per_s_needed"].get<double>(), 512 / (gpu["gpu_step_ms"].get<double>() / 1e3));
     // The best candidate trains as advised.
     r = run_cli({"check", kProjects + "/deep-mlp-small.shardlab.json", "--mesh", QString::fromStdString(best["mesh"]),
                  "--rules", QString::fromStdString(best["rules"])});
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+
+    // The saved calibration is reused: the same machine figures, at once.
+    r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2", "--json"}, 120000, env);
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QCOMPARE(Json::parse(r.out.toStdString())["hardware"]["measured"], j["hardware"]["measured"]);
+
+    // On 16 H100s over InfiniBand each device has 80 GB.
+    r = run_cli({"advise", kProjects + "/deep-mlp.shardlab.json", "--devices", "16", "--hardware", "h100-infiniband", "--json"}, 120000, env);
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    j = Json::parse(r.out.toStdString());
+    QCOMPARE(j["hardware"]["kind"], "gpu");
+    QVERIFY(j["candidates"][0]["fits"].get<bool>());
+    QCOMPARE(j["hardware"]["capacity_bytes_per_device"].get<double>(), 85899345920.0);
+
+    r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--hardware", "tpu-v9"}, 120000, env);
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "tpu-v9");
     r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json"});
     QVERIFY(r.exit_code != 0);  // --devices is required
+  }
+
+  // calibrate writes a profile a user can read, edit and hand to advise.
+  void calibrateWritesAProfileAdviseReads() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("mine.json");
+    Result r = run_cli({"calibrate", "--threads", "2", "--devices", "2", "--out", file});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "all_reduce");
+    VERIFY_CONTAINS(r.out, file);
+    std::ifstream in(file.toStdString());
+    Json profile = Json::parse(in);
+    QCOMPARE(profile["format"], "shardlab.hardware");
+    QCOMPARE(profile["rates"].size(), size_t(2));
+    profile["name"] = "my edited machine";
+    std::ofstream(file.toStdString()) << profile.dump(2);
+    r = run_cli({"advise", kProjects + "/fashion-mlp.shardlab.json", "--devices", "2", "--hardware", file});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "my edited machine");
+    VERIFY_CONTAINS(r.out, "Is a GPU worth it?");
+    // A broken edit is named, field and file.
+    profile["rates"][0].erase("memory_bytes_per_s");
+    std::ofstream(file.toStdString()) << profile.dump(2);
+    r = run_cli({"advise", kProjects + "/fashion-mlp.shardlab.json", "--devices", "2", "--hardware", file});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "rates[0].memory_bytes_per_s: missing");
   }
 
   // shard's per-device memory is the partitioned step's buffer plan, and a gradient shows the sum

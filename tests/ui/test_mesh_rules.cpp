@@ -242,6 +242,15 @@ class TestMeshRules : public QObject {
     QVERIFY(f.doc.design().ok());
     f.doc.undoStack()->undo();
     QCOMPARE(f.meshText(), before);
+
+    // On a written profile: every device of an H100 node holds 80 GB.
+    const int h100 = dlg->hardwareCombo()->findData("h100-sxm-node");
+    QVERIFY(h100 > 0);
+    dlg->hardwareCombo()->setCurrentIndex(h100);
+    QTest::mouseClick(dlg->suggestButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!dlg->busy(), 60000);
+    VERIFY_CONTAINS(dlg->statusLabel()->text(), "h100-sxm-node");
+    QCOMPARE(dlg->candidates().front().capacity_bytes, 85899345920.0);
   }
 
   void badRuleTextIsRefusedAndUnknownAxesAreFlagged() {

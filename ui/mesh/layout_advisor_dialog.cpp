@@ -1,5 +1,6 @@
 #include "ui/mesh/layout_advisor_dialog.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -36,6 +37,13 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
     // A mesh being edited into shape: suggest for seed 002's 8 devices.
   }
   devices_->setValue(int(n));
+  // This machine (its saved calibration, measured on first use) or a written profile.
+  hardware_ = new QComboBox(this);
+  hardware_->setObjectName("advisorHardware");
+  hardware_->addItem(tr("This machine"), QString());
+  for (const std::string& id : api::hardware_profile_names()) hardware_->addItem(q(id), q(id));
+  hardware_->setToolTip(tr("The hardware the steps are predicted on: this machine as measured (shardlab-cli calibrate), "
+                           "or a written profile (an H100 node, H100 nodes over InfiniBand)"));
   suggest_ = new QPushButton(tr("Suggest"), this);
   suggest_->setObjectName("advisorSuggest");
   apply_ = new QPushButton(tr("Apply"), this);
@@ -58,6 +66,8 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Devices:"), this));
   top->addWidget(devices_);
+  top->addWidget(new QLabel(tr("on"), this));
+  top->addWidget(hardware_);
   top->addWidget(suggest_);
   top->addStretch(1);
   top->addWidget(apply_);
@@ -81,18 +91,21 @@ void LayoutAdvisorDialog::suggest() {
   busy_ = true;
   suggest_->setEnabled(false);
   apply_->setEnabled(false);
-  status_->setText(tr("Partitioning every candidate layout for %1 devices…").arg(devices_->value()));
+  status_->setText(tr("Partitioning every candidate layout for %1 devices (the first time on this machine, measuring it "
+                      "too)…")
+                       .arg(devices_->value()));
   // Every candidate is partitioned for real: seconds for a large model, so never on the UI thread.
   const project::Project p = doc_->project();
   const int64_t devices = devices_->value();
+  const std::string hardware = hardware_->currentData().toString().toStdString();
   struct Result {
     std::vector<advisor::Candidate> ranked;
     QString error;
   };
   auto result = std::make_shared<Result>();
-  QThread* worker = QThread::create([result, p, devices] {
+  QThread* worker = QThread::create([result, p, devices, hardware] {
     try {
-      result->ranked = api::advise_layouts(p, devices);
+      result->ranked = api::advise_layouts(p, devices, hardware);
     } catch (const std::exception& e) {
       result->error = QString::fromStdString(e.what());
     }
@@ -130,10 +143,11 @@ void LayoutAdvisorDialog::showCandidates(std::vector<advisor::Candidate> ranked,
   table_->resizeColumnsToContents();
   if (!error.isEmpty()) status_->setText(error);
   else
-    status_->setText(tr("%1 layouts, best first: those that fit by predicted step time (a roofline on this machine's "
-                        "measured GEMM rate and bandwidth; it runs low for many devices on few cores). Apply one, or "
-                        "double-click it.")
-                         .arg(candidates_.size()));
+    status_->setText(tr("%1 layouts on %2, best first: those that fit by predicted step time (each instruction of the "
+                        "partitioned step at the profile's measured rates, collectives as latency plus bytes). Apply "
+                        "one, or double-click it.")
+                         .arg(candidates_.size())
+                         .arg(hardware_->currentText()));
   emit candidatesReady();
 }
 

@@ -11,6 +11,7 @@
 
 class QLabel;
 class QPushButton;
+class QComboBox;
 class QSpinBox;
 class QTableWidget;
 
@@ -25,6 +26,7 @@ class LayoutAdvisorDialog : public QDialog {
   explicit LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent = nullptr);
 
   QSpinBox* devicesSpin() const { return devices_; }
+  QComboBox* hardwareCombo() const { return hardware_; }
   QPushButton* suggestButton() const { return suggest_; }
   QPushButton* applyButton() const { return apply_; }
   QTableWidget* table() const { return table_; }
@@ -45,6 +47,7 @@ class LayoutAdvisorDialog : public QDialog {
 
   ProjectDocument* doc_;
   QSpinBox* devices_;
+  QComboBox* hardware_;
   QPushButton* suggest_;
   QPushButton* apply_;
   QTableWidget* table_;

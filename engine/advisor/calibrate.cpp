@@ -1,0 +1,234 @@
+#include "engine/advisor/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <vector>
+
+#include "engine/advisor/step_cost.h"
+#include "engine/backends/backend.h"
+#include "engine/plan/memory_plan.h"
+#include "engine/sharding/mesh.h"
+
+namespace shardlab::advisor {
+
+namespace {
+
+using ir::Op;
+
+constexpr int64_t kGemmLarge = 1024;                      // the two large dimensions of a GEMM probe
+constexpr double kGemmSizes[] = {1, 8, 64, 512};          // its smallest dimension
+constexpr int64_t kStreamElems = int64_t(1) << 21;        // 8 MiB per array per device: beyond the caches
+// Elements of a collective probe's whole array: 8 KiB (its latency), 1 MiB (in the caches) and
+// 16 MiB (beyond them, like a layer's weights).
+constexpr int64_t kCollectiveSizes[] = {2048, int64_t(1) << 18, int64_t(1) << 22};
+constexpr int kChain = 128;                               // tiny instructions in the fixed-cost probe
+
+sharding::Mesh mesh_of(int devices, int group) {
+  if (devices == 1) return sharding::Mesh();
+  if (group <= 1 || group == devices) return sharding::Mesh({{"g", devices}});
+  return sharding::Mesh({{"rest", devices / group}, {"g", group}});
+}
+
+// Loads `p` on every device of `mesh` with its inputs and state set to 0.5 (a probe must not run
+// on whatever the arena held: denormals or NaNs change the speed).
+std::unique_ptr<backends::Executable> load(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh) {
+  std::vector<int> keep;
+  for (int v : p.instrs.back().out) keep.push_back(v);
+  backends::LoadOptions options;
+  options.what = "the calibration probe";
+  auto exe = b.load(p, plan::plan_memory(p, keep), mesh, options);
+  for (int v = 0; v < int(p.values.size()); ++v) {
+    if (p.values[size_t(v)].kind == ir::ValueKind::Temp) continue;
+    const std::vector<float> host(size_t(numel(p.shape(v))), 0.5f);
+    for (int d = 0; d < exe->num_devices(); ++d) exe->write(d, v, host.data());
+  }
+  return exe;
+}
+
+// Median seconds of one run, after a warm-up: at least 3 runs and 20 ms of them.
+double time_runs(backends::Executable& exe) {
+  backends::RunContext ctx;
+  ctx.learning_rate = 1e-3;
+  exe.run(ctx);
+  std::vector<double> times;
+  double total = 0;
+  while ((times.size() < 3 || total < 0.02) && times.size() < 64) {
+    const auto t0 = std::chrono::steady_clock::now();
+    exe.run(ctx);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    total += times.back();
+  }
+  std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+double time_program(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh) {
+  auto exe = load(b, p, mesh);
+  return time_runs(*exe);
+}
+
+ir::Program gemm_probe(GemmSide side, int64_t small) {
+  const int64_t L = kGemmLarge;
+  ir::Program p;
+  ir::Attrs attrs;
+  int a = 0, w = 0;
+  switch (side) {
+    case GemmSide::Rows:  // a small batch through a layer: (s x L) @ (L x L)
+      a = p.add_value("x", {small, L}, ir::ValueKind::Input);
+      w = p.add_value("w", {L, L}, ir::ValueKind::Param);
+      break;
+    case GemmSide::Inner:  // a weight gradient over a small batch: (s x L)^T @ (s x L)
+      a = p.add_value("x", {small, L}, ir::ValueKind::Input);
+      w = p.add_value("dy", {small, L}, ir::ValueKind::Input);
+      attrs.trans_a = true;
+      break;
+    case GemmSide::Cols:  // a narrow layer: (L x L) @ (L x s)
+      a = p.add_value("x", {L, L}, ir::ValueKind::Input);
+      w = p.add_value("w", {L, small}, ir::ValueKind::Param);
+      break;
+  }
+  p.apply1(Op::MatMul, {a, w}, attrs);
+  return p;
+}
+
+// The streaming primitives a step is made of besides its GEMMs: an elementwise op, a ReLU gradient
+// and an Adam update, on arrays beyond the caches.
+ir::Program stream_probe() {
+  ir::Program p;
+  const Shape s{kStreamElems};
+  const int x = p.add_value("x", s, ir::ValueKind::Input), g = p.add_value("g", s, ir::ValueKind::Input);
+  const int w = p.add_value("w", s, ir::ValueKind::Param);
+  const int m = p.add_value("m", s, ir::ValueKind::OptState), v = p.add_value("v", s, ir::ValueKind::OptState);
+  const int y = p.apply1(Op::Add, {x, g});
+  const int z = p.apply1(Op::ReluGrad, {x, y});
+  p.apply(Op::AdamUpdate, {w, z, m, v});
+  p.apply1(Op::Relu, {x});  // keeps the last instruction's output for the plan
+  return p;
+}
+
+ir::Program chain_probe(int length) {
+  ir::Program p;
+  int x = p.add_value("x", {16}, ir::ValueKind::Input);
+  for (int i = 0; i < length; ++i) x = p.apply1(Op::Relu, {x});
+  return p;
+}
+
+ir::Program collective_probe(const std::string& kind, int group, int64_t elems) {
+  ir::Program p;
+  ir::Attrs a;
+  a.mesh_axes = {"g"};
+  a.group_size = group;
+  if (kind == "all_reduce") {
+    p.apply1(Op::AllReduce, {p.add_value("x", {elems}, ir::ValueKind::Input)}, a);
+  } else if (kind == "all_gather") {
+    p.apply1(Op::AllGather, {p.add_value("x", {elems / group}, ir::ValueKind::Input)}, a);
+  } else if (kind == "reduce_scatter") {
+    p.apply1(Op::ReduceScatter, {p.add_value("x", {elems}, ir::ValueKind::Input)}, a);
+  } else {  // all_to_all: rows split before, columns after
+    a.split_dim = 0;
+    a.dim = 1;
+    p.apply1(Op::AllToAll, {p.add_value("x", {elems / 256, 256}, ir::ValueKind::Input)}, a);
+  }
+  return p;
+}
+
+double program_bytes(const ir::Program& p) {
+  double b = 0;
+  for (const ir::Instr& ins : p.instrs) b += instruction_bytes(p, ins);
+  return b;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::localtime(&now));
+  return buf;
+}
+
+}  // namespace
+
+Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) {
+  std::vector<int> counts;
+  for (int n = 1; n <= std::max(1, options.max_devices); n *= 2) counts.push_back(n);
+  // Steps, for the progress fraction: per count, 3 GEMM sides x sizes, the stream, two chains; and
+  // per count above 1 and group size, 4 collectives at 2 sizes.
+  double total = 0, done = 0;
+  for (int n : counts) {
+    total += 3 * std::size(kGemmSizes) + 3;
+    for (int g = 2; g <= n; g *= 2) total += 4 * std::size(kCollectiveSizes);
+  }
+  auto step = [&](const std::string& what) {
+    if (options.progress) options.progress(what, done / total);
+    done += 1;
+  };
+
+  Hardware hw;
+  const std::vector<backends::DeviceInfo> devices = backend.devices();
+  hw.name = devices.empty() ? "this machine" : devices.front().name;
+  hw.kind = backend.kind() == backends::DeviceKind::Cpu ? "cpu" : "gpu";
+  hw.shared_cores = hw.kind == "cpu" ? backend.threads() : 0;
+  if (hw.kind == "gpu" && !devices.empty()) hw.memory_bytes = double(devices.front().memory_bytes);
+  hw.measured = "shardlab-cli calibrate on " + today() + ", " +
+                (hw.kind == "cpu" ? std::to_string(hw.shared_cores) + " cores shared by 1-" + std::to_string(counts.back()) + " devices"
+                                  : std::string("GPU"));
+
+  for (int n : counts) {
+    const sharding::Mesh mesh = mesh_of(n, 1);
+    const std::string on = " on " + std::to_string(n) + (n == 1 ? " device" : " devices");
+    DeviceRates r;
+    r.devices = n;
+    step("fixed costs" + on);
+    const double t_one = time_program(backend, chain_probe(1), mesh);
+    step("fixed costs" + on);
+    const double t_chain = time_program(backend, chain_probe(kChain + 1), mesh);
+    r.instruction_s = std::max(0.0, (t_chain - t_one) / kChain);
+    r.run_s = std::max(0.0, t_one - r.instruction_s);
+    for (GemmSide side : {GemmSide::Rows, GemmSide::Inner, GemmSide::Cols}) {
+      Curve& curve = side == GemmSide::Rows ? r.gemm_rows : side == GemmSide::Inner ? r.gemm_inner : r.gemm_cols;
+      for (double s : kGemmSizes) {
+        step("GEMM" + on);
+        const ir::Program p = gemm_probe(side, int64_t(s));
+        const double flops = 2.0 * s * double(kGemmLarge) * double(kGemmLarge);
+        const double t = std::max(1e-9, time_program(backend, p, mesh) - r.run_s - r.instruction_s);
+        curve.points.push_back({s, flops / t});
+      }
+    }
+    step("memory bandwidth" + on);
+    const ir::Program stream = stream_probe();
+    const double t_stream =
+        std::max(1e-9, time_program(backend, stream, mesh) - r.run_s - double(stream.instrs.size()) * r.instruction_s);
+    r.memory_bytes_per_s = program_bytes(stream) / t_stream;
+    hw.rates.push_back(r);
+
+    for (int g = 2; g <= n; g *= 2)
+      for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+        step(std::string(kind) + " over " + std::to_string(g) + on);
+        const sharding::Mesh cmesh = mesh_of(n, g);
+        std::vector<double> t;
+        for (int64_t elems : kCollectiveSizes) {
+          if (!t.empty()) step(std::string(kind) + " over " + std::to_string(g) + on);
+          t.push_back(std::max(1e-9, time_program(backend, collective_probe(kind, g, elems), cmesh) - r.run_s));
+        }
+        CollectiveRate c;
+        c.kind = kind;
+        c.devices = n;
+        c.group = g;
+        // The latency from the smallest array; each larger one gives the rate at its size.
+        c.latency_s = t[0];
+        for (size_t i = 1; i < t.size(); ++i) {
+          const double bytes = double(kCollectiveSizes[i]) * 4;
+          c.by_size.points.push_back({bytes, bytes / std::max(1e-9, t[i] - c.latency_s)});
+        }
+        c.bytes_per_s = c.by_size.points.back().second;
+        hw.collectives.push_back(c);
+      }
+  }
+  hw.peak_flops["float32"] = hw.gemm_flops(1);
+  hw.host_to_device_bytes_per_s = hw.kind == "cpu" ? hw.rates.front().memory_bytes_per_s : 0;
+  if (options.progress) options.progress("done", 1.0);
+  return hw;
+}
+
+}  // namespace shardlab::advisor
