@@ -14,9 +14,6 @@
 
 namespace shardlab::advisor {
 
-// Defined in the file CMake generates from resources/hardware/*.json.
-std::vector<std::pair<std::string, std::string>> bundled_profile_texts();
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -201,8 +198,6 @@ nlohmann::ordered_json hardware_to_json(const Hardware& h) {
   }
   return j;
 }
-
-std::vector<std::pair<std::string, std::string>> bundled_profiles() { return bundled_profile_texts(); }
 
 Hardware load_hardware_file(const std::string& path) {
   const std::string text = read_text(path);

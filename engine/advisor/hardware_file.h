@@ -19,7 +19,8 @@ namespace shardlab::advisor {
 Hardware hardware_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::ordered_json hardware_to_json(const Hardware& h);
 
-// The profiles that ship with Shardlab, by name ("h100-sxm-node", "h100-infiniband"), as their files' text.
+// The profiles that ship with Shardlab, by name ("h100-sxm-node", "h100-infiniband"), as their files'
+// text: defined in the file engine/CMakeLists.txt generates from resources/hardware/*.json.
 std::vector<std::pair<std::string, std::string>> bundled_profiles();
 
 // A profile named on the command line: a file path (anything with a '/' or ending in .json), else

@@ -235,8 +235,9 @@ class TestAdvisor : public QObject {
     advisor::save_hardware_file(h, file);
     QCOMPARE(advisor::find_hardware(file).rates[1].memory_bytes_per_s, h.rates[1].memory_bytes_per_s);
   }
-  // Seed 000's question: a GPU's predicted step against this machine's, and the input rate it needs.
-  void aGpuIsWorthItForADeepMlpNotForATinyOne() {
+  // Seed 000's question: a GPU's predicted step against this machine's, and the input rate it needs;
+  // a tiny model gains less (its steps are fixed costs more than arithmetic).
+  void aGpuPaysMoreForADeepMlpThanForATinyOne() {
     const advisor::Hardware gpu = advisor::find_hardware("h100-sxm-node");
     const advisor::GpuVerdict deep = advisor::gpu_worth_it(load("deep-mlp-small"), two_cores(), gpu);
     QVERIFY(deep.fits_gpu);
