@@ -7,6 +7,7 @@
 #include "app/cli/commands.h"
 #include "engine/backends/backend.h"
 #include "engine/project/project.h"
+#include "engine/project/run_overrides.h"
 #include "engine/runtime/preflight.h"
 #include "engine/runtime/train_step.h"
 
@@ -65,7 +66,10 @@ void print_errors(const std::vector<std::string>& errors) {
 
 int run_check(const CheckArgs& a) {
   project::Project p = project::load_project(a.project);
-  if (a.batch_size > 0) p.training.batch_size = a.batch_size;
+  project::RunOverrides o;
+  o.batch_size = a.batch_size;
+  o.accumulate = a.accumulate;
+  p = project::with_overrides(std::move(p), o);
   runtime::PreflightOptions checks;
   checks.mesh = a.mesh;
   checks.rules = a.rules;
@@ -99,6 +103,7 @@ int run_check(const CheckArgs& a) {
     nlohmann::ordered_json j;
     j["project"] = p.display_name();
     j["batch_size"] = p.training.batch_size;
+    j["accumulate"] = p.training.accumulate;
     j["layers"] = nlohmann::ordered_json::array();
     for (const Row& row : rows) {
       const graph::NodeReport* n = row.node;
@@ -129,7 +134,11 @@ int run_check(const CheckArgs& a) {
     return 0;
   }
 
-  std::printf("%s — batch %lld\n\n", p.display_name().c_str(), (long long)p.training.batch_size);
+  if (p.training.accumulate > 1)
+    std::printf("%s — batch %lld, as %lld microbatches of %lld\n\n", p.display_name().c_str(), (long long)p.training.batch_size,
+                (long long)p.training.accumulate, (long long)(p.training.batch_size / p.training.accumulate));
+  else
+    std::printf("%s — batch %lld\n\n", p.display_name().c_str(), (long long)p.training.batch_size);
   std::printf("%-18s %-10s %-34s %-44s %12s %10s\n", "layer", "type", "output", "parameters", "params", "FLOPs");
   std::printf("%s\n", std::string(133, '-').c_str());
   for (const Row& row : rows) {

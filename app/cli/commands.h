@@ -10,6 +10,7 @@ struct CheckArgs {
   std::string project;
   bool json = false;
   int64_t batch_size = -1;
+  int64_t accumulate = -1;  // microbatches per step (training.accumulate)
   std::string mesh, rules;  // override the project's, as train's do
   int devices = 0;          // the device count the mesh must have, as train's --devices
 };
@@ -18,6 +19,7 @@ int run_check(const CheckArgs& a);
 struct TrainArgs {
   std::string project;
   int64_t steps = -1, epochs = -1, batch_size = -1, seed = -1;
+  int64_t accumulate = -1;  // microbatches per step (training.accumulate)
   std::optional<double> learning_rate;  // --lr
   int threads = 0;
   std::string backend = "cpu";  // "cpu" or "cuda"
@@ -65,6 +67,7 @@ struct ShardArgs {
   std::string show;   // draw this array's sharding
   std::string dims = "0,1";
   int64_t batch_size = -1;
+  int64_t accumulate = -1;  // microbatches per step (training.accumulate)
   std::string backend = "cpu";  // the report names its devices and their memory where not the CPU
 };
 int run_shard(const ShardArgs& a);

@@ -30,8 +30,10 @@ void ProgressPrinter::on_start(const runtime::StartInfo& s) {
   total_ = s.total_steps;
   start_ = last_draw_ = std::chrono::steady_clock::now();
   if (quiet_) return;
-  std::printf("training %lld steps (%lld per epoch), batch %lld, %lld parameters, %d threads\n", (long long)s.total_steps,
-              (long long)s.steps_per_epoch, (long long)s.batch, (long long)s.param_count, s.threads);
+  const std::string batch = s.microbatches > 1 ? std::to_string(s.batch) + " in " + std::to_string(s.microbatches) + " microbatches"
+                                               : std::to_string(s.batch);
+  std::printf("training %lld steps (%lld per epoch), batch %s, %lld parameters, %d threads\n", (long long)s.total_steps,
+              (long long)s.steps_per_epoch, batch.c_str(), (long long)s.param_count, s.threads);
   if (s.devices > 1)
     std::printf("SPMD on %d virtual devices, mesh %s: %lld collectives per step, %s moved per device\n", s.devices,
                 s.mesh.c_str(), (long long)s.collectives, runtime::format_bytes(s.comm_bytes).c_str());
@@ -90,7 +92,8 @@ JsonlLog::JsonlLog(const std::string& path) : out_(path, std::ios::trunc) {
 
 void JsonlLog::on_start(const runtime::StartInfo& s) {
   nlohmann::ordered_json j{{"event", "start"},          {"total_steps", s.total_steps},   {"steps_per_epoch", s.steps_per_epoch},
-                           {"batch_size", s.batch},      {"threads", s.threads},           {"param_count", s.param_count},
+                           {"batch_size", s.batch},      {"accumulate", s.microbatches},   {"threads", s.threads},
+                           {"param_count", s.param_count},
                            {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
                            {"devices", s.devices},       {"mesh", s.mesh}};
   out_ << j.dump() << "\n";

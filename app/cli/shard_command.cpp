@@ -10,6 +10,7 @@
 
 #include "engine/backends/backend.h"
 #include "engine/ir/primitive.h"
+#include "engine/project/run_overrides.h"
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/partitioner.h"
 #include "engine/sharding/layout.h"
@@ -56,7 +57,10 @@ int run_shard(const ShardArgs& a) {
   std::unique_ptr<backends::Backend> backend;
   if (a.backend != "cpu") backend = backends::make_backend(a.backend);
   project::Project p = project::load_project(a.project);
-  if (a.batch_size > 0) p.training.batch_size = a.batch_size;
+  project::RunOverrides o;
+  o.batch_size = a.batch_size;
+  o.accumulate = a.accumulate;
+  p = project::with_overrides(std::move(p), o);
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
   const sharding::LogicalRules rules = a.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(a.rules);
   graph::GraphReport report = project::analyze_project(p);
@@ -96,6 +100,7 @@ int run_shard(const ShardArgs& a) {
     nlohmann::ordered_json j;
     j["project"] = p.display_name();
     j["mesh"] = sharding::mesh_to_json(mesh)["axes"];
+    j["microbatches"] = r.microbatches;
     j["rules"] = sharding::rules_to_json(rules);
     j["arrays"] = nlohmann::ordered_json::array();
     for (const auto& x : r.arrays) {
@@ -140,6 +145,10 @@ int run_shard(const ShardArgs& a) {
                 shape_str(x.shard).c_str(), runtime::format_bytes(x.bytes_per_device).c_str());
   }
   const auto& d0 = r.devices.front();
+  if (r.microbatches > 1)
+    std::printf("\ngradient accumulation: each step runs %lld microbatches of %lld examples one after another; the inputs "
+                "and activations above are one microbatch's\n",
+                (long long)r.microbatches, (long long)(p.training.batch_size / r.microbatches));
   if (step)
     std::printf("\nper device, from the partitioned training step's buffer plan:\n"
                 "  parameters %s + optimizer state %s + step arena %s (inputs, activations, gradients; reused as the step runs)"

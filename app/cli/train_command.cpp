@@ -35,6 +35,7 @@ int run_train(const TrainArgs& a) {
   opt.steps = a.steps;
   opt.epochs = a.epochs;
   opt.batch_size = a.batch_size;
+  opt.accumulate = a.accumulate;
   opt.seed = a.seed;
   opt.learning_rate = a.learning_rate;
   opt.threads = a.threads;

@@ -8,14 +8,14 @@
 
 namespace shardlab::ir {
 
-std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt) {
+std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt, size_t first) {
   if (numel(p.shape(loss)) != 1) throw Error("internal: the loss must be a scalar, got " + shape_str(p.shape(loss)));
   const size_t forward_end = p.instrs.size();
 
   // Values that depend on a differentiated input: only those need cotangents.
   std::vector<bool> depends(p.values.size(), false);
   for (int v : wrt) depends[size_t(v)] = true;
-  for (size_t i = 0; i < forward_end; ++i) {
+  for (size_t i = first; i < forward_end; ++i) {
     const Instr& ins = p.instrs[i];
     bool any = false;
     for (int v : ins.in) any = any || depends[size_t(v)];
@@ -29,7 +29,7 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
   one.shape = p.shape(loss);
   ct[size_t(loss)] = p.apply1(Op::Fill, {}, one, "", "d_loss");
 
-  for (size_t i = forward_end; i-- > 0;) {
+  for (size_t i = forward_end; i-- > first;) {
     const Instr ins = p.instrs[i];  // copy: emitting may reallocate the vector
     Cotangents out_ct;
     bool any = false;

@@ -89,7 +89,9 @@ struct Program {
 
 // Builds gradients of a scalar `loss` w.r.t. `wrt` by appending each primitive's VJP in reverse
 // order; returns the gradient value per entry of `wrt` (a Fill of zeros where loss ignores it).
-std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt);
+// Only instructions from `first` on are differentiated: what earlier ones make is taken as constant
+// (a microbatch's forward pass starts there, and the earlier microbatches' work is not walked again).
+std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt, size_t first = 0);
 
 std::string to_string(const Program& p);
 

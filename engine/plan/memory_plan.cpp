@@ -1,6 +1,7 @@
 #include "engine/plan/memory_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "engine/util/checked.h"
@@ -84,14 +85,24 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
   std::vector<size_t> order(bufs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].size > bufs[b].size; });
-  std::vector<size_t> placed;
+  // The placed buffers live in time buckets (each in every bucket its live range touches), so a
+  // buffer's overlapping neighbours are found among those of its own buckets rather than among
+  // every buffer placed: a step of many microbatches has tens of thousands of buffers.
+  constexpr int kBucket = 64;
+  auto bucket = [](int t) { return size_t(t + 1) / kBucket; };  // t >= -1 (inputs are live from the start)
+  std::vector<std::vector<size_t>> in_bucket(bucket(end) + 1);
+  std::vector<size_t> seen(bufs.size(), SIZE_MAX);
+  std::vector<std::pair<int64_t, int64_t>> busy;
   for (size_t bi : order) {
     Buf& b = bufs[bi];
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t pj : placed) {
-      const Buf& o = bufs[pj];
-      if (o.first <= b.last && b.first <= o.last) busy.push_back({o.offset, o.offset + o.size});
-    }
+    busy.clear();
+    for (size_t k = bucket(b.first); k <= bucket(std::max(b.last, b.first)); ++k)
+      for (size_t pj : in_bucket[k]) {
+        const Buf& o = bufs[pj];
+        if (seen[pj] == bi || !(o.first <= b.last && b.first <= o.last)) continue;
+        seen[pj] = bi;
+        busy.push_back({o.offset, o.offset + o.size});
+      }
     std::sort(busy.begin(), busy.end());
     int64_t off = 0;
     for (auto [s, e] : busy) {
@@ -100,7 +111,7 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     }
     b.offset = off;
     mp.arena_elems = std::max(mp.arena_elems, util::add_or_throw(off, b.size, "memory plan: arena elements"));
-    placed.push_back(bi);
+    for (size_t k = bucket(b.first); k <= bucket(std::max(b.last, b.first)); ++k) in_bucket[k].push_back(bi);
   }
   for (const Buf& b : bufs) mp.arena_offset[size_t(b.value)] = b.offset;
   for (size_t v = 0; v < nv; ++v)

@@ -145,7 +145,7 @@ CheckpointSpec parse_checkpoint(const Json& j, const std::string& where) {
 }
 
 TrainingSpec parse_training(const Json& j, const std::string& where) {
-  only(j, where, {"batch_size", "epochs", "steps", "seed", "shuffle", "prefetch", "eval", "checkpoint"});
+  only(j, where, {"batch_size", "accumulate", "epochs", "steps", "seed", "shuffle", "prefetch", "eval", "checkpoint"});
   TrainingSpec t;
   auto integer = [&](const char* k, int64_t fallback, int64_t lo) { return optional_integer(j, where, k, fallback, lo); };
   auto boolean = [&](const char* k, bool fallback) {
@@ -159,6 +159,10 @@ TrainingSpec parse_training(const Json& j, const std::string& where) {
   t.seed = uint64_t(integer("seed", 0, 0));
   t.shuffle = boolean("shuffle", true);
   t.prefetch = integer("prefetch", 2, 0);
+  t.accumulate = integer("accumulate", 1, 1);
+  if (t.batch_size % t.accumulate != 0)
+    throw Error(where + ".accumulate: " + std::to_string(t.accumulate) + " microbatches do not divide batch_size " +
+                std::to_string(t.batch_size) + " (each microbatch must have the same number of examples)");
   t.eval = boolean("eval", true);
   if (t.steps == 0 && t.epochs == 0) throw Error(where + ": set steps or epochs above 0");
   if (j.contains("checkpoint")) t.checkpoint = parse_checkpoint(j["checkpoint"], where + ".checkpoint");

@@ -36,6 +36,9 @@ struct TrainingSpec {
   uint64_t seed = 0;
   bool shuffle = true;
   int64_t prefetch = 2;
+  // Gradient accumulation (Optax's MultiSteps): each step runs the batch as this many equal
+  // microbatches, one after another, and applies one update with the mean of their gradients.
+  int64_t accumulate = 1;
   bool eval = true;  // evaluate on the test split after each epoch and at the end
   std::optional<CheckpointSpec> checkpoint;  // absent: runs save no checkpoints unless told to
 };

@@ -7,6 +7,11 @@ namespace shardlab::project {
 Project with_overrides(Project p, const RunOverrides& o) {
   if (!p.training_json.is_object()) p.training_json = graph::Json::object();
   if (o.batch_size > 0) p.training_json["batch_size"] = p.training.batch_size = o.batch_size;
+  if (o.accumulate > 0) p.training_json["accumulate"] = p.training.accumulate = o.accumulate;
+  if (p.training.batch_size % p.training.accumulate != 0)
+    throw Error(p.display_name() + ": training.accumulate: " + std::to_string(p.training.accumulate) +
+                " microbatches do not divide the batch size " +
+                std::to_string(p.training.batch_size));
   if (o.seed >= 0) {
     p.training.seed = uint64_t(o.seed);
     p.training_json["seed"] = o.seed;

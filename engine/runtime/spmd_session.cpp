@@ -1,5 +1,6 @@
 #include "engine/runtime/spmd_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -108,15 +109,29 @@ void SpmdSession::set_value(int v, const Tensor& value) {
 
 void SpmdSession::feed(backends::Executable& exe, const sharding::PartitionedStep& s, const StepProgram& g, const Tensor& x,
                        const Tensor& y) {
-  const Shape& xs = g.program.shape(g.input);
-  const Shape& ys = g.program.shape(g.target);
+  // With gradient accumulation the batch is fed as M microbatches, examples [m*B/M, (m+1)*B/M)
+  // into microbatch m's input and target.
+  const int64_t m_count = std::max<int64_t>(int64_t(g.inputs.size()), 1);
+  Shape xs = g.program.shape(g.input), ys = g.program.shape(g.target);
+  const int64_t micro = xs.empty() ? 0 : xs[0];
+  if (!xs.empty()) xs[0] *= m_count;
+  if (!ys.empty()) ys[0] *= m_count;
   if (x.shape != xs || y.size() != numel(ys))
     throw Error("batch of " + shape_str(x.shape) + " / " + shape_str(y.shape) + " does not fit the step's " + shape_str(xs) +
                 " / " + shape_str(ys));
   Tensor yy = y;
   yy.shape = ys;
-  write_blocks(exe, s.input, s.program.shape(s.input), x, s.sharding[size_t(g.input)], mesh_);
-  write_blocks(exe, s.target, s.program.shape(s.target), yy, s.sharding[size_t(g.target)], mesh_);
+  if (m_count == 1) {
+    write_blocks(exe, s.input, s.program.shape(s.input), x, s.sharding[size_t(g.input)], mesh_);
+    write_blocks(exe, s.target, s.program.shape(s.target), yy, s.sharding[size_t(g.target)], mesh_);
+    return;
+  }
+  for (int64_t m = 0; m < m_count; ++m) {
+    const size_t i = size_t(m);
+    write_blocks(exe, s.inputs[i], s.program.shape(s.inputs[i]), examples(x, m * micro, micro), s.sharding[size_t(g.inputs[i])], mesh_);
+    write_blocks(exe, s.targets[i], s.program.shape(s.targets[i]), examples(yy, m * micro, micro), s.sharding[size_t(g.targets[i])],
+                 mesh_);
+  }
 }
 
 double SpmdSession::train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace,

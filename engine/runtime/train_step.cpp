@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <unordered_map>
 
 #include "engine/graph/init.h"
 #include "engine/graph/lower.h"
 #include "engine/ir/primitive.h"
 #include "engine/util/error.h"
+#include "engine/util/hash.h"
 
 namespace shardlab::runtime {
 
@@ -57,6 +59,34 @@ void append_updates(StepProgram& s, const project::OptimizerSpec& o) {
   p.instrs = std::move(merged);
 }
 
+// Moves each instruction from `first` on to just after the instruction that makes the latest of
+// its operands (keeping their order otherwise), so a microbatch's gradient is summed, and dies,
+// as soon as it is complete rather than after the whole backward pass. Only instructions from
+// `from` on are reordered (one microbatch's), so M microbatches cost O(M) work, not O(M^2).
+void place_after_operands(ir::Program& p, size_t from, size_t first) {
+  std::unordered_map<int, size_t> made_at;  // value -> position in [from, first)
+  for (size_t i = from; i < first; ++i)
+    for (int v : p.instrs[i].out) made_at[v] = i - from;
+  // after[k]: how many of [from, first) go before moved instruction k.
+  std::vector<std::pair<size_t, ir::Instr>> moved;
+  for (size_t i = first; i < p.instrs.size(); ++i) {
+    size_t after = 0;
+    for (int v : p.instrs[i].in)
+      if (const auto it = made_at.find(v); it != made_at.end()) after = std::max(after, it->second + 1);
+    moved.push_back({after, std::move(p.instrs[i])});
+  }
+  std::stable_sort(moved.begin(), moved.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<ir::Instr> tail;
+  tail.reserve(p.instrs.size() - from);
+  size_t u = 0;
+  for (size_t k = 0; k <= first - from; ++k) {
+    while (u < moved.size() && moved[u].first == k) tail.push_back(std::move(moved[u++].second));
+    if (k < first - from) tail.push_back(std::move(p.instrs[from + k]));
+  }
+  p.instrs.resize(from);
+  for (ir::Instr& ins : tail) p.instrs.push_back(std::move(ins));
+}
+
 }  // namespace
 
 StepProgram build_step(const project::Project& proj, const graph::GraphReport& report, int64_t batch, bool training) {
@@ -84,24 +114,6 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
   const graph::NodeReport* in_node = nullptr;
   for (const graph::NodeReport& n : report.nodes)
     if (n.type == "Input") in_node = &n;
-  Shape in_shape = in_node->output.shape;
-  in_shape[0] = batch;
-  s.input = p.add_value("input:" + in_node->name, in_shape, ValueKind::Input, in_node->output.axes);
-
-  const graph::LowerOptions lo{training, proj.training.seed, "", &s.activations};
-  s.output = graph::lower_graph(p, proj.graph, report, s.input, [&](const std::string& path) { return by_path.at(path); },
-                                proj.loss.output, lo);
-  const size_t forward_end = p.instrs.size();
-
-  const Shape& out = p.shape(s.output);
-  if (proj.loss.type == "softmax_cross_entropy") {
-    s.target = p.add_value("labels", Shape(out.begin(), out.end() - 1), ValueKind::Target);
-    s.loss = p.apply1(Op::SoftmaxXent, {s.output, s.target}, {}, "", "loss");
-    s.accuracy = p.apply1(Op::Accuracy, {s.output, s.target}, {}, "", "accuracy");
-  } else {
-    s.target = p.add_value("targets", out, ValueKind::Target);
-    s.loss = p.apply1(Op::Mse, {s.output, s.target}, {}, "", "loss");
-  }
   auto flops_of = [&](size_t from, size_t to) {
     double f = 0;
     for (size_t i = from; i < to; ++i) {
@@ -113,12 +125,73 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
     }
     return f;
   };
-  s.forward_flops = flops_of(0, forward_end);
+
+  // Gradient accumulation: M microbatches, each fed as its own input, each with its forward pass,
+  // loss and backward pass before the next starts, so only one microbatch's activations are live
+  // at a time. Each microbatch's loss is scaled by 1/M, so the summed gradients are their mean.
+  const int64_t m_count = training ? std::max<int64_t>(proj.training.accumulate, 1) : 1;
+  if (batch % m_count != 0)
+    throw Error(proj.display_name() + ": training.accumulate: " + std::to_string(m_count) +
+                " microbatches do not divide the batch size " + std::to_string(batch));
+  s.microbatches = m_count;
+  const int64_t micro = batch / m_count;
+  std::vector<int> wrt;
+  for (const ModelParam& mp : s.params) wrt.push_back(mp.value);
+  std::vector<int> grads;
+  int loss_sum = -1, accuracy_sum = -1;
+  for (int64_t m = 0; m < m_count; ++m) {
+    const std::string tag = m_count > 1 ? " (microbatch " + std::to_string(m + 1) + ")" : "";
+    Shape in_shape = in_node->output.shape;
+    in_shape[0] = micro;
+    const int input = p.add_value("input:" + in_node->name + tag, in_shape, ValueKind::Input, in_node->output.axes);
+    // Each microbatch draws its own dropout masks; the first keeps the whole batch's key.
+    const uint64_t seed = m == 0 ? proj.training.seed : util::mix64(proj.training.seed ^ (uint64_t(m) << 40));
+    const size_t forward_begin = p.instrs.size();
+    const graph::LowerOptions lo{training, seed, "", m == 0 ? &s.activations : nullptr};
+    const int output = graph::lower_graph(p, proj.graph, report, input, [&](const std::string& path) { return by_path.at(path); },
+                                          proj.loss.output, lo);
+    s.forward_flops += flops_of(forward_begin, p.instrs.size());
+
+    const Shape& out = p.shape(output);
+    int target = -1, loss = -1, accuracy = -1;
+    if (proj.loss.type == "softmax_cross_entropy") {
+      target = p.add_value("labels" + tag, Shape(out.begin(), out.end() - 1), ValueKind::Target);
+      loss = p.apply1(Op::SoftmaxXent, {output, target}, {}, "", "loss" + tag);
+      accuracy = p.apply1(Op::Accuracy, {output, target}, {}, "", "accuracy" + tag);
+    } else {
+      target = p.add_value("targets" + tag, out, ValueKind::Target);
+      loss = p.apply1(Op::Mse, {output, target}, {}, "", "loss" + tag);
+    }
+    if (m_count > 1) {
+      ir::Attrs mean;
+      mean.alpha = 1.0 / double(m_count);
+      loss = p.apply1(Op::Scale, {loss}, mean, "", "loss" + tag + " / " + std::to_string(m_count));
+      if (accuracy >= 0) accuracy = p.apply1(Op::Scale, {accuracy}, mean, "", "accuracy" + tag + " / " + std::to_string(m_count));
+    }
+    s.inputs.push_back(input);
+    s.targets.push_back(target);
+    if (m == 0) s.output = output;
+
+    if (training) {
+      std::vector<int> g = ir::append_gradients(p, loss, wrt, forward_begin);
+      if (m == 0) {
+        grads = std::move(g);
+      } else {
+        const size_t first_add = p.instrs.size();
+        for (size_t i = 0; i < g.size(); ++i)
+          grads[i] = p.apply1(Op::Add, {grads[i], g[i]}, {}, s.params[i].path, "d_" + s.params[i].path + " (sum)");
+        place_after_operands(p, forward_begin, first_add);
+      }
+    }
+    loss_sum = loss_sum < 0 ? loss : p.apply1(Op::Add, {loss_sum, loss}, {}, "", "loss");
+    if (accuracy >= 0) accuracy_sum = accuracy_sum < 0 ? accuracy : p.apply1(Op::Add, {accuracy_sum, accuracy}, {}, "", "accuracy");
+  }
+  s.input = s.inputs.front();
+  s.target = s.targets.front();
+  s.loss = loss_sum;
+  s.accuracy = accuracy_sum;
 
   if (training) {
-    std::vector<int> wrt;
-    for (const ModelParam& mp : s.params) wrt.push_back(mp.value);
-    std::vector<int> grads = ir::append_gradients(p, s.loss, wrt);
     for (size_t i = 0; i < grads.size(); ++i) s.params[i].grad = grads[i];
     append_updates(s, proj.optimizer);
   }

@@ -24,16 +24,22 @@ struct ModelParam {
 
 struct StepProgram {
   ir::Program program;
+  // With gradient accumulation the step has one input and one target per microbatch (`inputs`,
+  // `targets`, in batch order: microbatch m is examples [m*B/M, (m+1)*B/M)); `input`, `target`
+  // and `output` are the first microbatch's, and `loss` and `accuracy` are the means over all.
   int input = -1, target = -1, output = -1, loss = -1, accuracy = -1;
+  std::vector<int> inputs, targets;
+  int64_t microbatches = 1;
   std::vector<ModelParam> params;
   std::map<std::string, int> activations;  // node path -> its output value (a block node: its last layer's)
   plan::MemoryPlan memory;
   double forward_flops = 0;  // of the model's forward pass at this batch size
   double step_flops = 0;     // of the whole program
-  int64_t batch = 0;
+  int64_t batch = 0;  // examples per step, all microbatches together
 };
 
 // `training` false gives the evaluation step: forward (dropout off), loss and metrics, no update.
+// The training step runs the project's training.accumulate microbatches (the evaluation step one).
 // Both lay out parameters and optimizer state identically, so they can share that storage.
 StepProgram build_step(const project::Project& p, const graph::GraphReport& report, int64_t batch, bool training);
 

@@ -30,6 +30,7 @@ double process_cpu_seconds() {
 project::RunOverrides overrides_of(const TrainOptions& o) {
   project::RunOverrides r;
   r.batch_size = o.batch_size;
+  r.accumulate = o.accumulate;
   r.seed = o.seed;
   r.steps = o.steps;
   r.epochs = o.epochs;
@@ -132,6 +133,7 @@ StartInfo Trainer::plan_info() const {
   StartInfo s;
   const StepProgram& g = session_->global_step();
   s.batch = g.batch;
+  s.microbatches = g.microbatches;
   s.threads = threads_;
   s.step_flops = g.step_flops;
   for (const ModelParam& mp : g.params) s.param_count += numel(mp.info.shape);

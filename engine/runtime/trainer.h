@@ -27,6 +27,7 @@ struct StartInfo {
   int64_t collectives = 0;     // per step
   double comm_bytes = 0;       // per device per step
   int64_t total_steps = 0, steps_per_epoch = 0, batch = 0, param_count = 0, train_examples = 0, test_examples = 0;
+  int64_t microbatches = 1;  // gradient accumulation: the batch runs as this many microbatches
   int threads = 1;
   double step_flops = 0;
   // The plan's memory per device, in bytes: parameters, optimizer state, the step's arena (inputs included).
@@ -68,6 +69,7 @@ class TrainerListener {
 
 struct TrainOptions {
   int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
+  int64_t accumulate = -1;  // microbatches per step; -1: the project's training.accumulate
   int64_t seed = -1;
   std::optional<double> learning_rate;  // the schedule's constant value or its peak
   int threads = 0;    // 0: every core

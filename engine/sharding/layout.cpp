@@ -86,6 +86,8 @@ void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph:
     a.spec = PartitionSpec(l.dims);
     while (a.spec.dims.size() > named && a.spec.dims.back().empty()) a.spec.dims.pop_back();
     a.pending_sum.assign(l.partial.begin(), l.partial.end());
+    // Under gradient accumulation an input or activation is one microbatch's.
+    if (a.kind == ArrayKind::Input || a.kind == ArrayKind::Activation) a.shape = step.program.shape(it->second);
     const int local = plan->local[size_t(it->second)];
     a.shard = local >= 0 ? plan->program.shape(local) : shard_shape(a.spec, a.shape, mesh);
     a.bytes_per_device = double(numel(a.shard)) * sizeof(float);
@@ -96,6 +98,7 @@ void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph:
   d.arena = double(plan->memory.arena_elems) * sizeof(float);
   r.devices.assign(size_t(mesh.device_count()), d);  // every device runs the same local program
   r.plan = std::move(plan);
+  r.microbatches = step.microbatches;
 }
 
 }  // namespace

@@ -15,6 +15,10 @@ using ir::ValueKind;
 
 namespace {
 
+// A step built by hand (the rule tests) names only its one input and target.
+std::vector<int> inputs_of(const runtime::StepProgram& g) { return g.inputs.empty() ? std::vector<int>{g.input} : g.inputs; }
+std::vector<int> targets_of(const runtime::StepProgram& g) { return g.targets.empty() ? std::vector<int>{g.target} : g.targets; }
+
 class Partitioner : public ir::PartitionContext {
  public:
   Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback, WeightUpdate update)
@@ -29,6 +33,8 @@ class Partitioner : public ir::PartitionContext {
       lower(ins);
       for (int v : ins.out) constrain(v, ins.node);
     }
+    for (int v : inputs_of(g_)) out_.inputs.push_back(out_.local[size_t(v)]);
+    for (int v : targets_of(g_)) out_.targets.push_back(out_.local[size_t(v)]);
     out_.input = out_.local[size_t(g_.input)];
     out_.target = out_.local[size_t(g_.target)];
     out_.loss = out_.local[size_t(g_.loss)];
@@ -84,11 +90,13 @@ class Partitioner : public ir::PartitionContext {
         s.dims = optimizer_state_axes(s.dims, val.shape, mesh_, batch_axes);
       set(int(v), p().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes), s);
     }
-    // Targets follow the input's batch sharding.
-    const Shape& ts = gshape(g_.target);
-    Sharding t = replicated(ts.size());
-    if (!ts.empty() && !batch_axes.empty()) t.dims[0] = batch_axes;
-    set(g_.target, p().add_value(gp.values[size_t(g_.target)].name, local_shape(ts, t), ValueKind::Target), t);
+    // Targets (one per microbatch) follow the input's batch sharding.
+    for (int target : targets_of(g_)) {
+      const Shape& ts = gshape(target);
+      Sharding t = replicated(ts.size());
+      if (!ts.empty() && !batch_axes.empty()) t.dims[0] = batch_axes;
+      set(target, p().add_value(gp.values[size_t(target)].name, local_shape(ts, t), ValueKind::Target), t);
+    }
   }
 
   // with_logical_constraint: a value whose layout the user pinned moves there after it is made.

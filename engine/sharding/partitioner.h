@@ -32,7 +32,8 @@ struct PartitionedStep {
   ir::Program program;            // what every device runs, on local shapes
   std::vector<int> local;         // global value -> local value (-1 where not materialised)
   std::vector<Sharding> sharding; // global value -> layout of its local value
-  int input = -1, target = -1, loss = -1, accuracy = -1;  // local values
+  int input = -1, target = -1, loss = -1, accuracy = -1;  // local values (input, target: the first microbatch's)
+  std::vector<int> inputs, targets;                       // every microbatch's, in order
   std::vector<CollectiveInfo> collectives;
   plan::MemoryPlan memory;         // of the local program
 };

@@ -308,6 +308,8 @@ def main(argv=None):
             tmp = Path(d)
             for p in args.precisions:
                 peaks[p] = run_python("peak", None, p, args, tmp)
+                print(f"cuBLAS peak {p}: " + (f"{peaks[p]['tflops']:.0f} TFLOP/s" if "tflops" in peaks[p] else
+                                              str(peaks[p].get("error") or peaks[p].get("skipped"))), flush=True)
             for m in args.models:
                 for p in args.precisions:
                     for peer in args.peers:
@@ -316,6 +318,10 @@ def main(argv=None):
                         rows[(m, p, peer)] = (run_shardlab(m, p, args, tmp) if peer == "shardlab"
                                               else run_python(peer, m, p, args, tmp))
                         rows[(m, p, peer)]["process_wall_s"] = time.perf_counter() - t0
+                        r = rows[(m, p, peer)]
+                        # Each result as it comes, so a run cut short still shows what it measured.
+                        print(f"    {r['median_step_s'] * 1e3:.2f} ms" if r.get("median_step_s") else
+                              "    " + (r.get("skipped") or r.get("error") or "no result").splitlines()[0], flush=True)
     report(rows, peaks, args)
     if args.json:
         Path(args.json).write_text(json.dumps({"gpu": what, "peaks": peaks,

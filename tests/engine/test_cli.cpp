@@ -243,6 +243,48 @@ class TestCli : public QObject {
     QVERIFY2(!r.out.contains("step 4/"), qPrintable(describe(r)));
   }
 
+  // --accumulate runs each batch as microbatches: the same losses as the whole batch, the count in
+  // the log and the check; a count that does not divide the batch is one error line naming the field.
+  void accumulateRunsTheBatchAsMicrobatches() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = write_project(dir, "small.shardlab.json", small_project());
+    auto losses = [&](const QString& accumulate, Json* start) {
+      const QString log = dir.filePath("run-" + accumulate + ".jsonl");
+      const Result r = run_cli({"train", path, "--accumulate", accumulate, "--steps", "3", "--log", log, "--threads", "1"});
+      std::vector<double> out;
+      if (r.exit_code != 0) {
+        qWarning("%s", qPrintable(describe(r)));
+        return out;
+      }
+      std::ifstream in(log.toStdString());
+      for (std::string line; std::getline(in, line);) {
+        const Json e = Json::parse(line);
+        if (e.value("event", "") == "step") out.push_back(e["loss"].get<double>());
+        if (e.value("event", "") == "start") *start = e;
+      }
+      return out;
+    };
+    Json whole_start, micro_start;
+    const std::vector<double> whole = losses("1", &whole_start), micro = losses("4", &micro_start);
+    QCOMPARE(whole.size(), size_t(3));
+    QCOMPARE(micro.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) QVERIFY2(std::abs(micro[i] - whole[i]) <= 1e-6 * std::abs(whole[i]), qPrintable(QString::number(i)));
+    QCOMPARE(micro_start["accumulate"].get<int64_t>(), int64_t(4));
+    QCOMPARE(whole_start["accumulate"].get<int64_t>(), int64_t(1));
+
+    Result r = run_cli({"check", path, "--accumulate", "4"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.out, "batch 8, as 4 microbatches of 2");
+    r = run_cli({"shard", path, "--accumulate", "2", "--mesh", "data=2", "--rules", "batch=data", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QCOMPARE(Json::parse(r.out.toStdString())["microbatches"].get<int64_t>(), int64_t(2));
+    r = run_cli({"check", path, "--accumulate", "3"});
+    QCOMPARE(r.exit_code, 1);
+    QCOMPARE(nonempty_lines(r.err).size(), 1);
+    VERIFY_CONTAINS(r.err, "training.accumulate: 3 microbatches do not divide the batch size 8");
+  }
+
   void unknownOptionFails() {
     Result r = run_cli({"check", "--no-such-option", kProjects + "/fashion-mlp.shardlab.json"});
     QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));

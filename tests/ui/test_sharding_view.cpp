@@ -503,6 +503,17 @@ void TestShardingView::oneDeviceProjectDrawsOneCell() {
   const sharding::DeviceMemory& m = doc_->design().sharding.devices[0];
   QCOMPARE(dv->blocksModel()->heldBytes() > m.params + m.opt_state, true);
   VERIFY_CONTAINS(dv->memorySummary(), "step arena " + shardfmt::bytesText(m.arena));
+  VERIFY_LACKS(dv->memorySummary(), "microbatches");
+
+  // Gradient accumulation: the view shows one microbatch's activations and its plan, and says so.
+  QVERIFY(doc_->edit("microbatches", [](project::Project& p) { p.training_json["accumulate"] = 4; }));
+  QVERIFY(doc_->design().sharding_ok);
+  VERIFY_CONTAINS(dv->memorySummary(), "each step runs 4 microbatches");
+  VERIFY_CONTAINS(dv->memorySummary(), "step arena " + shardfmt::bytesText(doc_->design().sharding.devices[0].arena));
+  doc_->requestArray("relu");
+  VERIFY_CONTAINS(tab_->headingText(), "(32, 256)");
+  doc_->undoStack()->undo();
+  VERIFY_LACKS(dv->memorySummary(), "microbatches");
 }
 
 void TestShardingView::unknownArrayAndBrokenMeshAreExplained() {

@@ -547,6 +547,39 @@ class TestTrainingDashboard : public QObject {
     QCOMPARE(QString::fromStdString(doc.project().training.checkpoint->dir), elsewhere);
   }
 
+  // The Microbatches field is training.accumulate: typed, it is one undoable edit of the project; a
+  // count that does not divide the batch is refused with the field's name; a run says how it
+  // splits the batch and trains.
+  void microbatchesAreARunSettingOfTheProject() {
+    const QString path = writeProject("micro.shardlab.json", tinyProject());
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(path);
+    QSpinBox* micro = tab.form()->accumulateBox();
+    QCOMPARE(micro->value(), 1);
+    typeInto(tab.form()->stepsBox(), "4");
+    typeInto(micro, "4");
+    QCOMPARE(doc.project().training.accumulate, int64_t(4));
+    QSignalSpy refused(&doc, &ProjectDocument::editRefused);
+    typeInto(micro, "3");
+    QVERIFY(refused.count() >= 1);
+    VERIFY_CONTAINS(refused.last().at(0).toString(), "training.accumulate: 3 microbatches do not divide batch_size 32");
+    QCOMPARE(doc.project().training.accumulate, int64_t(4));
+    typeInto(micro, "4");
+    doc.undoStack()->undo();
+    QCOMPARE(doc.project().training.accumulate, int64_t(1));
+    QCOMPARE(micro->value(), 1);
+    doc.undoStack()->redo();
+    QCOMPARE(micro->value(), 4);
+
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 30000);
+    QCOMPARE(failed.count(), 0);
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "batch 32 in 4 microbatches");
+  }
+
   void openingAnotherProjectResetsTheTab() {
     ProjectDocument doc;
     TrainingTab tab(&doc);

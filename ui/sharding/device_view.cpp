@@ -117,10 +117,14 @@ QString DeviceView::memorySummary() const {
     s += tr(", %1% of the %2 one device may use")
              .arg(100.0 * m.total() / capacity_, 0, 'f', m.total() / capacity_ < 0.01 ? 2 : 1)
              .arg(shardfmt::bytesText(capacity_));
-  return s + "\n" +
-         tr("parameters %1 · optimizer state %2 · step arena %3 (inputs, activations and gradients, reused as the "
-            "step runs)")
-             .arg(shardfmt::bytesText(m.params), shardfmt::bytesText(m.opt_state), shardfmt::bytesText(m.arena));
+  s += "\n" + tr("parameters %1 · optimizer state %2 · step arena %3 (inputs, activations and gradients, reused as the "
+                 "step runs)")
+                  .arg(shardfmt::bytesText(m.params), shardfmt::bytesText(m.opt_state), shardfmt::bytesText(m.arena));
+  if (report_.microbatches > 1)
+    s += "\n" + tr("Gradient accumulation: each step runs %1 microbatches one after another; inputs and activations are "
+                   "one microbatch's, and the arena holds the summed gradients besides")
+                    .arg(report_.microbatches);
+  return s;
 }
 
 void DeviceView::activateRow(const QModelIndex& proxyIndex) {

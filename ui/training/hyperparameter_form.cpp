@@ -35,6 +35,10 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
   steps_->setSpecialValueText(tr("0 (use epochs)"));
   epochs_ = spinBox(this, "epochs", 1, 100000, tr("Passes over the training split (when steps is 0)"));
   batch_ = spinBox(this, "batchSize", 1, 1 << 20, tr("Examples per step"));
+  accumulate_ = spinBox(this, "accumulate", 1, 1 << 16,
+                        tr("Gradient accumulation: each step runs the batch as this many equal microbatches, one after "
+                           "another, and applies one update with their mean gradient. Activations need memory for one "
+                           "microbatch only; the summed gradients need as much as the parameters."));
   learningRate_ = new QLineEdit(this);
   learningRate_->setObjectName("learningRate");
   learningRate_->setToolTip(tr("Overrides the project's learning rate for this run (the project is not changed)"));
@@ -55,6 +59,7 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("&Steps"), steps_);
   form->addRow(tr("&Epochs"), epochs_);
   form->addRow(tr("&Batch size"), batch_);
+  form->addRow(tr("&Microbatches"), accumulate_);
   form->addRow(tr("&Learning rate"), learningRate_);
   form->addRow(QString(), schedule_);
   form->addRow(tr("S&eed"), seed_);
@@ -78,6 +83,7 @@ void HyperparameterForm::showTraining(const project::TrainingSpec& t) {
   show(epochs_, clampInt(t.epochs, 1, epochs_->maximum()));
   epochs_->setEnabled(steps_->value() == 0);
   show(batch_, clampInt(t.batch_size, 1, batch_->maximum()));
+  show(accumulate_, clampInt(t.accumulate, 1, accumulate_->maximum()));
   show(seed_, int(std::min<uint64_t>(t.seed, uint64_t(INT_MAX))));
 }
 
@@ -112,6 +118,12 @@ bool HyperparameterForm::settings(RunSettings* out, QString* error) const {
     *error = tr("Learning rate: '%1' is not a positive number (e.g. 0.001 or 1e-3)").arg(text);
     return false;
   }
+  if (batch_->value() % accumulate_->value() != 0) {
+    *error = tr("Microbatches: %1 do not divide the batch size %2 (each microbatch must have as many examples)")
+                 .arg(accumulate_->value())
+                 .arg(batch_->value());
+    return false;
+  }
   RunSettings s;
   runtime::TrainOptions& o = s.options;
   if (steps_->value() > 0) {
@@ -120,6 +132,7 @@ bool HyperparameterForm::settings(RunSettings* out, QString* error) const {
     o.epochs = epochs_->value();  // the engine then trains whole epochs (steps 0)
   }
   o.batch_size = batch_->value();
+  o.accumulate = accumulate_->value();
   o.seed = seed_->value();
   o.threads = threads_->value();
   o.devices = devices_->value();

@@ -33,7 +33,7 @@ class HyperparameterForm : public QWidget {
   // Every field from the project: its training section, its learning rate, and `meshDevices`
   // (the device count of its mesh).
   void loadDefaults(const project::Project& p, int meshDevices);
-  // The training section's steps, epochs, batch size and seed (after an undo, say); the other
+  // The training section's steps, epochs, batch size, microbatches and seed (after an undo, say); the other
   // fields stay as they are.
   void showTraining(const project::TrainingSpec& t);
   // The mesh changed: the devices field follows it unless the user set it to something else.
@@ -45,6 +45,7 @@ class HyperparameterForm : public QWidget {
   QSpinBox* stepsBox() const { return steps_; }
   QSpinBox* epochsBox() const { return epochs_; }
   QSpinBox* batchBox() const { return batch_; }
+  QSpinBox* accumulateBox() const { return accumulate_; }
   QLineEdit* learningRateEdit() const { return learningRate_; }
   QSpinBox* seedBox() const { return seed_; }
   QSpinBox* threadsBox() const { return threads_; }
@@ -54,6 +55,7 @@ class HyperparameterForm : public QWidget {
   QSpinBox* steps_;
   QSpinBox* epochs_;
   QSpinBox* batch_;
+  QSpinBox* accumulate_;
   QLineEdit* learningRate_;
   QLabel* schedule_;
   QSpinBox* seed_;

@@ -170,6 +170,7 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(doc_, &ProjectDocument::pathChanged, this, &TrainingTab::showRunSettings);
   const std::pair<QSpinBox*, QString> kept[] = {{form_->stepsBox(), "steps"},         {form_->epochsBox(), "epochs"},
                                                 {form_->batchBox(), "batch_size"},    {form_->seedBox(), "seed"},
+                                                {form_->accumulateBox(), "accumulate"},
                                                 {outputs_->saveEveryBox(), "save_every"}, {outputs_->keepBox(), "keep"}};
   for (const auto& [box, field] : kept)
     connect(box, &QSpinBox::valueChanged, this, [this, field] { storeRunSettings(field); });
@@ -241,6 +242,7 @@ void TrainingTab::storeRunSettings(const QString& field) {
   const project::Project& now = doc_->project();
   const int steps = form_->stepsBox()->value(), epochs = form_->epochsBox()->value();
   const int batch = form_->batchBox()->value(), seed = form_->seedBox()->value();
+  const int accumulate = form_->accumulateBox()->value();
   // The folder as the project writes it: relative to the project file when it lies beside or
   // below it (the project and its runs move together), absolute otherwise.
   const QString dir = outputs_->checkpointDir();
@@ -265,7 +267,8 @@ void TrainingTab::storeRunSettings(const QString& field) {
   const bool epochsChanged = differs(form_->epochsBox(), now.training.epochs) || (steps == 0 && now.training.epochs == 0);
   const bool batchChanged = differs(form_->batchBox(), now.training.batch_size);
   const bool seedChanged = differs(form_->seedBox(), int64_t(std::min<uint64_t>(now.training.seed, INT_MAX)));
-  if (!stepsChanged && !epochsChanged && !batchChanged && !seedChanged && sameCheckpoint) return;
+  const bool accumulateChanged = differs(form_->accumulateBox(), now.training.accumulate);
+  if (!stepsChanged && !epochsChanged && !batchChanged && !seedChanged && !accumulateChanged && sameCheckpoint) return;
   // Consecutive changes to one field merge into one undo step, as typing "250" is one edit.
   doc_->edit(
       tr("Change training %1").arg(QString(field).replace('_', ' ')),
@@ -277,6 +280,7 @@ void TrainingTab::storeRunSettings(const QString& field) {
         if (epochsChanged) t["epochs"] = epochs;
         if (batchChanged) t["batch_size"] = batch;
         if (seedChanged) t["seed"] = seed;
+        if (accumulateChanged) t["accumulate"] = accumulate;
         if (!sameCheckpoint) {
           if (checkpoint)
             t["checkpoint"] = {{"dir", checkpoint->dir}, {"save_every", checkpoint->save_every}, {"keep", checkpoint->keep}};
@@ -401,7 +405,7 @@ void TrainingTab::launch(const QString& resumeDir) {
   const runtime::TrainOptions& o = settings.options;
   log(tr("Starting %1: %2, batch %3, learning rate %4, seed %5, %6, %7 device(s)")
           .arg(runName_, o.steps > 0 ? tr("%1 steps").arg(o.steps) : tr("%1 epoch(s)").arg(o.epochs))
-          .arg(o.batch_size)
+          .arg(o.accumulate > 1 ? tr("%1 in %2 microbatches").arg(o.batch_size).arg(o.accumulate) : QString::number(o.batch_size))
           .arg(number(settings.learningRate))
           .arg(o.seed)
           .arg(o.threads > 0 ? tr("%1 thread(s)").arg(o.threads) : tr("all cores"))

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Training on the CUDA backend gives the CPU backend's losses (issue 13): shardlab-cli train, ten
+steps each way, on the example projects, and on 8 virtual GPU devices under the data-parallel,
+Megatron and FSDP presets against one device. Every loss must agree within 1e-4 (absolute, or
+relative where the loss is over 1). Prints one line per case and a last line "N/M cases agree".
+Run by tests/gpu/validate_on_device.sh on the device machine.
+
+    python3 tests/gpu/compare_losses.py --cli build/app/shardlab-cli [--fashion DIR] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TOL = 1e-4
+
+# (case, project, extra train arguments on the CUDA side, the same on the CPU side)
+CASES = [
+    ("fashion-mlp, one device", "fashion-mlp", [], []),
+    ("deep-mlp-small, one device", "deep-mlp-small", [], []),
+    ("dot-relu-dot, its mesh data=2,model=4", "dot-relu-dot", [], []),
+    ("deep-mlp-small, 8 GPU devices, data parallel vs one", "deep-mlp-small",
+     ["--preset", "data_parallel", "--mesh", "data=8"], []),
+    ("deep-mlp-small, 8 GPU devices, FSDP vs one", "deep-mlp-small", ["--preset", "fsdp", "--mesh", "data=8"], []),
+    ("deep-mlp-small, 8 GPU devices, Megatron data=4,model=2 vs one", "deep-mlp-small",
+     ["--preset", "megatron", "--mesh", "data=4,model=2"], []),
+    ("dot-relu-dot, 8 GPU devices vs 1 CPU device", "dot-relu-dot", [], ["--mesh", "data=1", "--preset", "data_parallel"]),
+]
+
+
+def losses(cli, project, backend, extra, log):
+    cmd = [cli, "train", str(project), "--backend", backend, "--steps", "10", "--log", str(log), "--quiet", *extra]
+    cp = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if cp.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[1:])}: exit {cp.returncode}: {(cp.stderr or cp.stdout).strip()[-400:]}")
+    steps = [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
+    steps = sorted((s for s in steps if s.get("event") == "step"), key=lambda s: s["step"])
+    return [float(s["loss"]) for s in steps]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--fashion", help="folder of the Fashion-MNIST IDX files (default: the project's)")
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    agree, results = 0, []
+    with tempfile.TemporaryDirectory(prefix="shardlab-losses-") as d:
+        tmp = Path(d)
+        for i, (name, stem, gpu_extra, cpu_extra) in enumerate(CASES):
+            project = REPO / "projects" / f"{stem}.shardlab.json"
+            if stem == "fashion-mlp" and args.fashion:
+                p = json.loads(project.read_text())
+                p["data"]["dir"] = args.fashion
+                project = tmp / project.name
+                project.write_text(json.dumps(p))
+            try:
+                cpu = losses(args.cli, project, "cpu", cpu_extra, tmp / f"{i}-cpu.jsonl")
+                gpu = losses(args.cli, project, "cuda", gpu_extra, tmp / f"{i}-cuda.jsonl")
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"ERROR {name}: {e}")
+                results.append({"case": name, "error": str(e)})
+                continue
+            worst = max((abs(g - c) / max(1.0, abs(c)) for c, g in zip(cpu, gpu)), default=float("inf"))
+            ok = len(cpu) == len(gpu) == 10 and worst <= TOL
+            agree += ok
+            print(f"{'OK  ' if ok else 'FAIL'} {name}: worst difference {worst:.2e} over {len(gpu)} steps; "
+                  f"CPU {cpu[0]:.6g} .. {cpu[-1]:.6g}, CUDA {gpu[0]:.6g} .. {gpu[-1]:.6g}")
+            results.append({"case": name, "cpu": cpu, "cuda": gpu, "worst": worst, "ok": ok})
+    Path(args.out, "losses.json").write_text(json.dumps(results, indent=1))
+    print(f"{agree}/{len(CASES)} cases agree within {TOL:g}")
+    return 0 if agree == len(CASES) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

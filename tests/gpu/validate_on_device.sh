@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs issue 13's GPU checks on the device machine, from what tests/gpu/pack_for_device.sh packed
+# into .device/. Logs go to $OUT (the device tool brings them back); a short summary is printed last.
+#
+#   tests/gpu/validate_on_device.sh [tests] [sanitizer] [losses] [bench]   (default: all four)
+#
+#   tests      the `gpu` suites: test_backend_conformance and test_cuda_training
+#   sanitizer  compute-sanitizer memcheck over the conformance suite
+#   losses     shardlab-cli train, CPU against CUDA, 10 steps each, on the example projects and on
+#              8 virtual GPU devices under data parallel, Megatron and FSDP (losses within 1e-4)
+#   bench      tests/bench/gpu_step.py, with $GPU_STEP_ARGS passed on
+#
+# Time limits (seconds): GPU_STEP_LIMIT (560) for the benchmark, SANITIZER_LIMIT (400) for memcheck.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(tests sanitizer losses bench)
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+
+[ -f .device/programs.tar.xz ] || { echo "no .device/programs.tar.xz: run tests/gpu/pack_for_device.sh here and carry .device"; exit 2; }
+tar -xJf .device/programs.tar.xz
+tar -xJf .device/lib.tar.xz -C .device
+# The tests were compiled with the packing machine's source and build paths: point those here.
+{ read -r src; read -r bld; } < .device/paths
+if [ "$src" != "$root" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; fi
+bld_rel=${bld#"$src"/}
+build=$root/$bld_rel
+cublas=$(find /usr/local/cuda*/ /usr/lib /opt -name 'libcublasLt.so.1[0-9]*' 2>/dev/null | head -1)
+export LD_LIBRARY_PATH="$root/.device/lib${cublas:+:$(dirname "$cublas")}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export QT_QPA_PLATFORM=offscreen XDG_CONFIG_HOME=$out/config
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+echo "cuBLASLt: ${cublas:-not found}"
+
+for stage in "${stages[@]}"; do
+  case $stage in
+    tests)
+      for t in test_backend_conformance test_cuda_training; do
+        timeout 200 "$build/tests/$t" -o "$out/$t.txt,txt" -o -,txt > "$out/$t.console" 2>&1
+        rc=$?
+        grep -E "^(PASS|FAIL|SKIP|XFAIL|QWARN|QDEBUG)|Totals|Loc:" "$out/$t.txt" | grep -v "^PASS" | head -40
+        note "$t: exit $rc, $(grep Totals "$out/$t.txt")"
+      done ;;
+    sanitizer)
+      timeout "${SANITIZER_LIMIT:-400}" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+        "$build/tests/test_backend_conformance" > "$out/memcheck.txt" 2>&1
+      rc=$?
+      tail -5 "$out/memcheck.txt"
+      note "compute-sanitizer memcheck on test_backend_conformance: exit $rc, $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | tail -1)" ;;
+    losses)
+      python3 tests/gpu/compare_losses.py --cli "$build/app/shardlab-cli" --fashion "$root/.device/fashion-mnist" \
+        --out "$out" 2>&1 | tee "$out/losses.txt"
+      note "losses CPU vs CUDA: $(tail -1 "$out/losses.txt")" ;;
+    bench*)
+      args=${GPU_STEP_ARGS:-}
+      PYTHONUNBUFFERED=1 timeout "${GPU_STEP_LIMIT:-560}" python3 tests/bench/gpu_step.py --build "$bld_rel" --json "$out/gpu_step.json" $args \
+        2>&1 | tee "$out/gpu_step.txt"
+      note "gpu_step.py: exit $?" ;;
+    *) echo "unknown stage $stage"; exit 2 ;;
+  esac
+done
+echo; echo "summary:"; printf '  %s\n' "${summary[@]}"
