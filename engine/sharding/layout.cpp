@@ -101,6 +101,24 @@ void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph:
   r.microbatches = step.microbatches;
 }
 
+// Accumulation saves activation memory but holds the summed gradients, as large as the parameters
+// they belong to: where that costs more than it saves, say so before anything runs.
+void warn_if_accumulation_costs_memory(ShardingReport& r, const project::Project& p, const graph::GraphReport& report,
+                                       const Mesh& mesh, const LogicalRules& rules) {
+  project::Project whole = p;
+  whole.training.accumulate = 1;
+  const runtime::StepProgram step = runtime::build_step(whole, report, whole.training.batch_size, true);
+  const PartitionedStep plan = partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback"));
+  const double one = double(plan.memory.arena_elems) * sizeof(float), many = r.devices.front().arena;
+  if (many <= one) return;
+  r.diagnostics.push_back(make_diagnostic(
+      Severity::Warning, "memory.accumulate", "training.accumulate",
+      "training.accumulate: " + std::to_string(r.microbatches) + " microbatches need a step arena of " + runtime::format_bytes(many) +
+          " per device, one batch " + runtime::format_bytes(one) +
+          ": the summed gradients outweigh the activations the microbatches save",
+      "set training.accumulate to 1, or accumulate where activations dominate (a larger batch, narrower layers)"));
+}
+
 }  // namespace
 
 ShardingReport analyze_sharding(const project::Project& p, const graph::GraphReport& report, const Mesh& mesh,
@@ -186,6 +204,7 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
       auto plan = std::make_shared<const PartitionedStep>(
           partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback")));
       read_plan(r, step, report, std::move(plan), mesh);
+      if (step.microbatches > 1) warn_if_accumulation_costs_memory(r, p, report, mesh, rules);
     } catch (const std::exception& e) {
       // The partitioner's refusal (the constraint fallback, a rule it cannot apply).
       r.diagnostics.push_back(make_diagnostic(Severity::Error, "layout.plan", "logical_axis_rules", e.what()));

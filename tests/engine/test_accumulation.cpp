@@ -155,6 +155,34 @@ class TestAccumulation : public QObject {
     }
   }
 
+  // Where the summed gradients cost more than the activations save (wide layers, a small batch),
+  // the design check warns, naming the field; where activations dominate it does not.
+  void theDesignCheckWarnsWhenMicrobatchesCostMemory() {
+    auto accumulate_warnings = [](project::Project p, int64_t m) {
+      p.training.accumulate = m;
+      const sharding::ShardingReport r = sharding::analyze_sharding(p, project::analyze_project(p), sharding::parse_mesh("data=1"),
+                                                                    sharding::parse_rules("batch=data"));
+      std::vector<Diagnostic> out;
+      for (const Diagnostic& d : r.diagnostics)
+        if (d.code == "memory.accumulate") out.push_back(d);
+      return out;
+    };
+    std::string text = kProject;
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{R"("features": 64)", R"("features": 1024)"},
+                                   {R"("batch_size": 32)", R"("batch_size": 8)"}})
+      text.replace(text.find(from), from.size(), to);
+    const project::Project wide = project::parse_project(text, "wide.shardlab.json");
+    const std::vector<Diagnostic> w = accumulate_warnings(wide, 4);
+    QCOMPARE(w.size(), size_t(1));
+    QCOMPARE(w[0].field, std::string("training.accumulate"));
+    QCOMPARE(w[0].severity, Severity::Warning);
+    VERIFY_CONTAINS(QString::fromStdString(w[0].message), "4 microbatches need a step arena of");
+    QVERIFY(accumulate_warnings(wide, 1).empty());
+    project::Project tall = base_project();
+    tall.training.batch_size = 1024;
+    QVERIFY(accumulate_warnings(tall, 8).empty());
+  }
+
   // The design check shows one microbatch's inputs and activations, and says there are M.
   void theReportShowsOneMicrobatch() {
     project::Project p = base_project();
@@ -199,7 +227,8 @@ class TestAccumulation : public QObject {
     text.replace(text.find(from), from.size(), R"("batch_size": 32, "accumulate": 3,)");
     QString e = testing::error_of([&] { project::parse_project(text, "bad.shardlab.json"); });
     VERIFY_CONTAINS(e, "training.accumulate: 3 microbatches do not divide batch_size 32");
-    text.replace(text.find(R"("accumulate": 3)"), 15, R"("accumulate": 0)");
+    const std::string three = R"("accumulate": 3)";
+    text.replace(text.find(three), three.size(), R"("accumulate": 0)");
     e = testing::error_of([&] { project::parse_project(text, "bad.shardlab.json"); });
     VERIFY_CONTAINS(e, "accumulate");
     project::RunOverrides o;
