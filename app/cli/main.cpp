@@ -27,6 +27,11 @@ void add_backend_option(CLI::App* cmd, std::string& backend) {
 }
 }  // namespace
 
+// --accumulate reads the same on train, check and shard.
+constexpr const char* kAccumulateHelp =
+    "gradient accumulation: run each batch as M equal microbatches and apply one update with their mean gradient "
+    "(overrides training.accumulate)";
+
 int main(int argc, char** argv) {
   CLI::App app{"Shardlab: build, shard, train and inspect neural networks"};
   app.require_subcommand(1);
@@ -46,9 +51,7 @@ int main(int argc, char** argv) {
   c->add_option("project", check.project, "the *.shardlab.json file")->required();
   c->add_flag("--json", check.json, "print the table as JSON");
   c->add_option("--batch-size", check.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
-  c->add_option("--accumulate", check.accumulate,
-                "gradient accumulation: run each batch as M equal microbatches and apply one update with their mean gradient "
-                "(overrides training.accumulate)")->check(CLI::PositiveNumber);
+  c->add_option("--accumulate", check.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
   add_mesh_options(c, check.mesh, check.rules, presets.check);
   c->add_option("--devices", check.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
 
@@ -60,9 +63,7 @@ int main(int argc, char** argv) {
   sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
   sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
-  sh->add_option("--accumulate", shard.accumulate,
-                 "gradient accumulation: run each batch as M equal microbatches and apply one update with their mean gradient "
-                "(overrides training.accumulate)")->check(CLI::PositiveNumber);
+  sh->add_option("--accumulate", shard.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
   add_backend_option(sh, shard.backend);
 
   shardlab::cli::TrainArgs train;
@@ -71,9 +72,7 @@ int main(int argc, char** argv) {
   auto* steps = t->add_option("--steps", train.steps, "number of training steps")->check(CLI::PositiveNumber);
   t->add_option("--epochs", train.epochs, "number of epochs")->check(CLI::PositiveNumber)->excludes(steps);
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
-  t->add_option("--accumulate", train.accumulate,
-                "gradient accumulation: run each batch as M equal microbatches and apply one update with their mean gradient "
-                "(overrides training.accumulate)")->check(CLI::PositiveNumber);
+  t->add_option("--accumulate", train.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--lr", train.learning_rate, "learning rate: the constant schedule's value or the warmup-cosine schedule's peak")
       ->check(CLI::NonNegativeNumber);

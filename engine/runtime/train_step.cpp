@@ -67,7 +67,7 @@ void place_after_operands(ir::Program& p, size_t from, size_t first) {
   std::unordered_map<int, size_t> made_at;  // value -> position in [from, first)
   for (size_t i = from; i < first; ++i)
     for (int v : p.instrs[i].out) made_at[v] = i - from;
-  // after[k]: how many of [from, first) go before moved instruction k.
+  // Each moved instruction with how many of [from, first) go before it.
   std::vector<std::pair<size_t, ir::Instr>> moved;
   for (size_t i = first; i < p.instrs.size(); ++i) {
     size_t after = 0;
