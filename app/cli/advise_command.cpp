@@ -30,7 +30,7 @@ nlohmann::ordered_json prediction_json(const advisor::Prediction& p) {
 int run_advise(const AdviseArgs& a) {
   project::Project p = project::load_project(a.project);
   if (a.batch_size > 0) p.training.batch_size = a.batch_size;
-  std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu", backends::BackendOptions{a.threads});
+  std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu", backends::BackendOptions{.threads = a.threads});
   bool calibrated_now = false;
   const advisor::Hardware here = advisor::this_machine(*cpu, int(a.devices), &calibrated_now);
   if (calibrated_now && !a.json)

@@ -14,7 +14,7 @@
 namespace shardlab::cli {
 
 int run_calibrate(const CalibrateArgs& a) {
-  std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu", backends::BackendOptions{a.threads});
+  std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu", backends::BackendOptions{.threads = a.threads});
   advisor::CalibrateOptions options;
   options.max_devices = a.max_devices;
   const bool tty = isatty(STDERR_FILENO);

@@ -1,8 +1,13 @@
 // The subcommands of shardlab-cli. Each returns the process exit code.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+
+namespace shardlab::backends {
+class Processes;
+}
 
 namespace shardlab::cli {
 
@@ -38,6 +43,9 @@ struct TrainArgs {
   std::string resume_from;    // --resume-from: a step directory to continue from
   std::string max_shard_size;  // "2GB": shard each checkpoint's safetensors; empty: one file
   bool quiet = false;
+  // Set when mpirun or srun launched this process as one of several: the run spans them all and
+  // process 0 prints, logs and writes checkpoints.
+  std::shared_ptr<backends::Processes> processes;
 };
 int run_train(const TrainArgs& a);
 

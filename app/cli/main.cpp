@@ -1,10 +1,16 @@
 // shardlab-cli: everything but looking, from a terminal or a cluster node without a display.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 
 #include "app/cli/commands.h"
 #include "engine/api/build_info.h"
+#include "engine/backends/processes.h"
 #include "engine/util/error.h"
+#if SHARDLAB_HAVE_MPI
+#include "engine/backends/mpi/mpi_processes.h"
+#endif
 
 namespace {
 
@@ -32,7 +38,29 @@ constexpr const char* kAccumulateHelp =
     "gradient accumulation: run each batch as M equal microbatches and apply one update with their mean gradient "
     "(overrides training.accumulate)";
 
+// The processes of a run that mpirun or srun launched (null: this process alone).
+std::shared_ptr<shardlab::backends::Processes> join_launched_run(int* argc, char*** argv) {
+#if SHARDLAB_HAVE_MPI
+  return shardlab::backends::mpi::join_mpi_run(argc, argv);
+#else
+  (void)argc, (void)argv;
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size) size = std::getenv("PMI_SIZE");
+  if (size && std::atoi(size) > 1)
+    throw shardlab::Error("this shardlab-cli was built without MPI, so it cannot run as one of several processes; "
+                          "rebuild with libopenmpi-dev installed, or run it without mpirun");
+  return nullptr;
+#endif
+}
+
 int main(int argc, char** argv) {
+  std::shared_ptr<shardlab::backends::Processes> processes;
+  try {
+    processes = join_launched_run(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::cerr << "shardlab-cli: error: " << e.what() << "\n";
+    return 1;
+  }
   CLI::App app{"Shardlab: build, shard, train and inspect neural networks"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {
@@ -76,7 +104,9 @@ int main(int argc, char** argv) {
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--lr", train.learning_rate, "learning rate: the constant schedule's value or the warmup-cosine schedule's peak")
       ->check(CLI::NonNegativeNumber);
-  t->add_option("--threads", train.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
+  t->add_option("--threads", train.threads,
+                 "CPU threads (default: every core; under mpirun, the cores over the processes on each machine)")
+      ->check(CLI::PositiveNumber);
   add_backend_option(t, train.backend);
   t->add_option("--devices", train.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
   add_mesh_options(t, train.mesh, train.rules, presets.train);
@@ -142,9 +172,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // Every process parses the same line: one of them says what is wrong.
+    if (processes && processes->rank() != 0) return e.get_exit_code();
     return app.exit(e);
   }
+  train.processes = processes;
   try {
+    // Under mpirun only training spans the processes; any other command runs once, on process 0.
+    if (processes && !*t && processes->rank() != 0) return 0;
     using shardlab::cli::resolve_preset;
     if (*c) resolve_preset(check.project, presets.check, check.mesh, check.rules);
     if (*sh) resolve_preset(shard.project, presets.shard, shard.mesh, shard.rules);
@@ -162,6 +197,13 @@ int main(int argc, char** argv) {
     std::string msg = e.what();
     for (char& ch : msg)
       if (ch == '\n') ch = ';';
+    if (processes) {
+      // One process's error ends every process of the run at once: none is left waiting for it.
+      std::cerr << "shardlab-cli: error (process " << processes->rank() << " of " << processes->size() << "): " << msg
+                << "\n";
+      std::cerr.flush();
+      processes->abort(1);
+    }
     std::cerr << "shardlab-cli: error: " << msg << "\n";
     return 1;
   }

@@ -35,8 +35,9 @@ void ProgressPrinter::on_start(const runtime::StartInfo& s) {
   std::printf("training %lld steps (%lld per epoch), batch %s, %lld parameters, %d threads\n", (long long)s.total_steps,
               (long long)s.steps_per_epoch, batch.c_str(), (long long)s.param_count, s.threads);
   if (s.devices > 1)
-    std::printf("SPMD on %d virtual devices, mesh %s: %lld collectives per step, %s moved per device\n", s.devices,
-                s.mesh.c_str(), (long long)s.collectives, runtime::format_bytes(s.comm_bytes).c_str());
+    std::printf("SPMD on %d virtual devices%s, mesh %s: %lld collectives per step, %s moved per device\n", s.devices,
+                s.processes > 1 ? (" in " + std::to_string(s.processes) + " processes").c_str() : "", s.mesh.c_str(),
+                (long long)s.collectives, runtime::format_bytes(s.comm_bytes).c_str());
   std::printf("memory plan%s: parameters %s, optimizer state %s, step arena %s; total %s\n",
               s.devices > 1 ? " per device" : "",
               runtime::format_bytes(s.param_bytes).c_str(), runtime::format_bytes(s.opt_state_bytes).c_str(),
@@ -95,7 +96,8 @@ void JsonlLog::on_start(const runtime::StartInfo& s) {
                            {"batch_size", s.batch},      {"accumulate", s.microbatches},   {"threads", s.threads},
                            {"param_count", s.param_count},
                            {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
-                           {"devices", s.devices},       {"mesh", s.mesh}};
+                           {"devices", s.devices},       {"processes", s.processes},
+                           {"mesh", s.mesh}};
   out_ << j.dump() << "\n";
 }
 
@@ -103,7 +105,8 @@ void JsonlLog::on_step(const runtime::StepEvent& e) {
   nlohmann::ordered_json j{{"event", "step"},         {"step", e.step},
                            {"epoch", e.epoch},        {"loss", num(e.loss)},
                            {"accuracy", num(e.accuracy)}, {"learning_rate", e.learning_rate},
-                           {"step_time_s", e.step_time_s}, {"cpu_time_s", e.cpu_time_s}, {"data_wait_s", e.data_wait_s},
+                           {"step_time_s", e.step_time_s}, {"cpu_time_s", e.cpu_time_s}, {"comm_time_s", e.comm_time_s},
+                           {"data_wait_s", e.data_wait_s},
                            {"examples_per_s", e.examples_per_s}};
   out_ << j.dump() << "\n";
   out_.flush();

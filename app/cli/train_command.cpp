@@ -2,6 +2,7 @@
 #include <cctype>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/progress.h"
+#include "engine/backends/processes.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/runtime/trainer.h"
 #include "engine/util/error.h"
@@ -20,6 +22,25 @@ runtime::Trainer* g_trainer = nullptr;
 // Ctrl-C stops between steps, so the run ends with its metrics rather than mid-step.
 void on_interrupt(int) {
   if (g_trainer) g_trainer->cancel();
+}
+
+// One of several processes: the launcher sends SIGTERM to every process when one of them died or
+// the user interrupted the run. Each process says so at once and stops between steps when every
+// process can; one held in a collective by a dead peer ends a few seconds later instead of hanging.
+char g_stopping_message[200], g_stuck_message[200];
+void say(const char* text) {
+  if (write(STDERR_FILENO, text, std::strlen(text)) < 0) {
+  }
+}
+void on_stuck(int) {
+  say(g_stuck_message);
+  _exit(143);
+}
+void on_terminate(int) {
+  say(g_stopping_message);
+  if (g_trainer) g_trainer->cancel();
+  std::signal(SIGALRM, on_stuck);
+  alarm(4);
 }
 
 // Warnings (a continued run's changed seed or optimizer, an old run moved aside) go to stderr,
@@ -51,6 +72,7 @@ int run_train(const TrainArgs& a) {
   opt.continue_run = a.continue_run;
   opt.start_over = a.start_over;
   opt.resume_from = a.resume_from;
+  opt.processes = a.processes;
   project::Project project = project::load_project(a.project);
   // Without --checkpoint-dir, the folder the project names (training.checkpoint, relative to the
   // project file), with its save_every and keep unless those flags say otherwise.
@@ -79,20 +101,35 @@ int run_train(const TrainArgs& a) {
     opt.trace_keep = int(last - first + 1);
   }
   runtime::Trainer trainer(std::move(project), opt);
+  // Over several processes, process 0 speaks for the run: it prints, and writes the log.
+  const bool speaks = !a.processes || a.processes->rank() == 0;
   ProgressPrinter printer(isatty(STDOUT_FILENO) != 0, a.quiet);
-  trainer.add_listener(&printer);
   WarningPrinter warnings;
-  trainer.add_listener(&warnings);
   std::unique_ptr<JsonlLog> log;
-  if (!a.log.empty()) {
-    log = std::make_unique<JsonlLog>(a.log);
-    trainer.add_listener(log.get());
+  if (speaks) {
+    trainer.add_listener(&printer);
+    trainer.add_listener(&warnings);
+    if (!a.log.empty()) {
+      log = std::make_unique<JsonlLog>(a.log);
+      trainer.add_listener(log.get());
+    }
   }
   g_trainer = &trainer;
   std::signal(SIGINT, on_interrupt);
+  if (a.processes) {
+    const int rank = a.processes->rank(), size = a.processes->size();
+    std::snprintf(g_stopping_message, sizeof g_stopping_message,
+                  "shardlab-cli: process %d of %d: the launcher is stopping the run (another process ended, or the run "
+                  "was interrupted); stopping after this step\n",
+                  rank, size);
+    std::snprintf(g_stuck_message, sizeof g_stuck_message,
+                  "shardlab-cli: error (process %d of %d): stopped mid-step: a peer process no longer answers\n", rank,
+                  size);
+    std::signal(SIGTERM, on_terminate);
+  }
   trainer.run();
   g_trainer = nullptr;
-  if (!a.trace.empty()) {
+  if (!a.trace.empty() && speaks) {
     trainer.trace().write_chrome_json(a.trace);
     if (!a.quiet) std::printf("trace written to %s\n", a.trace.c_str());
   }

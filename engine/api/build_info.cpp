@@ -20,7 +20,11 @@ BuildInfo build_info() {
   info.version = SHARDLAB_VERSION;
   const std::vector<std::string> backends = backends::built_backends();
   info.cuda = std::find(backends.begin(), backends.end(), "cuda") != backends.end();
+#if SHARDLAB_BUILD_HAS_MPI
+  info.mpi = true;  // shardlab-cli runs over several processes under mpirun or srun
+#else
   info.mpi = false;
+#endif
   info.onnx = interop::onnx_available();
   info.cpu_target = SHARDLAB_CPU_TARGET;
   info.gemm_kernel = backends::cpu::gemm_kind();

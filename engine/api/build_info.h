@@ -10,7 +10,7 @@ namespace shardlab::api {
 struct BuildInfo {
   std::string version;      // "0.1.0"
   bool cuda = false;        // a CUDA backend was built
-  bool mpi = false;         // multi-process training over MPI was built (not yet in Shardlab)
+  bool mpi = false;         // shardlab-cli of this build runs over several processes (mpirun, srun)
   bool onnx = false;        // ONNX export (libonnx)
   std::string cpu_target;   // the instruction set the build targets: "x86-64-v3"
   std::string gemm_kernel;  // the float GEMM kernel this CPU runs: "avx2 6x16"

@@ -42,8 +42,13 @@ class OutOfMemory : public Error {
   using Error::Error;
 };
 
+class Processes;
+
 struct BackendOptions {
   int threads = 0;  // CPU: cores every virtual device shares (0: all of them)
+  // A run over several processes (mpirun, srun): each process holds its share of every mesh's
+  // devices (backends/processes.h says which); null: this process holds them all.
+  std::shared_ptr<Processes> processes = nullptr;
 };
 
 struct LoadOptions {
@@ -69,8 +74,16 @@ class Executable {
   virtual ~Executable() = default;
   virtual const ir::Program& program() const = 0;
   virtual const plan::MemoryPlan& memory_plan() const = 0;
+  // Devices of the mesh, in every process.
   virtual int num_devices() const = 0;
-  // A value's block on one device (numel(program().shape(value)) float32 elements), in or out.
+  // The mesh's devices this process holds (all of them unless the run spans processes).
+  virtual std::vector<int> local_devices() const {
+    std::vector<int> all;
+    for (int d = 0; d < num_devices(); ++d) all.push_back(d);
+    return all;
+  }
+  // A value's block on one of this process's devices (numel(program().shape(value)) float32
+  // elements), in or out.
   virtual void write(int device, int value, const float* host) = 0;
   virtual void read(int device, int value, float* host) const = 0;
   // Runs the program once on every device. If a device fails, its peers are stopped (their
@@ -103,6 +116,8 @@ class Backend {
                                            const sharding::Mesh& mesh, const LoadOptions& options = {}) = 0;
   // Cores (CPU) the devices share; reported with results.
   virtual int threads() const = 0;
+  // The processes the backend's meshes span (null: this one alone).
+  virtual Processes* processes() const { return nullptr; }
   // FLOP/s of the backend's float32 GEMM at its best on one device (on the CPU: on all the cores
   // the backend was given), measured on first use and kept: what MFU is a fraction of.
   virtual double gemm_peak_flops() = 0;

@@ -37,9 +37,20 @@ constexpr DType dtype_of<double>() {
   return DType::F64;
 }
 
+// Where devices outnumber cores (the CPU backend's ThreadBudget): a device gives its core back while
+// it sleeps waiting for peers, and takes one again before it moves data.
+class CoreShare {
+ public:
+  virtual ~CoreShare() = default;
+  virtual void acquire() = 0;
+  virtual void release() = 0;
+};
+
 class Collectives {
  public:
   virtual ~Collectives() = default;
+  // Lend waiting devices' cores to `cores` (null: every device keeps its own).
+  virtual void share_cores(CoreShare* cores) { (void)cores; }
 
   // Devices this transport connects (global ids 0 .. n-1).
   virtual int num_devices() const = 0;

@@ -5,7 +5,7 @@
 namespace shardlab::profiler {
 
 double measure_gemm_peak_flops(int threads) {
-  return backends::make_backend("cpu", backends::BackendOptions{threads})->gemm_peak_flops();
+  return backends::make_backend("cpu", backends::BackendOptions{.threads = threads})->gemm_peak_flops();
 }
 
 }  // namespace shardlab::profiler

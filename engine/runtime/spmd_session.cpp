@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/backends/processes.h"
 #include "engine/util/error.h"
 
 namespace shardlab::runtime {
@@ -28,11 +29,11 @@ Tensor examples(const Tensor& t, int64_t begin, int64_t count, int64_t times = 1
   return out;
 }
 
-// A global value's block for each device of the mesh, written into local value `local`: the
-// value itself where the block is all of it (replicated), else the device's own block.
+// A global value's block for each of this process's devices, written into local value `local`:
+// the value itself where the block is all of it (replicated), else the device's own block.
 void write_blocks(backends::Executable& exe, int local, const Shape& local_shape, const Tensor& global,
                   const sharding::Sharding& s, const sharding::Mesh& mesh) {
-  for (int d = 0; d < exe.num_devices(); ++d) {
+  for (int d : exe.local_devices()) {
     if (local_shape == global.shape) exe.write(d, local, global.ptr());
     else exe.write(d, local, sharding::local_block(global, s, mesh, d).ptr());
   }
@@ -63,7 +64,7 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
                          int64_t batch, int threads_per_device)
     : SpmdSession(p, mesh, rules, batch,
                   std::shared_ptr<backends::Backend>(backends::make_backend(
-                      "cpu", backends::BackendOptions{threads_per_device > 0 ? threads_per_device * int(mesh.device_count()) : 0}))) {}
+                      "cpu", backends::BackendOptions{.threads = threads_per_device > 0 ? threads_per_device * int(mesh.device_count()) : 0}))) {}
 
 SpmdSession::~SpmdSession() = default;
 
@@ -83,14 +84,26 @@ Tensor SpmdSession::value(int v) const {
   const sharding::Sharding& s = step_.sharding[size_t(v)];
   const int local = step_.local[size_t(v)];
   const Shape& global_shape = global_.program.shape(v);
+  const std::vector<int> mine = exe_->local_devices();
   Tensor block(step_.program.shape(local));
   if (block.shape == global_shape) {  // replicated: any device holds all of it
-    exe_->read(0, local, block.ptr());
+    exe_->read(mine.front(), local, block.ptr());
     return block;
+  }
+  // Every device's block, this process's read here and the others' gathered from their processes
+  // (each holds the same number of devices, in device order).
+  const size_t elems = size_t(block.size());
+  std::vector<float> blocks(elems * size_t(exe_->num_devices()));
+  for (int d : mine) exe_->read(d, local, blocks.data() + size_t(d) * elems);
+  if (backends::Processes* p = backend_->processes(); p && mine.size() < size_t(exe_->num_devices())) {
+    const size_t bytes = elems * mine.size() * sizeof(float);
+    std::vector<float> here(blocks.begin() + ptrdiff_t(size_t(mine.front()) * elems),
+                            blocks.begin() + ptrdiff_t(size_t(mine.front()) * elems + elems * mine.size()));
+    p->all_gather(here.data(), blocks.data(), bytes);
   }
   Tensor full(global_shape);
   for (int d = 0; d < exe_->num_devices(); ++d) {
-    exe_->read(d, local, block.ptr());
+    std::copy_n(blocks.data() + size_t(d) * elems, elems, block.ptr());
     sharding::place_block(full, block, s, mesh_, d);
   }
   return full;
@@ -145,12 +158,14 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
   exe_->run(ctx);
   ++step_count_;
   comm_seconds_ = exe_->last_comm_seconds();
+  // The loss and accuracy are reduced over the mesh: every device holds them.
+  const int here = exe_->local_devices().front();
   float v = 0;
   if (step_.accuracy >= 0) {
-    exe_->read(0, step_.accuracy, &v);
+    exe_->read(here, step_.accuracy, &v);
     accuracy_ = double(v);
   }
-  exe_->read(0, step_.loss, &v);
+  exe_->read(here, step_.loss, &v);
   return double(v);
 }
 
@@ -190,12 +205,13 @@ SpmdSession::Eval SpmdSession::evaluate_divisible(const Tensor& features, const 
   ctx.step = step_count_;
   e.exe->run(ctx);
   Eval out;
+  const int here = e.exe->local_devices().front();
   float v = 0;
-  e.exe->read(0, e.part.loss, &v);
+  e.exe->read(here, e.part.loss, &v);
   out.loss = double(v);
   out.accuracy = NAN;
   if (e.part.accuracy >= 0) {
-    e.exe->read(0, e.part.accuracy, &v);
+    e.exe->read(here, e.part.accuracy, &v);
     out.accuracy = double(v);
   }
   return out;

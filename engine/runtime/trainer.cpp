@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "engine/backends/processes.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/recovery.h"
@@ -45,7 +46,11 @@ Trainer::Trainer(project::Project project, TrainOptions options)
     : project_(project::with_overrides(std::move(project), overrides_of(options))), options_(options) {
   trace_ = options_.trace ? options_.trace : std::make_shared<profiler::Trace>(options_.trace_detailed ? profiler::Trace::Mode::Detailed : profiler::Trace::Mode::Light,
                                              options_.trace_keep);
-  backend_ = backends::make_backend(options_.backend, backends::BackendOptions{options_.threads});
+  backends::BackendOptions bo{options_.threads, options_.processes};
+  // Processes that share a machine share its cores.
+  if (bo.processes && bo.threads == 0)
+    bo.threads = std::max(1, int(std::thread::hardware_concurrency()) / bo.processes->processes_on_this_host());
+  backend_ = backends::make_backend(options_.backend, bo);
   threads_ = backend_->threads();
   // Everything `check` refuses, refused here before anything is allocated, in the same words. The
   // data is checked in run() against what it loads, with the same messages.
@@ -100,6 +105,8 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
     if (std::isfinite(v)) metrics[k] = v;
   meta["metrics"] = metrics;
   const int64_t step = steps_done();
+  // Every process took part in gathering the arrays; process 0 alone writes them.
+  if (!writes_files()) return;
   const int keep = options_.keep;
   const uint64_t shard_bytes = options_.max_shard_bytes;
   auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
@@ -119,14 +126,36 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
 }
 
 int64_t Trainer::restore_checkpoint(const std::string& dir) {
-  checkpoint::Loaded c = checkpoint::load(dir);
-  for (const std::string& n : state_names()) {
-    auto it = c.arrays.find(n);
-    if (it == c.arrays.end()) throw Error(dir + ": the checkpoint has no array '" + n + "' (saved from another model?)");
-    set_state(n, it->second);
+  backends::Processes* procs = options_.processes.get();
+  // Over several processes, process 0 reads the checkpoint and hands every array to the others,
+  // so they need not see its files; an error there is every process's.
+  checkpoint::Loaded c;
+  std::string error;
+  if (writes_files()) {
+    try {
+      c = checkpoint::load(dir);
+      for (const std::string& n : state_names())
+        if (!c.arrays.count(n)) throw Error(dir + ": the checkpoint has no array '" + n + "' (saved from another model?)");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
   }
-  session_->set_steps_done(c.step);
-  return c.meta.value("data_position", c.step);
+  if (procs) error = backends::broadcast_string(*procs, error, 0);
+  if (!error.empty()) throw Error(error);
+  int64_t position[2] = {c.step, writes_files() ? c.meta.value("data_position", c.step) : 0};
+  if (procs) procs->broadcast(position, sizeof position, 0);
+  for (const std::string& n : state_names()) {
+    Tensor t = writes_files() ? c.arrays.at(n) : Tensor(session_->global_step().program.shape(state_value(n)));
+    if (procs) {
+      if (t.shape != session_->global_step().program.shape(state_value(n))) error = "'" + n + "' has shape " + shape_str(t.shape);
+      error = backends::broadcast_string(*procs, error, 0);
+      if (!error.empty()) throw Error(dir + ": " + error + ", unlike the model's");
+      procs->broadcast(t.ptr(), size_t(t.size()) * sizeof(float), 0);
+    }
+    set_state(n, t);
+  }
+  session_->set_steps_done(position[0]);
+  return position[1];
 }
 
 StartInfo Trainer::plan_info() const {
@@ -139,6 +168,7 @@ StartInfo Trainer::plan_info() const {
   for (const ModelParam& mp : g.params) s.param_count += numel(mp.info.shape);
   const plan::MemoryPlan& m = session_->partitioned().memory;
   s.devices = int(session_->mesh().device_count());
+  if (options_.processes) s.processes = options_.processes->size();
   if (s.devices > 1) {
     s.mesh = session_->mesh().str();
     s.collectives = int64_t(session_->partitioned().collectives.size());
@@ -253,7 +283,7 @@ void Trainer::run_loop() {
     if (!misfits.empty()) throw Error(misfits.front());
   }
   data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
-  const int64_t start = claim_checkpoint_dir();
+  const int64_t start = claim_and_restore();
   if (start > 0) loader.seek(start);
 
   StartInfo info = plan_info();
@@ -264,7 +294,7 @@ void Trainer::run_loop() {
   for (auto* l : listeners_) l->on_start(info);
 
   int64_t epoch = start / info.steps_per_epoch;
-  for (int64_t i = start; i < info.total_steps && !cancelled_; ++i) {
+  for (int64_t i = start; i < info.total_steps && !stop_requested(); ++i) {
     auto t0 = Clock::now();
     const double data_start = trace_->now_us();
     data::Batch b = loader.next();
@@ -279,6 +309,7 @@ void Trainer::run_loop() {
     ev.loss = train_step(b.features, b.targets);
     ev.step_time_s = seconds_since(t1);
     ev.cpu_time_s = process_cpu_seconds() - cpu0;
+    ev.comm_time_s = session_->last_comm_seconds();
     if (session_->global_step().accuracy >= 0) ev.accuracy = session_->last_accuracy();
     ev.step = steps_done();
     ev.total_steps = info.total_steps;
@@ -305,12 +336,51 @@ void Trainer::run_loop() {
   if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, steps_done(), false);
   wait_for_saves();
   dir_lock_.reset();
+  // No process reports the end before the last checkpoint is committed.
+  if (options_.processes) options_.processes->barrier();
   for (auto* l : listeners_) l->on_finish(cancelled_);
 }
 
+bool Trainer::writes_files() const { return !options_.processes || options_.processes->rank() == 0; }
+
+bool Trainer::stop_requested() {
+  if (options_.processes && options_.processes->any(cancelled_)) cancelled_ = true;
+  return cancelled_;
+}
+
+// Claims the checkpoint directory (process 0 alone, over several processes: its refusal reaches
+// every process) and restores the step the run continues from, on every process. Returns the data
+// position to continue at.
+int64_t Trainer::claim_and_restore() {
+  backends::Processes* procs = options_.processes.get();
+  ResumePoint at;
+  std::string error;
+  if (writes_files()) {
+    try {
+      at = claim_checkpoint_dir();
+    } catch (const std::exception& e) {
+      if (!procs) throw;
+      error = e.what();
+    }
+  }
+  if (procs) {
+    error = backends::broadcast_string(*procs, error, 0);
+    if (!error.empty()) throw Error(error);
+    at.dir = backends::broadcast_string(*procs, at.dir, 0);
+    at.advice = backends::broadcast_string(*procs, at.advice, 0);
+  }
+  if (at.dir.empty()) return 0;
+  if (at.advice.empty()) return restore_checkpoint(at.dir);
+  try {
+    return restore_checkpoint(at.dir);
+  } catch (const Error& e) {
+    throw Error(at.dir + ": the newest checkpoint cannot be read: " + e.what() + at.advice);
+  }
+}
+
 // Locks the checkpoint directory, makes sure it holds only this run's steps (or refuses), and
-// restores the checkpoint the run continues from. Returns the data position to continue at.
-int64_t Trainer::claim_checkpoint_dir() {
+// names the step the run continues from (none: a fresh start).
+Trainer::ResumePoint Trainer::claim_checkpoint_dir() {
   dir_lock_.reset();
   const std::string& root = options_.checkpoint_dir;
   if (options_.resume && root.empty() && options_.resume_from.empty()) throw Error("resume: no checkpoint directory given");
@@ -338,14 +408,10 @@ int64_t Trainer::claim_checkpoint_dir() {
       const std::string advice = "; to continue from an older step, pass it as resume_from (--resume-from " + older + ")";
       if (!newest.error.empty())
         throw Error(newest.dir.string() + ": the newest checkpoint cannot be read: " + newest.error + advice);
-      try {
-        return restore_checkpoint(newest.dir.string());
-      } catch (const Error& e) {
-        throw Error(newest.dir.string() + ": the newest checkpoint cannot be read: " + e.what() + advice);
-      }
+      return ResumePoint{newest.dir.string(), advice};
     }
   }
-  return options_.resume_from.empty() ? 0 : restore_checkpoint(options_.resume_from);
+  return ResumePoint{options_.resume_from, ""};
 }
 
 }  // namespace shardlab::runtime

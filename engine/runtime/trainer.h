@@ -23,6 +23,7 @@ namespace shardlab::runtime {
 
 struct StartInfo {
   int devices = 1;
+  int processes = 1;  // processes the devices are spread over (mpirun, srun)
   std::string mesh;  // "data=2,model=4" when sharded
   int64_t collectives = 0;     // per step
   double comm_bytes = 0;       // per device per step
@@ -43,6 +44,8 @@ struct StepEvent {
   // CPU time the whole process used during the step (every device and thread): divided by
   // step_time_s, how many cores the step kept busy.
   double cpu_time_s = 0;
+  // Seconds this process's devices spent in collectives, waiting for peers included (their mean).
+  double comm_time_s = 0;
 };
 
 struct EvalEvent {
@@ -74,6 +77,10 @@ struct TrainOptions {
   std::optional<double> learning_rate;  // the schedule's constant value or its peak
   int threads = 0;    // 0: every core
   std::string backend = "cpu";  // backends::make_backend's kind: "cpu" or "cuda"
+  // A run over several processes (mpirun, srun): every process makes the same Trainer with the
+  // same options; each runs its share of the mesh's devices, reads the same data and takes part in
+  // every save and restore, which process 0 writes and reads. Null: this process runs alone.
+  std::shared_ptr<backends::Processes> processes;
   int devices = 0;    // virtual CPU devices; 0: as many as the mesh has
   std::string mesh;   // "data=8": overrides the project's mesh
   std::string rules;  // "batch=data": overrides the project's logical axis rules
@@ -113,7 +120,9 @@ class Trainer {
   // Loads the data and trains to the end or until cancel(); on an error it tells the listeners
   // (on_error) and throws Error.
   void run();
-  void cancel() { cancelled_ = true; }  // thread-safe; takes effect between steps
+  // Thread-safe; takes effect between steps (over several processes, a cancel on any one stops
+  // all of them after the same step).
+  void cancel() { cancelled_ = true; }
   // Thread-safe: save a checkpoint under options.checkpoint_dir after the current step (the end of
   // the run saves one anyway).
   void request_save() { save_requested_ = true; }
@@ -153,7 +162,14 @@ class Trainer {
   const ModelParam& param(const std::string& path) const;
   int state_value(const std::string& name) const;
   void run_loop();
-  int64_t claim_checkpoint_dir();
+  // The step directory a run continues from ("": none), and what a failure to read it should add.
+  struct ResumePoint {
+    std::string dir, advice;
+  };
+  ResumePoint claim_checkpoint_dir();
+  int64_t claim_and_restore();
+  bool stop_requested();
+  bool writes_files() const;  // process 0 of a run over processes, or a run alone
   profiler::Trace* trace_for_next_step();
 
   project::Project project_;

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
 
   // The devices share the same `threads` cores (a budget admits `threads` of them at a time).
   runtime::SpmdSession many(p, sharding::parse_mesh("data=" + std::to_string(devices)), sharding::parse_rules("batch=data"), batch,
-                            std::shared_ptr<backends::Backend>(backends::make_backend("cpu", backends::BackendOptions{threads})));
+                            std::shared_ptr<backends::Backend>(backends::make_backend("cpu", backends::BackendOptions{.threads = threads})));
   std::vector<double> tn, comm;
   for (int s = 0; s < warmup + steps; ++s) {
     auto t0 = std::chrono::steady_clock::now();

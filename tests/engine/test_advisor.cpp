@@ -208,7 +208,7 @@ class TestAdvisor : public QObject {
   // Calibration measures through the real CPU backend: every rate is positive, the GEMM rate grows
   // with the GEMM's smallest dimension, and each collective has a rate for its group.
   void calibrationMeasuresThisMachine() {
-    auto cpu = backends::make_backend("cpu", backends::BackendOptions{2});
+    auto cpu = backends::make_backend("cpu", backends::BackendOptions{.threads = 2});
     advisor::CalibrateOptions options;
     options.max_devices = 2;
     double last = -1;

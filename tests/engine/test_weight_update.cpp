@@ -40,7 +40,7 @@ Tensor batch(const Shape& shape, int step) {
 
 std::unique_ptr<runtime::SpmdSession> session(const project::Project& p, const std::string& mesh, const std::string& rules,
                                               sharding::WeightUpdate u) {
-  auto backend = std::shared_ptr<backends::Backend>(backends::make_backend("cpu", backends::BackendOptions{2}));
+  auto backend = std::shared_ptr<backends::Backend>(backends::make_backend("cpu", backends::BackendOptions{.threads = 2}));
   return std::make_unique<runtime::SpmdSession>(p, sharding::parse_mesh(mesh), sharding::parse_rules(rules), p.training.batch_size,
                                                 backend, u);
 }

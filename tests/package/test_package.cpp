@@ -129,6 +129,8 @@ class TestPackage : public QObject {
     QVERIFY2(!cli.contains("qt", Qt::CaseInsensitive), qPrintable("shardlab-cli must not need Qt: " + cli));
     if (run(kBuild + "/app/shardlab-cli", {"--version"}).out.contains("ONNX yes"))
       QVERIFY2(cli.contains("libonnx") && cli.contains("libprotobuf"), qPrintable(cli));
+    if (run(kBuild + "/app/shardlab-cli", {"--version"}).out.contains("MPI yes"))
+      QVERIFY2(cli.contains("libopenmpi"), qPrintable(cli));
     QVERIFY2(gui.contains("libqt6widgets6") && gui.contains("libqt6gui6") && gui.contains("qt6-qpa-plugins"), qPrintable(gui));
     QVERIFY2(gui.contains("shardlab-cli (= " + kVersion + ")"), qPrintable(gui));
   }

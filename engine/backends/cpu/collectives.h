@@ -15,8 +15,6 @@
 
 namespace shardlab::backends::cpu {
 
-class ThreadBudget;
-
 // The shared-memory transport of the collectives interface (backends/collectives.h), among the
 // virtual devices of one process: every device of a group posts its buffers, and the data moves
 // straight between them. Its contract is the interface's; beyond it:
@@ -58,7 +56,7 @@ class ThreadCollectives final : public Collectives {
   bool aborted() const override;
   // Where devices outnumber cores: a device waiting for its peers sleeps at once (no polling) and
   // gives its core back to `budget` until it wakes; the data movement itself runs on a held core.
-  void share_cores(ThreadBudget* budget) { budget_ = budget; }
+  void share_cores(CoreShare* budget) override { budget_ = budget; }
 
  private:
   struct Group;
@@ -79,7 +77,7 @@ class ThreadCollectives final : public Collectives {
   std::map<std::vector<int>, std::unique_ptr<Group>> groups_;
   std::unique_ptr<std::atomic<bool>[]> busy_;  // per device: inside a collective
   std::atomic<bool> aborted_{false};
-  ThreadBudget* budget_ = nullptr;
+  CoreShare* budget_ = nullptr;
   mutable std::mutex abort_mu_;
   std::string abort_reason_;
 };

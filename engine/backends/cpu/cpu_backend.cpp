@@ -14,6 +14,7 @@
 #include "engine/backends/cpu/device_workers.h"
 #include "engine/backends/cpu/executor.h"
 #include "engine/backends/cpu/gemm.h"
+#include "engine/backends/processes.h"
 #include "engine/profiler/trace.h"
 #include "engine/sharding/mesh.h"
 
@@ -51,11 +52,21 @@ std::string cpu_model() {
 }
 
 // The threads and collectives of one mesh size, shared by every program loaded on it (the
-// training step and the evaluation steps), which never run at the same time.
+// training step and the evaluation steps), which never run at the same time. Over several
+// processes this process runs `local` of the mesh's `devices`, from global device `first` on, and
+// its collectives reach the other processes' devices.
 struct MeshRuntime {
-  MeshRuntime(int devices, int cores) : workers(devices, cores), comm(devices) { comm.share_cores(workers.budget()); }
+  MeshRuntime(int devices, int cores, Processes* processes)
+      : local(processes ? devices / processes->size() : devices),
+        first(processes ? processes->rank() * local : 0),
+        workers(local, cores) {
+    if (processes) comm = processes->device_collectives(devices, local);
+    else comm = std::make_unique<ThreadCollectives>(devices);
+    comm->share_cores(workers.budget());
+  }
+  int local, first;
   DeviceWorkers workers;
-  ThreadCollectives comm;
+  std::unique_ptr<Collectives> comm;
 };
 
 class CpuExecutable final : public Executable {
@@ -63,15 +74,19 @@ class CpuExecutable final : public Executable {
   CpuExecutable(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                 std::shared_ptr<MeshRuntime> rt, const LoadOptions& options, const CpuExecutable* share)
       : program_(std::make_unique<ir::Program>(program)), mesh_(mesh), rt_(std::move(rt)) {
-    const int n = int(mesh_.device_count());
-    for (int d = 0; d < n; ++d)
+    for (int d = 0; d < rt_->local; ++d)
       devices_.push_back(std::make_unique<Executor<float>>(*program_, memory, options.fuse,
                                                            share ? share->devices_[size_t(d)].get() : nullptr));
   }
 
   const ir::Program& program() const override { return *program_; }
   const plan::MemoryPlan& memory_plan() const override { return devices_[0]->memory_plan(); }
-  int num_devices() const override { return int(devices_.size()); }
+  int num_devices() const override { return int(mesh_.device_count()); }
+  std::vector<int> local_devices() const override {
+    std::vector<int> ids;
+    for (int d = 0; d < rt_->local; ++d) ids.push_back(rt_->first + d);
+    return ids;
+  }
 
   void write(int device, int value, const float* host) override {
     std::copy_n(host, numel(program_->shape(value)), device_at(device).data(value));
@@ -85,14 +100,14 @@ class CpuExecutable final : public Executable {
       StepContext c;
       c.step = ctx.step;
       c.learning_rate = ctx.learning_rate;
-      c.device = d;
+      c.device = rt_->first + d;
       c.mesh = &mesh_;
-      c.comm = &rt_->comm;
+      c.comm = rt_->comm.get();
       c.trace = ctx.trace;
       c.data_wait_us = ctx.data_wait_us;
       devices_[size_t(d)]->run(c);
     };
-    rt_->workers.run(job, &rt_->comm);
+    rt_->workers.run(job, rt_->comm.get());
   }
 
   double last_comm_seconds() const override {
@@ -104,10 +119,13 @@ class CpuExecutable final : public Executable {
   uint64_t bytes_per_device() const override { return uint64_t(devices_[0]->allocated_elems()) * sizeof(float); }
 
  private:
+  // A global device id of this process's.
   Executor<float>& device_at(int d) const {
-    if (d < 0 || d >= int(devices_.size()))
-      throw Error("internal: device " + std::to_string(d) + " of a mesh of " + std::to_string(devices_.size()));
-    return *devices_[size_t(d)];
+    const int local = d - rt_->first;
+    if (local < 0 || local >= int(devices_.size()))
+      throw Error("internal: device " + std::to_string(d) + " is not one of this process's (" + std::to_string(rt_->first) +
+                  ".." + std::to_string(rt_->first + int(devices_.size()) - 1) + ")");
+    return *devices_[size_t(local)];
   }
 
   std::unique_ptr<ir::Program> program_;  // the executors keep a reference to it
@@ -118,10 +136,12 @@ class CpuExecutable final : public Executable {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const BackendOptions& o) : threads_(o.threads > 0 ? o.threads : default_threads()) {}
+  explicit CpuBackend(const BackendOptions& o)
+      : threads_(o.threads > 0 ? o.threads : default_threads()), processes_(o.processes) {}
 
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   int threads() const override { return threads_; }
+  Processes* processes() const override { return processes_.get(); }
 
   std::vector<DeviceInfo> devices() const override {
     DeviceInfo d;
@@ -150,7 +170,11 @@ class CpuBackend final : public Backend {
     return peak_;
   }
 
-  uint64_t capacity_per_device(int n) const override { return host_memory_available() / uint64_t(std::max(1, n)); }
+  // The host's memory is shared by this process's devices only.
+  uint64_t capacity_per_device(int n) const override {
+    const int here = processes_ && n % processes_->size() == 0 ? n / processes_->size() : n;
+    return host_memory_available() / uint64_t(std::max(1, here));
+  }
 
   std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
                                         const sharding::Mesh& mesh, const LoadOptions& options) const override {
@@ -163,18 +187,22 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
     const int n = int(mesh.device_count());
+    if (processes_ && n % processes_->size() != 0)
+      throw Error("the mesh " + mesh.str() + " has " + std::to_string(n) + " devices, which do not divide among the run's " +
+                  std::to_string(processes_->size()) + " processes");
     const auto* share = dynamic_cast<const CpuExecutable*>(options.share_persistent_with);
     if (options.share_persistent_with && (!share || share->num_devices() != n))
       throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");
     // Refuse before allocating.
     if (auto refusal = check_fits(program, memory, mesh, options)) throw *refusal;
     auto& rt = runtimes_[n];
-    if (!rt || rt->comm.aborted()) rt = std::make_shared<MeshRuntime>(n, threads_);
+    if (!rt || rt->comm->aborted()) rt = std::make_shared<MeshRuntime>(n, threads_, processes_.get());
     return std::make_unique<CpuExecutable>(program, memory, mesh, rt, options, share);
   }
 
  private:
   int threads_;
+  std::shared_ptr<Processes> processes_;
   double peak_ = 0;
   std::map<int, std::shared_ptr<MeshRuntime>> runtimes_;
 };

@@ -5,15 +5,17 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "engine/backends/collectives.h"
+
 namespace shardlab::backends::cpu {
 
 // A counting semaphore of cores. A device holds one while it computes and gives it back while it
 // waits for peers, so devices beyond the core count run in turn instead of all at once.
-class ThreadBudget {
+class ThreadBudget final : public CoreShare {
  public:
   explicit ThreadBudget(int cores) : free_(cores) {}
-  void acquire();
-  void release();
+  void acquire() override;
+  void release() override;
 
  private:
   std::mutex mu_;

@@ -1,0 +1,242 @@
+// Runs over several processes, as a user starts them: real `mpirun` launching shardlab-cli (and the
+// collectives check) as K processes on this machine. Each run is compared with one process on the
+// same global mesh: the same losses, the same checkpoints, and a clear end when a process dies.
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QtTest>
+#include <csignal>
+#include <cmath>
+
+#include "tests/engine/cli_runner.h"
+
+using shardlab::testing::kCli;
+using shardlab::testing::run_cli;
+
+namespace {
+
+const QString kProjects = QStringLiteral(SHARDLAB_SOURCE_DIR "/projects");
+const QString kProject = kProjects + "/fashion-mlp.shardlab.json";
+
+// mpirun's own flags for this machine: more processes than cores, and root inside a container.
+QStringList launcher_flags(int processes) {
+  return {"--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-np", QString::number(processes)};
+}
+
+struct Launch {
+  int exit_code = -1;
+  QString out, err;
+  qint64 ms = 0;
+};
+
+Launch mpirun(int processes, const QString& program, const QStringList& args, int timeout_ms = 180000) {
+  QProcess p;
+  p.setProgram(SHARDLAB_MPIEXEC);
+  p.setArguments(launcher_flags(processes) + QStringList{program} + args);
+  QElapsedTimer t;
+  t.start();
+  p.start();
+  Launch r;
+  if (!p.waitForStarted(10000) || !p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "mpirun did not finish: " + p.errorString();
+    return r;
+  }
+  r.ms = t.elapsed();
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  return r;
+}
+
+// The losses of a JSONL log's steps and evaluations, in order.
+QVector<double> losses(const QString& log) {
+  QVector<double> out;
+  QFile f(log);
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  for (const QByteArray& line : f.readAll().split('\n')) {
+    const QJsonObject o = QJsonDocument::fromJson(line).object();
+    if (o["event"] == "step" || o["event"] == "eval") out.push_back(o["loss"].toDouble());
+  }
+  return out;
+}
+
+QJsonObject start_record(const QString& log) {
+  QFile f(log);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(f.readLine()).object();
+}
+
+void compare_losses(const QVector<double>& got, const QVector<double>& want) {
+  QVERIFY2(!want.isEmpty(), "the one-process run logged no loss");
+  QCOMPARE(got.size(), want.size());
+  for (int i = 0; i < want.size(); ++i)
+    QVERIFY2(std::abs(got[i] - want[i]) <= 1e-6 * std::abs(want[i]),
+             qPrintable(QString("loss %1: %2 over processes, %3 in one").arg(i).arg(got[i], 0, 'g', 17).arg(want[i], 0, 'g', 17)));
+}
+
+// The pids of mpirun's children (the run's processes), in start order.
+QList<qint64> children_of(qint64 parent) {
+  QList<qint64> pids;
+  for (const QString& e : QDir("/proc").entryList(QDir::Dirs)) {
+    bool ok = false;
+    const qint64 pid = e.toLongLong(&ok);
+    if (!ok) continue;
+    QFile stat("/proc/" + e + "/stat");
+    if (!stat.open(QIODevice::ReadOnly)) continue;
+    const QString s = QString::fromUtf8(stat.readAll());
+    const QStringList f = s.mid(s.lastIndexOf(')') + 2).split(' ');
+    if (f.size() > 1 && f[1].toLongLong() == parent) pids.push_back(pid);
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+}  // namespace
+
+class TestMpiRuns : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void collectivesOverProcessesEqualOneProcess_data() {
+    QTest::addColumn<int>("processes");
+    QTest::newRow("2 processes") << 2;
+    QTest::newRow("3 processes") << 3;
+  }
+  void collectivesOverProcessesEqualOneProcess() {
+    QFETCH(int, processes);
+    const Launch r = mpirun(processes, SHARDLAB_COLLECTIVES_CHECK, {});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    QVERIFY2(r.out.contains("ok: 24 collective cases bitwise equal"), qPrintable(r.out));
+  }
+
+  void lossesEqualOneProcessOnTheSameMesh_data() {
+    QTest::addColumn<int>("processes");
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("rules");
+    // Processes x devices each: 2x1 and 4x1 data parallel; 2x2 and 4x2 2-D; FSDP over 4x1 and 2x2.
+    QTest::newRow("2x1 data") << 2 << "data=2" << "batch=data";
+    QTest::newRow("4x1 data") << 4 << "data=4" << "batch=data";
+    QTest::newRow("2x2 2-D") << 2 << "data=2,model=2" << "batch=data,mlp=model";
+    QTest::newRow("4x2 2-D") << 4 << "data=4,model=2" << "batch=data,mlp=model";
+    QTest::newRow("4x1 fsdp") << 4 << "data=4" << "batch=data,embed=data";
+    QTest::newRow("2x2 fsdp") << 2 << "data=4" << "batch=data,embed=data";
+  }
+  void lossesEqualOneProcessOnTheSameMesh() {
+    QFETCH(int, processes);
+    QFETCH(QString, mesh);
+    QFETCH(QString, rules);
+    QTemporaryDir dir;
+    const QStringList args{"train", kProject, "--steps", "5", "--mesh", mesh, "--rules", rules, "--quiet"};
+    const auto one = run_cli(args + QStringList{"--threads", "2", "--log", dir.filePath("one.jsonl")});
+    QVERIFY2(one.exit_code == 0, qPrintable(one.err));
+    const Launch many = mpirun(processes, kCli, args + QStringList{"--log", dir.filePath("many.jsonl")});
+    QVERIFY2(many.exit_code == 0, qPrintable(many.out + many.err));
+    compare_losses(losses(dir.filePath("many.jsonl")), losses(dir.filePath("one.jsonl")));
+    // Process 0 alone wrote the log and printed the result.
+    const QJsonObject start = start_record(dir.filePath("many.jsonl"));
+    QCOMPARE(start["processes"].toInt(), processes);
+    QCOMPARE(start["mesh"].toString(), mesh);
+    QCOMPARE(many.out.count("eval after step 5"), 1);
+  }
+
+  void checkpointOfFourProcessesResumesOnFourTwoAndOne() {
+    QTemporaryDir dir;
+    const QStringList common{"train", kProject, "--mesh", "data=4", "--rules", "batch=data,embed=data", "--quiet"};
+    const auto whole = run_cli(common + QStringList{"--steps", "8", "--threads", "2", "--log", dir.filePath("whole.jsonl")});
+    QVERIFY2(whole.exit_code == 0, qPrintable(whole.err));
+    const QVector<double> want = losses(dir.filePath("whole.jsonl"));
+    QCOMPARE(want.size(), 9);  // 8 steps and the final evaluation
+    const QString first = dir.filePath("four");
+    const Launch saved = mpirun(4, kCli, common + QStringList{"--steps", "5", "--checkpoint-dir", first});
+    QVERIFY2(saved.exit_code == 0, qPrintable(saved.out + saved.err));
+    QVERIFY(QDir(first + "/step_000005").exists());
+    // The same checkpoint continued by 4, 2 and 1 processes gives the uninterrupted run's steps 6-8.
+    for (int k : {4, 2, 1}) {
+      const QString copy = dir.filePath(QString("on%1").arg(k));
+      QVERIFY(QDir().mkpath(copy));
+      QVERIFY(QProcess::execute("cp", {"-r", first + "/.", copy}) == 0);
+      const QStringList more = common + QStringList{"--steps", "8", "--resume", "--checkpoint-dir", copy, "--log", copy + "/log.jsonl"};
+      if (k == 1) {
+        const auto r = run_cli(more + QStringList{"--threads", "2"});
+        QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      } else {
+        const Launch r = mpirun(k, kCli, more);
+        QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+      }
+      compare_losses(losses(copy + "/log.jsonl"), want.mid(5));
+      QVERIFY(QDir(copy + "/step_000008").exists());
+    }
+  }
+
+  void aKilledProcessEndsEveryOtherWithinSeconds() {
+    QTemporaryDir dir;
+    const QString ck = dir.filePath("ck");
+    QProcess p;
+    p.setProgram(SHARDLAB_MPIEXEC);
+    p.setArguments(launcher_flags(3) + QStringList{kCli, "train", kProject, "--steps", "100000", "--mesh", "data=3", "--rules",
+                                                   "batch=data", "--batch-size", "129", "--quiet", "--checkpoint-dir", ck,
+                                                   "--save-every", "20"});
+    p.start();
+    QVERIFY(p.waitForStarted(10000));
+    // Wait for a committed checkpoint, so that the run is mid-training.
+    QElapsedTimer wait;
+    wait.start();
+    while (!QDir(ck + "/step_000040").exists() && wait.elapsed() < 60000) QThread::msleep(50);
+    QVERIFY2(QDir(ck + "/step_000040").exists(), "no checkpoint within a minute");
+    const QList<qint64> ranks = children_of(p.processId());
+    QCOMPARE(ranks.size(), 3);
+    QElapsedTimer t;
+    t.start();
+    ::kill(pid_t(ranks[1]), SIGKILL);
+    QVERIFY2(p.waitForFinished(30000), "the run did not end within 30 s of a process's death");
+    const qint64 ended_ms = t.elapsed();
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(ended_ms < 10000, qPrintable(QString("the run took %1 ms to end").arg(ended_ms)));
+    QVERIFY(p.exitCode() != 0);
+    // The launcher names the dead process; the survivors say why they stop.
+    QVERIFY2(err.contains("exited on signal 9"), qPrintable(err));
+    QVERIFY2(err.contains("the launcher is stopping the run"), qPrintable(err));
+    // The newest committed checkpoint loads, and the run continues from it for one more step.
+    const QStringList steps = QDir(ck).entryList({"step_*"}, QDir::Dirs, QDir::Name);
+    QVERIFY(!steps.isEmpty());
+    const int newest = steps.last().mid(5).toInt();
+    QVERIFY(newest >= 40);
+    const auto resumed = run_cli({"train", kProject, "--mesh", "data=3", "--rules", "batch=data", "--batch-size", "129",
+                                  "--quiet", "--threads", "2", "--checkpoint-dir", ck, "--resume", "--steps",
+                                  QString::number(newest + 1)});
+    QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err));
+    QVERIFY(QDir(ck + QString("/step_%1").arg(newest + 1, 6, 10, QChar('0'))).exists());
+  }
+
+  void oneProcessErrorEndsTheRunNamingIt() {
+    // Only process 0 opens the log, so only it fails; the others must not wait for it forever.
+    const Launch r = mpirun(3, kCli, {"train", kProject, "--steps", "5", "--mesh", "data=3", "--rules", "batch=data",
+                                      "--batch-size", "129", "--log", "/nonexistent-dir/x/log.jsonl"},
+                            60000);
+    QVERIFY(r.exit_code != 0);
+    QVERIFY2(r.ms < 30000, qPrintable(QString("took %1 ms").arg(r.ms)));
+    QVERIFY2(r.err.contains("(process 0 of 3)") && r.err.contains("/nonexistent-dir/x/log.jsonl"), qPrintable(r.err));
+  }
+
+  void aMeshThatDoesNotDivideAmongProcessesIsRefused() {
+    const Launch r = mpirun(3, kCli, {"train", kProject, "--steps", "2", "--mesh", "data=4", "--rules", "batch=data"}, 60000);
+    QVERIFY(r.exit_code != 0);
+    QVERIFY2(r.err.contains("do not divide among the run's 3 processes"), qPrintable(r.err));
+  }
+
+  void otherCommandsRunOnceUnderTheLauncher() {
+    const Launch r = mpirun(2, kCli, {"check", kProject}, 60000);
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    QCOMPARE(r.out.count("fashion-mlp"), run_cli({"check", kProject}).out.count("fashion-mlp"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMpiRuns)
+#include "test_mpi_runs.moc"
