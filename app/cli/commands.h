@@ -77,6 +77,7 @@ struct ShardArgs {
   int64_t batch_size = -1;
   int64_t accumulate = -1;  // microbatches per step (training.accumulate)
   std::string backend = "cpu";  // the report names its devices and their memory where not the CPU
+  int processes = 1;  // a run over this many processes: which one holds each device's blocks
 };
 int run_shard(const ShardArgs& a);
 

@@ -27,7 +27,8 @@ void add_mesh_options(CLI::App* command, std::string& mesh, std::string& rules, 
 
 // --backend for the commands that plan for or run on devices.
 void add_backend_option(CLI::App* cmd, std::string& backend) {
-  cmd->add_option("--backend", backend, "where the devices are: cpu (virtual devices on threads) or cuda (virtual devices on GPU 0)")
+  cmd->add_option("--backend", backend, "where the devices are: cpu (virtual devices on threads) or cuda (virtual devices on GPU 0; under mpirun, a GPU per "
+                  "device and NCCL between processes)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 }
@@ -92,6 +93,9 @@ int main(int argc, char** argv) {
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
   sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
   sh->add_option("--accumulate", shard.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
+  sh->add_option("--processes", shard.processes,
+                 "for a run over this many processes (mpirun -np): show which process holds each device's blocks")
+      ->check(CLI::PositiveNumber);
   add_backend_option(sh, shard.backend);
 
   shardlab::cli::TrainArgs train;

@@ -62,6 +62,10 @@ int run_shard(const ShardArgs& a) {
   o.accumulate = a.accumulate;
   p = project::with_overrides(std::move(p), o);
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
+  if (a.processes > 1 && mesh.device_count() % a.processes != 0)
+    throw Error("--processes " + std::to_string(a.processes) + ": the mesh " + mesh.str() + " has " +
+                std::to_string(mesh.device_count()) + " devices, which do not divide among " + std::to_string(a.processes) +
+                " processes");
   const sharding::LogicalRules rules = a.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(a.rules);
   graph::GraphReport report = project::analyze_project(p);
   // The report partitions the training step itself: its layouts, buffer plan and collectives are
@@ -92,7 +96,7 @@ int run_shard(const ShardArgs& a) {
     if (std::sscanf(a.dims.c_str(), "%d,%d", &rows, &cols) != 2) throw Error("--dims '" + a.dims + "': expected two numbers, e.g. 0,1");
     std::printf("%s %s %s on mesh %s: %s, shard %s\n", arr->name.c_str(), shape_str(arr->shape).c_str(),
                 names_str(arr->logical).c_str(), mesh.str().c_str(), arr->spec.str().c_str(), shape_str(arr->shard).c_str());
-    std::printf("%s", sharding::render_sharding(arr->spec, arr->shape, mesh, rows, cols).c_str());
+    std::printf("%s", sharding::render_sharding(arr->spec, arr->shape, mesh, rows, cols, "CPU", a.processes).c_str());
     return 0;
   }
 
@@ -118,8 +122,10 @@ int run_shard(const ShardArgs& a) {
     j["devices"] = nlohmann::ordered_json::array();
     for (size_t d = 0; d < r.devices.size(); ++d) {
       const auto& m = r.devices[d];
-      j["devices"].push_back({{"device", d}, {"params", m.params}, {"opt_state", m.opt_state},
-                              {"arena", m.arena}, {"total", m.total()}});
+      nlohmann::ordered_json o{{"device", d}, {"params", m.params}, {"opt_state", m.opt_state},
+                               {"arena", m.arena}, {"total", m.total()}};
+      if (a.processes > 1) o["process"] = int64_t(d) / (int64_t(r.devices.size()) / a.processes);
+      j["devices"].push_back(o);
     }
     j["collectives"] = nlohmann::ordered_json::array();
     for (const auto& c : comms) j["collectives"].push_back({{"kind", c.kind}, {"mesh_axes", c.axes}, {"count", c.count}, {"bytes_per_device", c.bytes}});
@@ -136,6 +142,14 @@ int run_shard(const ShardArgs& a) {
 
   std::printf("%s on mesh %s (%lld devices), rules %s\n\n", p.display_name().c_str(), mesh.str().c_str(),
               (long long)mesh.device_count(), rules.empty() ? "(none)" : sharding::rules_str(rules).c_str());
+  if (a.processes > 1) {
+    // The device order of a run over processes (backends/processes.h).
+    const int64_t per = mesh.device_count() / a.processes;
+    std::printf("over %d processes:", a.processes);
+    for (int q = 0; q < a.processes; ++q)
+      std::printf("%s process %d holds devices %lld-%lld", q ? ";" : "", q, (long long)(q * per), (long long)(q * per + per - 1));
+    std::printf("\n\n");
+  }
   std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %12s\n", "array", "kind", "logical axes", "PartitionSpec", "shape",
               "shard", "per device");
   std::printf("%s\n", std::string(181, '-').c_str());

@@ -12,6 +12,8 @@
 #include "app/cli/progress.h"
 #include "engine/backends/processes.h"
 #include "engine/checkpoint/sharded.h"
+#include "engine/profiler/process_traces.h"
+#include "engine/util/atomic_file.h"
 #include "engine/runtime/trainer.h"
 #include "engine/util/error.h"
 
@@ -129,9 +131,18 @@ int run_train(const TrainArgs& a) {
   }
   trainer.run();
   g_trainer = nullptr;
-  if (!a.trace.empty() && speaks) {
-    trainer.trace().write_chrome_json(a.trace);
-    if (!a.quiet) std::printf("trace written to %s\n", a.trace.c_str());
+  if (!a.trace.empty()) {
+    if (a.processes) {
+      // Every process's spans in one file, a track per global device.
+      const std::vector<std::string> traces = backends::all_gather_strings(*a.processes, trainer.trace().to_chrome_json());
+      std::vector<double> origins(size_t(a.processes->size()));
+      const double mine = trainer.trace().origin_unix_us();
+      a.processes->all_gather(&mine, origins.data(), sizeof mine);
+      if (speaks) util::write_file_atomically(a.trace, profiler::merge_process_traces(traces, origins));
+    } else {
+      trainer.trace().write_chrome_json(a.trace);
+    }
+    if (!a.quiet && speaks) std::printf("trace written to %s\n", a.trace.c_str());
   }
   return 0;
 }

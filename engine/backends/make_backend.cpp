@@ -20,9 +20,8 @@ std::vector<std::string> built_backends() {
 std::unique_ptr<Backend> make_backend(const std::string& kind, const BackendOptions& options) {
   if (kind == "cpu") return cpu::make_cpu_backend(options);
   if (kind == "cuda") {
-    if (options.processes)
-      throw Error("backend 'cuda': runs over several processes (NCCL between processes) are not built yet; run one "
-                  "process per machine with --backend cpu, or one process with the GPU's devices");
+    // Over several processes the module itself refuses where it was built without NCCL, or where
+    // libnccl cannot be loaded (cuda/nccl_collectives.h, require_nccl).
 #if SHARDLAB_HAVE_CUDA
     const ModuleSearch found = find_backend_module(kind);
     if (found.path.empty()) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/backends/collectives.h"
 
@@ -51,5 +52,7 @@ constexpr int process_of_device(int device, int local) { return local > 0 ? devi
 
 // A broadcast string from `root` to every process (a checkpoint directory chosen by process 0).
 std::string broadcast_string(Processes& p, const std::string& s, int root);
+// Every process's `s`, in rank order, on every process (each process's error, or none).
+std::vector<std::string> all_gather_strings(Processes& p, const std::string& s);
 
 }  // namespace shardlab::backends

@@ -77,8 +77,7 @@ fs::path step_dir(const fs::path& root, int64_t step) {
   return root / name;
 }
 
-fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
-              nlohmann::ordered_json meta, uint64_t max_shard_bytes) {
+fs::path begin_save(const fs::path& root, int64_t step, nlohmann::ordered_json& meta) {
   const fs::path final_dir = step_dir(root, step);
   // Checked before anything is written: a wrapped or negative step, or a field of the wrong type,
   // would otherwise be saved and only refused (or misread) at the resume.
@@ -96,12 +95,19 @@ fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<st
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
   if (ec) throw Error(tmp.string() + ": cannot create: " + ec.message());
+  return tmp;
+}
 
+SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step) {
   SafetensorsFile f;
   for (const auto& [name, t] : arrays) f.tensors.push_back(from_tensor(name, t));
   f.metadata["format"] = "shardlab";
   f.metadata["step"] = std::to_string(step);
-  write_model(tmp, std::move(f), max_shard_bytes);
+  return f;
+}
+
+fs::path commit_save(const fs::path& root, int64_t step, const fs::path& tmp, const nlohmann::ordered_json& meta) {
+  const fs::path final_dir = step_dir(root, step);
   util::write_file_atomically(tmp / kMetaFile, meta.dump(2) + "\n");
   // The marker goes last: a directory without it is an interrupted save and never loads.
   util::write_file_atomically(tmp / kCommitFile, "committed\n");
@@ -110,10 +116,23 @@ fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<st
     replace_committed(tmp, final_dir, root);
     return final_dir;
   }
+  std::error_code ec;
   fs::rename(tmp, final_dir, ec);
   if (ec) throw Error(final_dir.string() + ": could not commit the checkpoint: " + ec.message());
   fsync_dir(root);
   return final_dir;
+}
+
+void abandon_save(const fs::path& tmp) {
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+}
+
+fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
+              nlohmann::ordered_json meta, uint64_t max_shard_bytes) {
+  const fs::path tmp = begin_save(root, step, meta);
+  write_model(tmp, tensor_file(arrays, step), max_shard_bytes);
+  return commit_save(root, step, tmp, meta);
 }
 
 std::optional<fs::path> latest(const fs::path& root) {

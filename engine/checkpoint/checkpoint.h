@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/safetensors.h"
 #include "engine/tensor/tensor.h"
 
 namespace shardlab::checkpoint {
@@ -33,6 +34,18 @@ std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
 std::filesystem::path save(const std::filesystem::path& root, int64_t step,
                            const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta,
                            uint64_t max_shard_bytes = 0);
+
+// save() in phases, for a checkpoint several processes write (two-phase, like Orbax): process 0
+// begins it (meta completed and checked, the temporary directory made, whose path it returns),
+// every process writes its part of the tensors into that directory (sharded.h: write_shard), and
+// process 0 commits it once all have (the index, checkpoint.json, COMMITTED, the rename) or
+// abandons it, which leaves the previous checkpoint the newest.
+std::filesystem::path begin_save(const std::filesystem::path& root, int64_t step, nlohmann::ordered_json& meta);
+std::filesystem::path commit_save(const std::filesystem::path& root, int64_t step, const std::filesystem::path& tmp,
+                                  const nlohmann::ordered_json& meta);
+void abandon_save(const std::filesystem::path& tmp);
+// The arrays as the tensor file of a checkpoint of `step` holds them (before checksums).
+SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step);
 
 // The newest committed checkpoint under `root`, if any.
 std::optional<std::filesystem::path> latest(const std::filesystem::path& root);

@@ -151,6 +151,22 @@ std::string shard_name(size_t index, size_t count) {
 
 // ---------------------------------------------------------------------------------------- writing
 
+std::string write_shard(const fs::path& dir, SafetensorsFile part, size_t index, size_t count) {
+  const std::string name = shard_name(index, count);
+  add_checksums(part);  // each shard checks its own tensors
+  write_safetensors(dir / name, part);
+  return name;
+}
+
+void write_index(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& weight_map, uint64_t total_size) {
+  Json map = Json::object();
+  for (const auto& [tensor, file] : weight_map) map[tensor] = file;
+  Json index = Json::object();
+  index["metadata"] = Json{{"total_size", total_size}};
+  index["weight_map"] = std::move(map);
+  util::write_file_atomically(dir / kIndexFile, index.dump(2) + "\n");
+}
+
 std::vector<std::string> write_model(const fs::path& dir, SafetensorsFile f, uint64_t max_shard_bytes) {
   uint64_t total = 0;
   for (const StoredTensor& t : f.tensors) total += t.bytes.size();
@@ -173,18 +189,13 @@ std::vector<std::string> write_model(const fs::path& dir, SafetensorsFile f, uin
       shards.back().tensors.push_back(std::move(t));  // f is this function's own copy
       in_current += size;
     }
-    Json weight_map = Json::object();
+    std::vector<std::pair<std::string, std::string>> weight_map;
     for (size_t i = 0; i < shards.size(); ++i) {
       const std::string name = shard_name(i + 1, shards.size());
-      add_checksums(shards[i]);  // each shard checks its own tensors
-      write_safetensors(dir / name, shards[i]);
-      written.push_back(name);
-      for (const StoredTensor& t : shards[i].tensors) weight_map[t.name] = name;
+      for (const StoredTensor& t : shards[i].tensors) weight_map.push_back({t.name, name});
+      written.push_back(write_shard(dir, std::move(shards[i]), i + 1, shards.size()));
     }
-    Json index = Json::object();
-    index["metadata"] = Json{{"total_size", total}};
-    index["weight_map"] = std::move(weight_map);
-    util::write_file_atomically(dir / kIndexFile, index.dump(2) + "\n");
+    write_index(dir, weight_map, total);
     written.push_back(kIndexFile);
   }
   // What an earlier write of the other layout, or of another shard count, left behind.

@@ -36,6 +36,14 @@ std::string shard_name(size_t index, size_t count);
 // removed afterwards. Returns the file names written, index last.
 std::vector<std::string> write_model(const std::filesystem::path& dir, SafetensorsFile f, uint64_t max_shard_bytes);
 
+// The pieces write_model is made of, for a model several processes write (each its own shard):
+// one shard file (`index` of `count`, 1-based) with its tensors' checksums, and the index naming
+// the file of every tensor (in this order: readers list the files in the order they first appear)
+// and the total bytes of tensor data. Returns the shard's file name.
+std::string write_shard(const std::filesystem::path& dir, SafetensorsFile part, size_t index, size_t count);
+void write_index(const std::filesystem::path& dir, const std::vector<std::pair<std::string, std::string>>& weight_map,
+                 uint64_t total_size);
+
 // Where read_model found each tensor.
 struct ModelFiles {
   bool sharded = false;

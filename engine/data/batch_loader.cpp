@@ -29,28 +29,31 @@ int64_t validated_batch_size(const Dataset& ds, int64_t batch_size, bool drop_re
   return batch_size;
 }
 
-// Copies rows `rows` of src into a new [rows.size(), ...] tensor.
-Tensor gather(const Tensor& src, const int64_t* rows, int64_t count) {
+// Copies rows `rows` of src into a new [count, ...] tensor; where `wanted` is given, only the rows it
+// flags (the others stay zero).
+Tensor gather(const Tensor& src, const int64_t* rows, int64_t count, const std::vector<char>& wanted) {
   Shape s = src.shape;
   s[0] = count;
   Tensor out(s);
   const int64_t row = src.shape[0] ? src.size() / src.shape[0] : 0;
+  const bool all = wanted.size() != size_t(count);
   for (int64_t r = 0; r < count; ++r)
-    std::memcpy(out.ptr() + r * row, src.ptr() + rows[r] * row, size_t(row) * sizeof(float));
+    if (all || wanted[size_t(r)]) std::memcpy(out.ptr() + r * row, src.ptr() + rows[r] * row, size_t(row) * sizeof(float));
   return out;
 }
 
 }  // namespace
 
 BatchLoader::BatchLoader(const Dataset& ds, int64_t batch_size, uint64_t seed, bool shuffle, bool drop_remainder,
-                         int prefetch)
+                         int prefetch, std::vector<char> rows)
     : ds_(ds),
       batch_size_(validated_batch_size(ds, batch_size, drop_remainder, prefetch)),
       seed_(seed),
       shuffle_(shuffle),
       prefetch_(prefetch),
       n_(ds.size()),
-      batches_per_epoch_(count_batches(n_, batch_size, drop_remainder)) {
+      batches_per_epoch_(count_batches(n_, batch_size, drop_remainder)),
+      rows_(std::move(rows)) {
   if (prefetch_ > 0 && batches_per_epoch_ > 0) worker_ = std::thread([this] { work(); });
 }
 
@@ -79,8 +82,8 @@ Batch BatchLoader::make_batch(int64_t pos) {
   }
   const int64_t start = b.index * batch_size_;
   const int64_t count = std::min(batch_size_, n_ - start);
-  b.features = gather(ds_.features, order_.data() + start, count);
-  b.targets = gather(ds_.targets, order_.data() + start, count);
+  b.features = gather(ds_.features, order_.data() + start, count, rows_);
+  b.targets = gather(ds_.targets, order_.data() + start, count, rows_);
   return b;
 }
 

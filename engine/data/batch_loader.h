@@ -42,8 +42,10 @@ struct Batch {
 class BatchLoader {
  public:
   // Throws shardlab::Error if batch_size <= 0, prefetch < 0, or drop_remainder and batch_size > N.
+  // `rows` (batch_size flags, or empty for all): the rows of a full batch this process feeds to its
+  // devices (a run over several processes); the others are left zero, never read from the dataset.
   BatchLoader(const Dataset& ds, int64_t batch_size, uint64_t seed, bool shuffle, bool drop_remainder,
-              int prefetch = 2);
+              int prefetch = 2, std::vector<char> rows = {});
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -72,6 +74,7 @@ class BatchLoader {
   const int prefetch_;
   const int64_t n_;
   const int64_t batches_per_epoch_;
+  const std::vector<char> rows_;
 
   // The current epoch's example order, cached by make_batch.
   int64_t order_epoch_ = -1;

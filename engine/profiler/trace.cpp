@@ -28,7 +28,13 @@ int64_t steady_ns() {
 int track(int device, Category c) { return 2 * device + (c == Category::Data ? 2 : 1); }
 }  // namespace
 
-Trace::Trace(Mode mode, int keep_steps) : mode_(mode), keep_steps_(std::max(1, keep_steps)), t0_ns_(steady_ns()) {}
+Trace::Trace(Mode mode, int keep_steps)
+    : mode_(mode),
+      keep_steps_(std::max(1, keep_steps)),
+      t0_ns_(steady_ns()),
+      origin_unix_us_(double(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count())) {}
 
 double Trace::now_us() const { return double(steady_ns() - t0_ns_) / 1000.0; }
 

@@ -67,6 +67,9 @@ class Trace {
   bool detailed() const { return mode_ == Mode::Detailed; }
   // Microseconds since the trace began (steady clock).
   double now_us() const;
+  // When the trace began, in microseconds since the Unix epoch: what lines up the traces of
+  // several processes (merge_process_traces).
+  double origin_unix_us() const { return origin_unix_us_; }
 
   // Thread-safe: devices record concurrently.
   void add(const Span& s);
@@ -85,6 +88,7 @@ class Trace {
   Mode mode_;
   int keep_steps_;
   int64_t t0_ns_;
+  double origin_unix_us_;
   mutable std::mutex mu_;
   std::deque<Span> spans_;
   std::deque<MemorySample> memory_;

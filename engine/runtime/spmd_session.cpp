@@ -147,6 +147,21 @@ void SpmdSession::feed(backends::Executable& exe, const sharding::PartitionedSte
   }
 }
 
+std::vector<char> SpmdSession::batch_rows_fed() const {
+  const size_t m_count = std::max<size_t>(global_.inputs.size(), 1);
+  const int64_t micro = global_.program.shape(global_.input).at(0);
+  std::vector<char> fed(size_t(micro) * m_count, 0);
+  for (size_t m = 0; m < m_count; ++m)
+    for (int v : {m_count > 1 ? global_.inputs[m] : global_.input, m_count > 1 ? global_.targets[m] : global_.target})
+      for (int d : exe_->local_devices()) {
+        Shape start, size;
+        sharding::block_bounds(global_.program.shape(v), step_.sharding[size_t(v)], mesh_, d, start, size);
+        std::fill_n(fed.begin() + ptrdiff_t(int64_t(m) * micro + start.at(0)), size.at(0), char(1));
+      }
+  if (std::all_of(fed.begin(), fed.end(), [](char c) { return c != 0; })) return {};
+  return fed;
+}
+
 double SpmdSession::train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace,
                                double data_wait_us) {
   feed(*exe_, step_, global_, features, targets);

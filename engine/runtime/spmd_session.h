@@ -32,6 +32,8 @@ class SpmdSession {
   const StepProgram& global_step() const { return global_; }
   const sharding::Mesh& mesh() const { return mesh_; }
   backends::Backend& backend() { return *backend_; }
+  // The first of this process's devices (0 unless the run spans processes).
+  int first_local_device() const { return exe_->local_devices().front(); }
   // Bytes each device holds: the training step's arena and the persistent state, plus the
   // evaluation steps' arenas once they have run.
   uint64_t bytes_per_device() const;
@@ -42,6 +44,10 @@ class SpmdSession {
   // Any parameter or optimizer-state value of the global step, assembled or split.
   Tensor value(int global) const;
   void set_value(int global, const Tensor& t);
+
+  // Which rows of a training batch this process's devices are fed (every microbatch's inputs and
+  // targets): the rest need not be loaded. Empty when it feeds all of them.
+  std::vector<char> batch_rows_fed() const;
 
   // One step on a global batch; returns the loss before the update (as value_and_grad does).
   // `trace`, when given, records every device's spans and summary.

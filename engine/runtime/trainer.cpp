@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <cstring>
 #include <ctime>
 
@@ -9,6 +10,7 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/recovery.h"
+#include "engine/checkpoint/sharded.h"
 #include "engine/data/batch_loader.h"
 #include "engine/graph/init.h"
 #include "engine/runtime/data_fit.h"
@@ -105,8 +107,10 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
     if (std::isfinite(v)) metrics[k] = v;
   meta["metrics"] = metrics;
   const int64_t step = steps_done();
-  // Every process took part in gathering the arrays; process 0 alone writes them.
-  if (!writes_files()) return;
+  if (options_.processes) {
+    save_over_processes(root, step, arrays, std::move(meta));
+    return;
+  }
   const int keep = options_.keep;
   const uint64_t shard_bytes = options_.max_shard_bytes;
   auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
@@ -123,6 +127,85 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
     write();
     wait_for_saves();
   }
+}
+
+// Over several processes, a save in two phases (as Orbax's): process 0 begins it; each process
+// writes the tensors it is given (the largest first, each to the least loaded process) as its own
+// shard of the checkpoint; once every one has, process 0 writes the index and commits. A process
+// that fails makes process 0 abandon the save, so the previous checkpoint stays the newest, and
+// every process then stops with the error naming that process. Runs in the foreground: every
+// process takes part.
+void Trainer::save_over_processes(const std::string& root, int64_t step,
+                                  const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta) {
+  backends::Processes& procs = *options_.processes;
+  const int k = procs.size(), me = procs.rank();
+  std::vector<int> owner(arrays.size());
+  std::vector<uint64_t> load(size_t(k), 0);
+  std::vector<size_t> order(arrays.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return arrays[a].second.size() > arrays[b].second.size(); });
+  for (size_t i : order) {
+    const int p = int(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[i] = p;
+    load[size_t(p)] += uint64_t(arrays[i].second.size()) * sizeof(float);
+  }
+  // Shards are numbered over the processes that hold any tensor.
+  std::vector<int> shard_of(size_t(k), 0);
+  int shards = 0;
+  for (int p = 0; p < k; ++p)
+    if (load[size_t(p)] > 0) shard_of[size_t(p)] = ++shards;
+
+  std::string error, tmp;
+  if (me == 0) {
+    try {
+      tmp = checkpoint::begin_save(root, step, meta).string();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  error = backends::broadcast_string(procs, error, 0);
+  if (!error.empty()) throw Error(error);
+  tmp = backends::broadcast_string(procs, tmp, 0);
+  // Phase one: every process writes its own shard.
+  // The index lists the tensors shard by shard, as a one-process save does.
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  uint64_t total = 0;
+  std::vector<std::pair<std::string, Tensor>> mine;
+  for (int p = 0; p < k; ++p)
+    for (size_t i = 0; i < arrays.size(); ++i)
+      if (owner[i] == p) {
+        weight_map.push_back({arrays[i].first, checkpoint::shard_name(size_t(shard_of[size_t(p)]), size_t(shards))});
+        total += uint64_t(arrays[i].second.size()) * sizeof(float);
+        if (p == me) mine.push_back(arrays[i]);
+      }
+  if (!mine.empty()) {
+    try {
+      checkpoint::write_shard(tmp, checkpoint::tensor_file(mine, step), size_t(shard_of[size_t(me)]), size_t(shards));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  const std::vector<std::string> errors = backends::all_gather_strings(procs, error);
+  for (int p = 0; p < k; ++p)
+    if (!errors[size_t(p)].empty()) {
+      if (me == 0) checkpoint::abandon_save(tmp);
+      throw Error("checkpoint of step " + std::to_string(step) + ": process " + std::to_string(p) + " could not write its part: " +
+                  errors[size_t(p)]);
+    }
+  // Phase two: process 0 commits what all of them wrote.
+  if (me == 0) {
+    try {
+      checkpoint::write_index(tmp, weight_map, total);
+      const std::filesystem::path dir = checkpoint::commit_save(root, step, tmp, meta);
+      checkpoint::prune(root, options_.keep);
+      for (auto* l : listeners_) l->on_saved(step, dir.string());
+    } catch (const std::exception& e) {
+      checkpoint::abandon_save(tmp);
+      error = e.what();
+    }
+  }
+  error = backends::broadcast_string(procs, error, 0);
+  if (!error.empty()) throw Error(error);
 }
 
 int64_t Trainer::restore_checkpoint(const std::string& dir) {
@@ -282,7 +365,10 @@ void Trainer::run_loop() {
         project_, {data::shape_of(splits.train), data::shape_of(splits.test)}, g.program.shape(g.input), g.program.shape(g.output));
     if (!misfits.empty()) throw Error(misfits.front());
   }
-  data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch));
+  // Over several processes each loads only the rows of each batch its own devices are fed, in the
+  // global order every process shares.
+  data::BatchLoader loader(splits.train, t.batch_size, t.seed, t.shuffle, true, int(t.prefetch),
+                           options_.processes ? session_->batch_rows_fed() : std::vector<char>{});
   const int64_t start = claim_and_restore();
   if (start > 0) loader.seek(start);
 
@@ -300,7 +386,7 @@ void Trainer::run_loop() {
     data::Batch b = loader.next();
     const double wait = seconds_since(t0);
     pending_data_wait_us_ = wait * 1e6;
-    trace_->add(profiler::Span{0, profiler::Category::Data, "data", "", "batch", data_start, wait * 1e6, 0,
+    trace_->add(profiler::Span{session_->first_local_device(), profiler::Category::Data, "data", "", "batch", data_start, wait * 1e6, 0,
                                double(b.features.size() + b.targets.size()) * sizeof(float), steps_done()});
     auto t1 = Clock::now();
     const double cpu0 = process_cpu_seconds();
@@ -321,7 +407,10 @@ void Trainer::run_loop() {
     for (auto* l : listeners_) l->on_step(ev);
     const bool epoch_end = (i + 1) % info.steps_per_epoch == 0;
     const bool last = i + 1 == info.total_steps;
-    if (t.eval && splits.test.size() > 0 && ((epoch_end && t.steps == 0) || last) && !cancelled_) {
+    // Over several processes every decision below must be every process's: a stop asked for
+    // mid-step waits for the agreement at the next step (stop_requested).
+    const bool stopping = !options_.processes && cancelled_;
+    if (t.eval && splits.test.size() > 0 && ((epoch_end && t.steps == 0) || last) && !stopping) {
       EvalEvent e = evaluate(splits.test);
       e.epoch = epoch;
       last_metrics_["eval_loss"] = e.loss;
@@ -330,7 +419,12 @@ void Trainer::run_loop() {
     }
     if (epoch_end) ++epoch;
     const bool periodic = options_.save_every > 0 && (i + 1) % options_.save_every == 0;
-    if (!options_.checkpoint_dir.empty() && (periodic || save_requested_.exchange(false)) && !last)
+    bool requested = false;
+    if (!options_.checkpoint_dir.empty()) {
+      requested = save_requested_.exchange(false);
+      if (options_.processes) requested = options_.processes->any(requested);
+    }
+    if (!options_.checkpoint_dir.empty() && (periodic || requested) && !last)
       save_checkpoint(options_.checkpoint_dir, i + 1, true);
   }
   if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, steps_done(), false);

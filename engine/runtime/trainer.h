@@ -162,6 +162,8 @@ class Trainer {
   const ModelParam& param(const std::string& path) const;
   int state_value(const std::string& name) const;
   void run_loop();
+  void save_over_processes(const std::string& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
+                           nlohmann::ordered_json meta);
   // The step directory a run continues from ("": none), and what a failure to read it should add.
   struct ResumePoint {
     std::string dir, advice;

@@ -292,6 +292,10 @@ PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, co
   return Partitioner(step, mesh, rules, constraint_fallback, update).run();
 }
 
+void block_bounds(const Shape& global, const Sharding& s, const Mesh& mesh, int64_t device, Shape& start, Shape& size) {
+  block_of(global, s, mesh, device, start, size);
+}
+
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device) {
   Shape start, size;
   block_of(global.shape, s, mesh, device, start, size);

@@ -48,6 +48,8 @@ PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, co
 
 // The device's block of a global tensor under `s` (whose partial set must be empty), and back.
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device);
+// Where `device`'s block of a global array of shape `global` starts, and its extent, per dimension.
+void block_bounds(const Shape& global, const Sharding& s, const Mesh& mesh, int64_t device, Shape& start, Shape& size);
 void place_block(Tensor& global, const Tensor& block, const Sharding& s, const Mesh& mesh, int64_t device);
 
 }  // namespace shardlab::sharding

@@ -30,7 +30,11 @@ std::string axes_label(const PartitionSpec& spec, size_t dim, int64_t size) {
 }  // namespace
 
 std::string render_sharding(const PartitionSpec& spec, const Shape& shape, const Mesh& mesh, int rows, int cols,
-                            const std::string& platform) {
+                            const std::string& platform, int processes) {
+  if (processes < 1 || mesh.device_count() % processes != 0)
+    throw Error("the mesh's " + std::to_string(mesh.device_count()) + " devices do not divide among " + std::to_string(processes) +
+                " processes");
+  const int64_t per_process = mesh.device_count() / processes;
   validate(spec, shape, mesh, "shown array");
   if (shape.empty()) throw Error("a scalar has no blocks to draw");
   const bool one_d = shape.size() == 1;
@@ -49,7 +53,23 @@ std::string render_sharding(const PartitionSpec& spec, const Shape& shape, const
   for (auto& [rc, devs] : cells) {
     std::string s = platform + " ";
     bool first = true;
-    for (int64_t d : devs) s += (first ? "" : ",") + std::to_string(d), first = false;
+    for (int64_t d : devs) {
+      if (!first) s += ',';
+      s += std::to_string(d);
+      first = false;
+    }
+    if (processes > 1) {
+      std::set<int64_t> procs;
+      for (int64_t d : devs) procs.insert(d / per_process);
+      s += procs.size() == 1 ? " (process " : " (processes ";
+      first = true;
+      for (int64_t p : procs) {
+        if (!first) s += ',';
+        s += std::to_string(p);
+        first = false;
+      }
+      s += ')';
+    }
     label[size_t(rc.first)][size_t(rc.second)] = s;
     width = std::max(width, s.size());
   }

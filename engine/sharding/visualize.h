@@ -10,8 +10,10 @@
 namespace shardlab::sharding {
 
 // `rows`/`cols` pick the two dimensions drawn (for rank 1, the one dimension is drawn as columns
-// and `rows` is ignored); devices holding the same (row, column) block share its cell.
+// and `rows` is ignored); devices holding the same (row, column) block share its cell. With
+// `processes` > 1 (a run over that many processes, backends/processes.h's device order) each cell
+// also names the processes that hold its block.
 std::string render_sharding(const PartitionSpec& spec, const Shape& shape, const Mesh& mesh, int rows = 0, int cols = 1,
-                            const std::string& platform = "CPU");
+                            const std::string& platform = "CPU", int processes = 1);
 
 }  // namespace shardlab::sharding

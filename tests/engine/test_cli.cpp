@@ -349,6 +349,24 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(r.err, "2 or 4");
   }
 
+  // shard --processes: which process of an mpirun -np K run holds each device, in the text, the
+  // JSON and the drawn blocks; a mesh the processes do not divide is refused.
+  void shardNamesTheProcessHoldingEachDevice() {
+    const QString p = kProjects + "/fashion-mlp.shardlab.json";
+    Result r = run_cli({"shard", p, "--mesh", "data=2,model=2", "--rules", "batch=data,mlp=model", "--processes", "2", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    Json j = Json::parse(r.out.toStdString());
+    QCOMPARE(j["devices"].size(), size_t(4));
+    for (int d = 0; d < 4; ++d) QCOMPARE(j["devices"][size_t(d)]["process"].get<int>(), d / 2);
+    r = run_cli({"shard", p, "--mesh", "data=2,model=2", "--rules", "batch=data,mlp=model", "--processes", "2"});
+    VERIFY_CONTAINS(r.out, "process 0 holds devices 0-1; process 1 holds devices 2-3");
+    r = run_cli({"shard", p, "--mesh", "data=2,model=2", "--rules", "batch=data,mlp=model", "--processes", "2", "--show", "dense1/kernel"});
+    VERIFY_CONTAINS(r.out, "CPU 0,2 (processes 0,1)");
+    r = run_cli({"shard", p, "--mesh", "data=4", "--rules", "batch=data", "--processes", "3"});
+    QVERIFY(r.exit_code != 0);
+    VERIFY_CONTAINS(r.err, "4 devices, which do not divide among 3 processes");
+  }
+
   // --preset is the GUI's presets menu on the command line: the same engine function sets the mesh
   // and the rules, and every planning command takes it.
   void presetSetsTheMeshAndRulesAsTheGuisMenuDoes() {

@@ -678,6 +678,23 @@ class TestData : public QObject {
     QVERIFY(stream(10, 2) != a);
   }
 
+  // A process of a multi-process run loads only the rows its devices are fed: the same examples
+  // in the same places as a whole batch, the rest left zero.
+  void loaderWithRowsLoadsOnlyThoseRowsInTheSameOrder() {
+    const Dataset ds = indexed_dataset(40);
+    BatchLoader whole(ds, 8, 5, true, true, 2);
+    BatchLoader part(ds, 8, 5, true, true, 2, {0, 0, 1, 1, 0, 1, 0, 0});
+    for (int i = 0; i < 9; ++i) {
+      const Batch a = whole.next(), b = part.next();
+      QCOMPARE(b.features.shape, a.features.shape);
+      for (int64_t r = 0; r < 8; ++r) {
+        const bool fed = r == 2 || r == 3 || r == 5;
+        QCOMPARE(b.targets.data[size_t(r)], fed ? a.targets.data[size_t(r)] : 0.0f);
+        QCOMPARE(b.features.data[size_t(2 * r + 1)], fed ? a.features.data[size_t(2 * r + 1)] : 0.0f);
+      }
+    }
+  }
+
   void loaderDropRemainderGivesFullBatchesOnly() {
     const Dataset ds = indexed_dataset(10);
     BatchLoader loader(ds, 4, 1, true, true);

@@ -120,6 +120,17 @@ class TestSharding : public QObject {
     VERIFY_CONTAINS(error_of([] { render_sharding(spec({}), {4, 4}, parse_mesh("a=2"), 1, 1); }), "two different dimensions");
   }
 
+  // A run over processes: each cell names the processes holding its block (process r holds
+  // devices r*L .. r*L+L-1); a mesh that does not divide among them is an error.
+  void gridOverProcessesNamesTheProcessesOfEachBlock() {
+    std::string g = render_sharding(spec({{"data"}, {}}), {8, 8}, parse_mesh("data=2,model=2"), 0, 1, "CPU", 2);
+    QVERIFY2(g.find("CPU 0,1 (process 0)") != std::string::npos && g.find("CPU 2,3 (process 1)") != std::string::npos, g.c_str());
+    g = render_sharding(spec({{}, {"model"}}), {8, 8}, parse_mesh("data=2,model=2"), 0, 1, "CPU", 2);
+    QVERIFY2(g.find("CPU 0,2 (processes 0,1)") != std::string::npos, g.c_str());
+    VERIFY_CONTAINS(error_of([] { render_sharding(spec({}), {4, 4}, parse_mesh("a=4"), 0, 1, "CPU", 3); }),
+                    "4 devices do not divide among 3 processes");
+  }
+
   void specErrorsNameArrayDimensionAndAxes() {
     Mesh m = parse_mesh("data=2,model=4");
     QString e = error_of([&] { validate(spec({{"data"}, {"data"}}), {8, 8}, m, "w"); });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the GPU checks need into .device/ (ignored by git) for the device machine, which has
 # the CUDA driver and toolkit but no Debian packages: the programs built here (shardlab-cli, the
-# two `gpu` suites, the CUDA backend module), the Qt and other shared libraries they link, and the
+# `gpu` suites, the CUDA backend module), the Qt and other shared libraries they link, and the
 # Fashion-MNIST files. tests/gpu/validate_on_device.sh runs them there.
 #
 #   tests/gpu/pack_for_device.sh [build]      then carry .device (the `device` tool's carry list)
@@ -14,9 +14,10 @@ build=${1:-build}
 dest=.device
 grep -qx "/$dest/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/$dest/" >> .git/info/exclude; }
 
-cmake --build "$build" --target shardlab-cli test_backend_conformance test_cuda_training shardlab_backend_cuda
+cmake --build "$build" --target shardlab-cli test_backend_conformance test_cuda_training test_nccl_processes shardlab_backend_cuda
 rm -rf "$dest" && mkdir -p "$dest/lib"
-programs=("$build/app/shardlab-cli" "$build/tests/test_backend_conformance" "$build/tests/test_cuda_training")
+programs=("$build/app/shardlab-cli" "$build/tests/test_backend_conformance" "$build/tests/test_cuda_training"
+  "$build/tests/test_nccl_processes")
 module="$build/lib/shardlab/backends/libshardlab_backend_cuda.so"
 # Every shared library the programs need that is not part of glibc or the C++ runtime (which the
 # device machine has, newer).

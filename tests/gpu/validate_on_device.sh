@@ -4,7 +4,8 @@
 #
 #   tests/gpu/validate_on_device.sh [tests] [sanitizer] [losses] [bench]   (default: all four)
 #
-#   tests      the `gpu` suites: test_backend_conformance and test_cuda_training
+#   tests      the `gpu` suites: test_backend_conformance and test_cuda_training, and
+#              test_nccl_processes (mpirun -np 2 on 2 GPUs, NCCL; skips with fewer or no mpirun)
 #   sanitizer  compute-sanitizer memcheck over the conformance suite
 #   losses     shardlab-cli train, CPU against CUDA, 10 steps each, on the example projects and on
 #              8 virtual GPU devices under data parallel, Megatron and FSDP (losses within 1e-4)
@@ -38,7 +39,7 @@ echo "cuBLASLt: ${cublas:-not found}"
 for stage in "${stages[@]}"; do
   case $stage in
     tests)
-      for t in test_backend_conformance test_cuda_training; do
+      for t in test_backend_conformance test_cuda_training test_nccl_processes; do
         timeout 200 "$build/tests/$t" -o "$out/$t.txt,txt" -o -,txt > "$out/$t.console" 2>&1
         rc=$?
         grep -E "^(PASS|FAIL|SKIP|XFAIL|QWARN|QDEBUG)|Totals|Loc:" "$out/$t.txt" | grep -v "^PASS" | head -40

@@ -2,6 +2,7 @@
 // against the same collective in one process (ThreadCollectives), on groups inside one process,
 // across processes and interleaved, float and double. Prints "ok" and exits 0 when every result is
 // bitwise equal; else names the first difference and exits 1.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -69,7 +70,8 @@ int main(int argc, char** argv) {
   try {
     for (const std::vector<std::string>& axes :
          std::vector<std::vector<std::string>>{{"proc"}, {"dev"}, {"proc", "dev"}, {"dev", "proc"}}) {
-      for (int kind = 0; kind < 6; ++kind) {
+      // 6-8: all_reduce, all_gather and reduce_scatter in place (the forms the interface allows).
+      for (int kind = 0; kind < 9; ++kind) {
         const bool wide_in = kind == 2 || kind == 3;  // reduce_scatter, all_to_all: n chunks in
         const bool wide_out = kind == 1 || kind == 3;  // all_gather, all_to_all: n chunks out
         auto body = [&](Collectives& c, int d, std::vector<double>& out) {
@@ -84,6 +86,20 @@ int main(int argc, char** argv) {
             case 3: c.all_to_all(d, g, in.data(), o.data(), count); break;
             case 4: c.broadcast(d, g, int(gs) - 1, in.data(), o.data(), count); break;
             case 5: c.barrier(d, g); break;
+          }
+          if (kind >= 6) {
+            const int64_t rank = int64_t(std::find(g.begin(), g.end(), d) - g.begin());
+            std::vector<double> buf = input_of<double>(d, kind == 6 ? count : gs * count, kind);
+            if (kind == 6) c.all_reduce(d, g, buf.data(), buf.data(), count);
+            if (kind == 7) {
+              std::copy_n(input_of<double>(d, count, kind).begin(), count, buf.begin() + rank * count);
+              c.all_gather(d, g, buf.data() + rank * count, buf.data(), count);
+            }
+            if (kind == 8) {
+              c.reduce_scatter(d, g, buf.data(), buf.data() + rank * count, count);
+              buf = std::vector<double>(buf.begin() + rank * count, buf.begin() + (rank + 1) * count);
+            }
+            o = buf;
           }
           out.assign(o.begin(), o.end());
         };

@@ -4,9 +4,11 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
@@ -113,27 +115,32 @@ class TestMpiRuns : public QObject {
     QFETCH(int, processes);
     const Launch r = mpirun(processes, SHARDLAB_COLLECTIVES_CHECK, {});
     QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
-    QVERIFY2(r.out.contains("ok: 24 collective cases bitwise equal"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("ok: 36 collective cases bitwise equal"), qPrintable(r.out));
   }
 
   void lossesEqualOneProcessOnTheSameMesh_data() {
     QTest::addColumn<int>("processes");
     QTest::addColumn<QString>("mesh");
     QTest::addColumn<QString>("rules");
-    // Processes x devices each: 2x1 and 4x1 data parallel; 2x2 and 4x2 2-D; FSDP over 4x1 and 2x2.
-    QTest::newRow("2x1 data") << 2 << "data=2" << "batch=data";
-    QTest::newRow("4x1 data") << 4 << "data=4" << "batch=data";
-    QTest::newRow("2x2 2-D") << 2 << "data=2,model=2" << "batch=data,mlp=model";
-    QTest::newRow("4x2 2-D") << 4 << "data=4,model=2" << "batch=data,mlp=model";
-    QTest::newRow("4x1 fsdp") << 4 << "data=4" << "batch=data,embed=data";
-    QTest::newRow("2x2 fsdp") << 2 << "data=4" << "batch=data,embed=data";
+    QTest::addColumn<int>("microbatches");
+    // Processes x devices each: 2x1 and 4x1 data parallel; 2x2 and 4x2 2-D; FSDP over 4x1 and 2x2;
+    // and microbatches, whose rows each process loads its part of.
+    QTest::newRow("2x1 data") << 2 << "data=2" << "batch=data" << 1;
+    QTest::newRow("4x1 data") << 4 << "data=4" << "batch=data" << 1;
+    QTest::newRow("2x2 2-D") << 2 << "data=2,model=2" << "batch=data,mlp=model" << 1;
+    QTest::newRow("4x2 2-D") << 4 << "data=4,model=2" << "batch=data,mlp=model" << 1;
+    QTest::newRow("4x1 fsdp") << 4 << "data=4" << "batch=data,embed=data" << 1;
+    QTest::newRow("2x2 fsdp") << 2 << "data=4" << "batch=data,embed=data" << 1;
+    QTest::newRow("2x1 data, 4 microbatches") << 2 << "data=2" << "batch=data" << 4;
   }
   void lossesEqualOneProcessOnTheSameMesh() {
     QFETCH(int, processes);
     QFETCH(QString, mesh);
     QFETCH(QString, rules);
+    QFETCH(int, microbatches);
     QTemporaryDir dir;
-    const QStringList args{"train", kProject, "--steps", "5", "--mesh", mesh, "--rules", rules, "--quiet"};
+    const QStringList args{"train", kProject, "--steps", "5", "--mesh", mesh, "--rules", rules, "--quiet",
+                           "--accumulate", QString::number(microbatches)};
     const auto one = run_cli(args + QStringList{"--threads", "2", "--log", dir.filePath("one.jsonl")});
     QVERIFY2(one.exit_code == 0, qPrintable(one.err));
     const Launch many = mpirun(processes, kCli, args + QStringList{"--log", dir.filePath("many.jsonl")});
@@ -157,6 +164,11 @@ class TestMpiRuns : public QObject {
     const Launch saved = mpirun(4, kCli, common + QStringList{"--steps", "5", "--checkpoint-dir", first});
     QVERIFY2(saved.exit_code == 0, qPrintable(saved.out + saved.err));
     QVERIFY(QDir(first + "/step_000005").exists());
+    // Each process wrote its own shard of the checkpoint; process 0 the index that names them.
+    const QStringList files = QDir(first + "/step_000005").entryList(QDir::Files, QDir::Name);
+    QVERIFY2(files.contains("model.safetensors.index.json"), qPrintable(files.join(' ')));
+    for (int i = 1; i <= 4; ++i)
+      QVERIFY2(files.contains(QString("model-%1-of-00004.safetensors").arg(i, 5, 10, QChar('0'))), qPrintable(files.join(' ')));
     // The same checkpoint continued by 4, 2 and 1 processes gives the uninterrupted run's steps 6-8.
     for (int k : {4, 2, 1}) {
       const QString copy = dir.filePath(QString("on%1").arg(k));
@@ -215,6 +227,28 @@ class TestMpiRuns : public QObject {
     QVERIFY(QDir(ck + QString("/step_%1").arg(newest + 1, 6, 10, QChar('0'))).exists());
   }
 
+  void aProcessDyingInASaveLeavesThePreviousCheckpoint() {
+    QTemporaryDir dir;
+    const QString ck = dir.filePath("ck");
+    const QStringList common{"train", kProject, "--mesh", "data=3", "--rules", "batch=data", "--batch-size", "129", "--quiet",
+                             "--checkpoint-dir", ck};
+    const Launch first = mpirun(3, kCli, common + QStringList{"--steps", "3"});
+    QVERIFY2(first.exit_code == 0, qPrintable(first.out + first.err));
+    // Process 2 dies at its first file-system call in the directory: writing its part of step 5.
+    const QString only_rank_2 = QString("if [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then export LD_PRELOAD=%1 "
+                                        "SHARDLAB_FAULT_DIR=%2 SHARDLAB_FAULT_AT=1; fi; exec \"$0\" \"$@\"")
+                                    .arg(SHARDLAB_FAULT_SHIM, ck);
+    const Launch killed = mpirun(3, "sh", QStringList{"-c", only_rank_2, kCli} + common +
+                                              QStringList{"--steps", "8", "--save-every", "5", "--resume"});
+    QVERIFY(killed.exit_code != 0);
+    QVERIFY2(!QDir(ck + "/step_000005").exists(), "a checkpoint missing process 2's part was committed");
+    // The previous checkpoint is still the newest, and the run continues from it.
+    const Launch again = mpirun(3, kCli, common + QStringList{"--steps", "4", "--resume", "--log", dir.filePath("again.jsonl")});
+    QVERIFY2(again.exit_code == 0, qPrintable(again.out + again.err));
+    const QVector<double> resumed = losses(dir.filePath("again.jsonl"));
+    QCOMPARE(resumed.size(), 2);  // step 4 and the evaluation
+  }
+
   void oneProcessErrorEndsTheRunNamingIt() {
     // Only process 0 opens the log, so only it fails; the others must not wait for it forever.
     const Launch r = mpirun(3, kCli, {"train", kProject, "--steps", "5", "--mesh", "data=3", "--rules", "batch=data",
@@ -223,6 +257,28 @@ class TestMpiRuns : public QObject {
     QVERIFY(r.exit_code != 0);
     QVERIFY2(r.ms < 30000, qPrintable(QString("took %1 ms").arg(r.ms)));
     QVERIFY2(r.err.contains("(process 0 of 3)") && r.err.contains("/nonexistent-dir/x/log.jsonl"), qPrintable(r.err));
+  }
+
+  void theTraceHasATrackPerGlobalDevice() {
+    QTemporaryDir dir;
+    const QString trace = dir.filePath("trace.json");
+    const Launch r = mpirun(2, kCli, {"train", kProject, "--steps", "3", "--mesh", "data=4", "--rules", "batch=data", "--quiet",
+                                      "--trace", trace});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    QFile f(trace);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray events = QJsonDocument::fromJson(f.readAll()).object()["traceEvents"].toArray();
+    QSet<QString> tracks;
+    QMap<int, int> spans_by_process;
+    for (const QJsonValue& v : events) {
+      const QJsonObject e = v.toObject();
+      if (e["name"] == "thread_name") tracks.insert(QString("%1:%2").arg(e["pid"].toInt()).arg(e["args"].toObject()["name"].toString()));
+      if (e["ph"] == "X") ++spans_by_process[e["pid"].toInt()];
+    }
+    // Process r holds devices 2r and 2r+1: each has its compute track in r's trace process.
+    for (const QString& t : {"0:CPU 0 compute", "0:CPU 1 compute", "1:CPU 2 compute", "1:CPU 3 compute"})
+      QVERIFY2(tracks.contains(t), qPrintable(QStringList(tracks.values()).join(", ")));
+    QVERIFY(spans_by_process[0] > 0 && spans_by_process[1] > 0);
   }
 
   void aMeshThatDoesNotDivideAmongProcessesIsRefused() {

@@ -214,7 +214,7 @@ class TestPackage : public QObject {
     qInfo("shardlab-cuda Depends: %s; Recommends: %s", qPrintable(depends), qPrintable(field("shardlab-cuda", "Recommends")));
     for (const QString& dep : {"shardlab-cli (= " + kVersion + ")", QString("libcublas-"), QString("libc6"), QString("libstdc++6")})
       QVERIFY2(depends.contains(dep), qPrintable(dep + " missing from: " + depends));
-    // The CUDA runtime is inside the module and NCCL is not used: neither is a dependency.
+    // The CUDA runtime is inside the module and NCCL is opened at run time: neither is a dependency.
     for (const char* not_needed : {"qt", "cudart", "nccl"})
       QVERIFY2(!depends.contains(not_needed, Qt::CaseInsensitive), qPrintable(depends));
 

@@ -53,6 +53,10 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
                      tr("CPU threads the engine uses; leave one core free to keep the desktop smooth"));
   threads_->setSpecialValueText(tr("all cores"));
   devices_ = spinBox(this, "devices", 1, 65536, tr("Virtual CPU devices; must match the mesh's device count"));
+  // Up to 8: more local processes than that only share the same cores thinner.
+  processes_ = spinBox(this, "processes", 1, 8, QString());
+  processes_->setSpecialValueText(tr("1 (this window)"));
+  setMpirunFound(true);
 
   auto* form = new QFormLayout(this);
   form->setContentsMargins(0, 0, 0, 0);
@@ -65,6 +69,7 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("S&eed"), seed_);
   form->addRow(tr("CPU &threads"), threads_);
   form->addRow(tr("Virtual &devices"), devices_);
+  form->addRow(tr("&Processes"), processes_);
 
   // Epochs only count when steps is 0.
   connect(steps_, &QSpinBox::valueChanged, this, [this](int v) { epochs_->setEnabled(v == 0); });
@@ -110,6 +115,15 @@ void HyperparameterForm::setMeshDevices(int meshDevices) {
   meshDevices_ = meshDevices;
 }
 
+void HyperparameterForm::setMpirunFound(bool found) {
+  if (!found) processes_->setValue(1);
+  processes_->setEnabled(found);
+  processes_->setToolTip(
+      found ? tr("Train as this many processes on this machine, started by mpirun, each holding an equal share of the "
+                 "mesh's devices (which must divide by it); 1 trains inside this window")
+            : tr("mpirun was not found: install Open MPI (sudo apt install openmpi-bin) to train over several processes"));
+}
+
 bool HyperparameterForm::settings(RunSettings* out, QString* error) const {
   bool ok = false;
   const QString text = learningRate_->text().trimmed();
@@ -137,6 +151,7 @@ bool HyperparameterForm::settings(RunSettings* out, QString* error) const {
   o.threads = threads_->value();
   o.devices = devices_->value();
   s.learningRate = lr;
+  s.processes = processes_->value();
   *out = s;
   return true;
 }

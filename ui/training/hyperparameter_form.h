@@ -1,8 +1,8 @@
 // The Training tab's settings for one run: steps or epochs, batch size, learning rate, seed, CPU
-// threads and virtual devices. Filled from the project's training section, where the Training tab
+// threads, virtual devices and local processes. Filled from the project's training section, where the Training tab
 // stores steps, epochs, batch size and seed back as they are edited; read into the engine's
 // TrainOptions plus a learning rate that overrides the project's schedule in the copy of the
-// project a run trains (the learning rate, threads and devices are this run's alone).
+// project a run trains (the learning rate, threads, devices and processes are this run's alone).
 #pragma once
 
 #include <QWidget>
@@ -19,6 +19,8 @@ namespace shardlab::ui {
 struct RunSettings {
   runtime::TrainOptions options;
   double learningRate = 0;
+  // 1: train in this process; more: as that many local processes under mpirun.
+  int processes = 1;
 };
 
 // The schedule's headline rate: the constant value, or the peak of a warmup-cosine schedule.
@@ -39,6 +41,9 @@ class HyperparameterForm : public QWidget {
   // The mesh changed: the devices field follows it unless the user set it to something else.
   void setMeshDevices(int meshDevices);
 
+  // Whether mpirun was found: without it the processes field stays at 1 and says what to install.
+  void setMpirunFound(bool found);
+
   // The settings as entered; false with a message naming the field when one is not usable.
   bool settings(RunSettings* out, QString* error) const;
 
@@ -50,6 +55,7 @@ class HyperparameterForm : public QWidget {
   QSpinBox* seedBox() const { return seed_; }
   QSpinBox* threadsBox() const { return threads_; }
   QSpinBox* devicesBox() const { return devices_; }
+  QSpinBox* processesBox() const { return processes_; }
 
  private:
   QSpinBox* steps_;
@@ -61,6 +67,7 @@ class HyperparameterForm : public QWidget {
   QSpinBox* seed_;
   QSpinBox* threads_;
   QSpinBox* devices_;
+  QSpinBox* processes_;
   int meshDevices_ = 1;
 };
 

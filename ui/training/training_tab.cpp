@@ -1,5 +1,6 @@
 #include "ui/training/training_tab.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -12,6 +13,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStyle>
 #include <QTime>
 #include <QVBoxLayout>
@@ -23,8 +25,11 @@
 #include <utility>
 
 #include "ui/document/project_document.h"
+#include "ui/training/cluster_command_dialog.h"
 #include "ui/training/hyperparameter_form.h"
 #include "ui/training/line_chart.h"
+#include "ui/training/process_command.h"
+#include "ui/training/process_run.h"
 #include "ui/training/run_outputs_form.h"
 #include "ui/training/training_run.h"
 
@@ -48,10 +53,25 @@ QString bytesText(double bytes) { return QString::fromStdString(runtime::format_
 
 QString number(double v, int precision = 4) { return QString::number(v, 'g', precision); }
 
+// A project as shardlab-cli trains it from its file with the options `o` on its command line:
+// without what those options override (batch size, microbatches, seed; steps and epochs when steps
+// are given; checkpoints when a folder is) and without the editor's layout, which no run reads.
+graph::Json trainedPart(const project::Project& p, const runtime::TrainOptions& o) {
+  graph::Json j = graph::Json::parse(project::to_json_string(p));
+  j.erase("editor");
+  if (auto t = j.find("training"); t != j.end() && t->is_object()) {
+    for (const char* key : {"batch_size", "accumulate", "seed", "epochs"}) t->erase(key);
+    if (o.steps > 0) t->erase("steps");
+    if (!o.checkpoint_dir.empty()) t->erase("checkpoint");
+  }
+  return j;
+}
+
 }  // namespace
 
 TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   run_ = new TrainingRun(this);
+  processRun_ = new ProcessRun(this);
 
   // Left: settings and controls.
   form_ = new HyperparameterForm(this);
@@ -76,6 +96,10 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   buttons->addWidget(startButton_);
   buttons->addWidget(pauseButton_);
   buttons->addWidget(stopButton_);
+  clusterButton_ = new QPushButton(tr("Command Line for a &Cluster…"), this);
+  clusterButton_->setObjectName("clusterCommand");
+  clusterButton_->setToolTip(
+      tr("The mpirun line and the Slurm batch script that train the saved project with these settings on several machines"));
 
   error_ = new QLabel(this);
   error_->setObjectName("error");
@@ -88,6 +112,7 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   left->addWidget(settingsBox);
   left->addWidget(outputsBox);
   left->addLayout(buttons);
+  left->addWidget(clusterButton_);
   left->addWidget(error_);
   left->addStretch(1);
 
@@ -156,6 +181,7 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(startButton_, &QPushButton::clicked, this, &TrainingTab::start);
   connect(pauseButton_, &QPushButton::clicked, this, &TrainingTab::togglePause);
   connect(stopButton_, &QPushButton::clicked, this, &TrainingTab::stop);
+  connect(clusterButton_, &QPushButton::clicked, this, &TrainingTab::showClusterCommand);
   connect(run_, &TrainingRun::prepared, this, &TrainingTab::onPrepared);
   connect(run_, &TrainingRun::started, this, &TrainingTab::onStarted);
   connect(run_, &TrainingRun::saved, this, &TrainingTab::onSaved);
@@ -163,6 +189,13 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(run_, &TrainingRun::evaluated, this, &TrainingTab::onEval);
   connect(run_, &TrainingRun::finished, this, &TrainingTab::onFinished);
   connect(run_, &TrainingRun::failed, this, &TrainingTab::onFailed);
+  // A run over processes reports the same events, read from its log.
+  connect(processRun_, &ProcessRun::started, this, &TrainingTab::onStarted);
+  connect(processRun_, &ProcessRun::stepped, this, &TrainingTab::onStep);
+  connect(processRun_, &ProcessRun::evaluated, this, &TrainingTab::onEval);
+  connect(processRun_, &ProcessRun::finished, this, &TrainingTab::onFinished);
+  connect(processRun_, &ProcessRun::failed, this, &TrainingTab::onFailed);
+  connect(processRun_, &ProcessRun::output, this, [this](const QString& line) { log(line); });
   connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, &TrainingTab::checkpointDirChanged);
   connect(doc_, &ProjectDocument::opened, this, &TrainingTab::projectOpened);
   connect(doc_, &ProjectDocument::changed, this, &TrainingTab::projectChanged);
@@ -176,15 +209,28 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
     connect(box, &QSpinBox::valueChanged, this, [this, field] { storeRunSettings(field); });
   connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, [this] { storeRunSettings("checkpoint"); });
 
+  cliProgram_ = QCoreApplication::applicationDirPath() + QStringLiteral("/shardlab-cli");
+  setMpirunProgram(QStandardPaths::findExecutable(QStringLiteral("mpirun")));
   projectOpened();
 }
 
 TrainingTab::~TrainingTab() {
-  // Closing the window mid-run: cancel and wait for the worker (at most about one step).
+  // Closing the window mid-run: cancel and wait for the worker (at most about one step), or end
+  // the processes (SIGTERM, then SIGKILL after a few seconds).
+  processRun_->shutdown();
   run_->shutdown();
 }
 
-bool TrainingTab::isRunning() const { return run_->isRunning(); }
+bool TrainingTab::isRunning() const { return running(); }
+bool TrainingTab::running() const { return run_->isRunning() || processRun_->isRunning(); }
+bool TrainingTab::stopping() const { return run_->isStopping() || processRun_->isStopping(); }
+
+void TrainingTab::setMpirunProgram(const QString& mpirun) {
+  mpirunProgram_ = mpirun;
+  form_->setMpirunFound(!mpirun.isEmpty());
+}
+
+QString TrainingTab::processLogFile() const { return processLogDir_ ? processRun_->logFile() : QString(); }
 bool TrainingTab::isPaused() const { return run_->isPaused(); }
 QString TrainingTab::errorText() const { return error_->text(); }
 
@@ -200,9 +246,10 @@ int TrainingTab::meshDevices() const {
 
 void TrainingTab::projectOpened() {
   // A run belongs to the project it was started from.
-  if (run_->isRunning()) {
+  if (running()) {
     log(tr("Another project was opened: stopping the run."));
     run_->stop();
+    processRun_->stop();
   }
   // Nothing of the last project's run stays: not its charts, figures or log, and not its checkpoint
   // folder, which the next run, of another model, must not write into.
@@ -238,7 +285,7 @@ void TrainingTab::showRunSettings() {
 }
 
 void TrainingTab::storeRunSettings(const QString& field) {
-  if (showing_ || run_->isRunning()) return;
+  if (showing_ || running()) return;
   const project::Project& now = doc_->project();
   const int steps = form_->stepsBox()->value(), epochs = form_->epochsBox()->value();
   const int batch = form_->batchBox()->value(), seed = form_->seedBox()->value();
@@ -305,7 +352,7 @@ void TrainingTab::projectChanged() {
 void TrainingTab::start() { launch(QString()); }
 
 void TrainingTab::resumeFrom(const QString& stepDir) {
-  if (run_->isRunning()) {
+  if (running()) {
     refuse(tr("Resume: stop the current run first"));
     return;
   }
@@ -354,8 +401,40 @@ bool TrainingTab::askAboutExistingRun(runtime::TrainOptions& options) {
   return true;
 }
 
+bool TrainingTab::fileHoldsRun(const runtime::TrainOptions& o) const {
+  if (!doc_->isModified()) return true;
+  try {
+    const project::Project saved = project::load_project(doc_->path().toStdString(), project::Validation::Structure);
+    return trainedPart(saved, o) == trainedPart(doc_->project(), o);
+  } catch (const std::exception&) {
+    return false;  // unreadable now: not what the window shows
+  }
+}
+
+bool TrainingTab::processCommand(const RunSettings& settings, TrainCommand* out, QString* problem) const {
+  if (doc_->path().isEmpty()) {
+    *problem = tr("Processes: save the project to a file first (File > Save As); every process reads it from there");
+    return false;
+  }
+  TrainCommand c;
+  c.project = QFileInfo(doc_->path()).absoluteFilePath();
+  try {
+    const project::Project& p = doc_->project();
+    const sharding::Mesh mesh = sharding::project_mesh(p);
+    if (mesh.device_count() > 1) c.mesh = QString::fromStdString(mesh.str());
+    c.rules = QString::fromStdString(sharding::rules_str(sharding::project_rules(p)));
+  } catch (const std::exception& e) {
+    *problem = tr("Processes: %1").arg(QString::fromStdString(e.what()));
+    return false;
+  }
+  c.options = settings.options;
+  c.options.learning_rate = settings.learningRate;
+  *out = c;
+  return true;
+}
+
 void TrainingTab::launch(const QString& resumeDir) {
-  if (run_->isRunning()) return;
+  if (running()) return;
   error_->clear();
   error_->hide();
   const api::Design& design = doc_->design();
@@ -372,25 +451,68 @@ void TrainingTab::launch(const QString& resumeDir) {
     return;
   }
   settings.options.resume_from = resumeDir.toStdString();
-  if (resumeDir.isEmpty() && !askAboutExistingRun(settings.options)) return;
   // The run trains a copy: the learning rate set here does not touch the document, but the run
   // records it (the Trainer lays its options over the project it saves with each checkpoint).
   settings.options.learning_rate = settings.learningRate;
   project::Project copy = doc_->project();
   QString meshText;
+  qint64 devices = 1;
   try {
     // The engine's own check, here where it is instant rather than after building the trainer.
     const sharding::Mesh mesh = sharding::project_mesh(copy);
     sharding::check_device_count(mesh, settings.options.devices);
-    meshText = mesh.device_count() > 1 ? QString::fromStdString(mesh.str()) : tr("1 device");
+    devices = mesh.device_count();
+    meshText = devices > 1 ? QString::fromStdString(mesh.str()) : tr("1 device");
   } catch (const std::exception& e) {
     refuse(tr("Virtual devices: %1").arg(QString::fromStdString(e.what())));
     return;
   }
+  // Over processes, shardlab-cli trains the saved file: everything it needs is checked before
+  // anything starts, and before the checkpoint question.
+  const int processes = settings.processes;
+  TrainCommand command;
+  if (processes > 1) {
+    if (mpirunProgram_.isEmpty()) {
+      refuse(tr("Processes: mpirun was not found; install Open MPI (sudo apt install openmpi-bin)"));
+      return;
+    }
+    if (!processCommand(settings, &command, &problem)) {
+      refuse(problem);
+      return;
+    }
+    // Run settings typed since the last save go on the command line; any other change would not.
+    if (!fileHoldsRun(settings.options)) {
+      refuse(tr("Processes: the project has unsaved changes; save it first (File > Save): every process reads the "
+                "file, not this window"));
+      return;
+    }
+    if (const QString p = processCountProblem(devices, processes); !p.isEmpty()) {
+      refuse(p);
+      return;
+    }
+    if (!QFileInfo(cliProgram_).isExecutable()) {
+      refuse(tr("Processes: shardlab-cli was not found at %1 (it is installed beside shardlab)").arg(cliProgram_));
+      return;
+    }
+  }
+  if (resumeDir.isEmpty() && !askAboutExistingRun(settings.options)) return;
+  command.options = settings.options;  // with the checkpoint answer
+  QStringList mpirunArgs;
+  if (processes > 1) {
+    processLogDir_ = std::make_unique<QTemporaryDir>();
+    if (!processLogDir_->isValid()) {
+      refuse(tr("Processes: no temporary folder for the run's log: %1").arg(processLogDir_->errorString()));
+      processLogDir_.reset();
+      return;
+    }
+    mpirunArgs = localMpirunArguments(processes, cliProgram_, command, processLogDir_->filePath(QStringLiteral("run.jsonl")));
+  }
 
+  runProcesses_ = processes;
   runName_ = QString::fromStdString(copy.display_name());
   runLabel_ = tr("run %1: %2").arg(++runCount_).arg(meshText);
-  trace_ = outputs_->makeTrace();
+  // A run over processes keeps its trace in process 0, not here: the Trace tab gets none.
+  trace_ = processes > 1 ? nullptr : outputs_->makeTrace();
   settings.options.trace = trace_;
   runSavesCheckpoints_ = !settings.options.checkpoint_dir.empty();
   pendingSave_ = false;
@@ -403,13 +525,15 @@ void TrainingTab::launch(const QString& resumeDir) {
   progress_->setValue(0);
   if (!log_->document()->isEmpty()) log(QString());
   const runtime::TrainOptions& o = settings.options;
-  log(tr("Starting %1: %2, batch %3, learning rate %4, seed %5, %6, %7 device(s)")
+  log(tr("Starting %1: %2, batch %3, learning rate %4, seed %5, %6, %7 device(s)%8")
           .arg(runName_, o.steps > 0 ? tr("%1 steps").arg(o.steps) : tr("%1 epoch(s)").arg(o.epochs))
           .arg(o.accumulate > 1 ? tr("%1 in %2 microbatches").arg(o.batch_size).arg(o.accumulate) : QString::number(o.batch_size))
           .arg(number(settings.learningRate))
           .arg(o.seed)
-          .arg(o.threads > 0 ? tr("%1 thread(s)").arg(o.threads) : tr("all cores"))
-          .arg(o.devices));
+          .arg(o.threads > 0 ? tr("%1 thread(s)").arg(o.threads)
+                             : (processes > 1 ? tr("the cores shared by the processes") : tr("all cores")))
+          .arg(o.devices)
+          .arg(processes > 1 ? tr(", over %1 processes").arg(processes) : QString()));
   if (!resumeDir.isEmpty()) log(tr("Continuing from the checkpoint in %1").arg(resumeDir));
   if (runSavesCheckpoints_)
     log(tr("Checkpoints go to %1 (%2, keeping %3)")
@@ -417,11 +541,38 @@ void TrainingTab::launch(const QString& resumeDir) {
                  o.save_every > 0 ? tr("every %1 steps and at the end").arg(o.save_every) : tr("at the end"))
             .arg(o.keep));
   clock_.start();
-  run_->start(std::move(copy), settings.options);
+  if (processes > 1) {
+    log(tr("Running %1").arg(shellJoin(QStringList{mpirunProgram_} + mpirunArgs)));
+    processRun_->start(mpirunProgram_, mpirunArgs, processLogDir_->filePath(QStringLiteral("run.jsonl")));
+  } else {
+    run_->start(std::move(copy), settings.options);
+  }
   doc_->message("info", tr("Training %1 started").arg(runName_));
   updateControls();
   updateStatus();
   emit runStarted();
+}
+
+void TrainingTab::showClusterCommand() {
+  RunSettings settings;
+  QString problem;
+  TrainCommand command;
+  if (!form_->settings(&settings, &problem) || !outputs_->apply(settings.options, &problem) ||
+      !processCommand(settings, &command, &problem)) {
+    showError(tr("Command Line for a Cluster: %1").arg(problem));
+    return;
+  }
+  // This machine's thread count means nothing on the cluster's nodes: there the CLI takes each
+  // node's cores over its processes.
+  command.options.threads = 0;
+  QString note;
+  if (!fileHoldsRun(command.options))
+    note = tr("The project has unsaved changes: the command trains %1 as it was last saved. Save it first to train "
+              "what you see.")
+               .arg(QFileInfo(command.project).fileName());
+  auto* dialog = new ClusterCommandDialog(command, meshDevices(), std::max(2, settings.processes), note, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->open();
 }
 
 void TrainingTab::pause() {
@@ -448,6 +599,13 @@ void TrainingTab::togglePause() {
 }
 
 void TrainingTab::stop() {
+  if (processRun_->isRunning() && !processRun_->isStopping()) {
+    processRun_->stop();
+    log(tr("Stopping every process after the current step."));
+    updateControls();
+    updateStatus();
+    return;
+  }
   if (!run_->isRunning() || run_->isStopping()) return;
   run_->stop();
   log(tr("Stopping after the current step."));
@@ -456,6 +614,11 @@ void TrainingTab::stop() {
 }
 
 void TrainingTab::saveCheckpointNow() {
+  if (processRun_->isRunning()) {
+    // The processes take no requests while they run; only their save-every schedule.
+    log(tr("Save checkpoint: a run over processes saves only on its schedule (Save every) and at the end."));
+    return;
+  }
   if (!run_->isRunning() || run_->isStopping()) {
     log(tr("Save checkpoint: no run is going."));
     return;
@@ -479,6 +642,13 @@ void TrainingTab::onSaved(qint64 step, const QString& dir) {
 
 void TrainingTab::onStarted(const runtime::StartInfo& s) {
   began_ = true;
+  if (runProcesses_ > 1 && s.processes != runProcesses_) {
+    // A shardlab-cli built without MPI runs alone under mpirun: K copies of the whole run.
+    showError(tr("shardlab-cli trained as %1 process(es), not as one run over %2: it was built without MPI. Stopping.")
+                  .arg(s.processes)
+                  .arg(runProcesses_));
+    processRun_->stop();
+  }
   if (pendingSave_) {
     pendingSave_ = false;
     run_->requestSave();
@@ -491,6 +661,23 @@ void TrainingTab::onStarted(const runtime::StartInfo& s) {
   progress_->setValue(0);
   progress_->setFormat(tr("%v / %m steps"));
   logEvery_ = std::max<int64_t>(1, s.total_steps / kLogLines);
+  if (runProcesses_ > 1) {
+    // Process 0's log carries less than an in-process trainer tells: no example counts or memory breakdown.
+    log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s) per process")
+            .arg(s.total_steps)
+            .arg(s.steps_per_epoch)
+            .arg(s.batch)
+            .arg(s.param_count)
+            .arg(s.threads));
+    log(tr("SPMD on %1 devices, mesh %2, over %3 processes (%4 device(s) each); memory plan per device %5")
+            .arg(s.devices)
+            .arg(QString::fromStdString(s.mesh))
+            .arg(s.processes)
+            .arg(s.devices / std::max(1, s.processes))
+            .arg(bytesText(s.total_bytes)));
+    updateStatus();
+    return;
+  }
   log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s); %6 train / %7 test examples")
           .arg(s.total_steps)
           .arg(s.steps_per_epoch)
@@ -617,12 +804,13 @@ void TrainingTab::log(const QString& line) {
 }
 
 void TrainingTab::updateControls() {
-  const bool running = run_->isRunning();
-  const bool stopping = run_->isStopping();
+  const bool running = this->running();
+  const bool stopping = this->stopping();
   startButton_->setEnabled(!running);
   form_->setEnabled(!running);
   outputs_->setEnabled(!running);
-  pauseButton_->setEnabled(running && !stopping);
+  // Processes cannot be held between steps from here, only stopped.
+  pauseButton_->setEnabled(running && !stopping && !processRun_->isRunning());
   stopButton_->setEnabled(running && !stopping);
   const bool paused = run_->isPaused();
   pauseButton_->setText(paused ? tr("Resume") : tr("Pause"));
@@ -630,14 +818,18 @@ void TrainingTab::updateControls() {
 }
 
 void TrainingTab::updateStatus() {
-  if (!run_->isRunning()) return;
-  if (run_->isStopping()) {
+  if (!running()) return;
+  if (stopping()) {
     status_->setText(tr("Stopping after step %1…").arg(last_.step));
     return;
   }
   if (!began_) {
-    status_->setText(run_->isPaused() ? tr("Building the trainer… (will pause before the first step)")
-                                      : tr("Building the trainer and loading data…"));
+    if (run_->isPaused())
+      status_->setText(tr("Building the trainer… (will pause before the first step)"));
+    else if (runProcesses_ > 1)
+      status_->setText(tr("Starting %1 processes, building the trainer and loading data…").arg(runProcesses_));
+    else
+      status_->setText(tr("Building the trainer and loading data…"));
     return;
   }
   if (run_->isPaused()) {

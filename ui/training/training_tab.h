@@ -2,10 +2,14 @@
 // loss, accuracy, step time and throughput, and the run's log. Each run trains a copy of the
 // open project on a worker thread (TrainingRun); the UI thread only draws what it reports. A run
 // shares its trace (for the Trace tab) and saves checkpoints where the tab says, on request too,
-// and a run can continue from a saved checkpoint.
+// and a run can continue from a saved checkpoint. With Processes above 1 a run is instead the
+// saved project file trained by shardlab-cli as that many local processes under mpirun
+// (ProcessRun), drawn from the log it writes; "Command Line for a Cluster…" writes the same run out
+// for a hostfile or Slurm.
 #pragma once
 
 #include <QElapsedTimer>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <QWidget>
 #include <deque>
@@ -22,9 +26,12 @@ namespace shardlab::ui {
 
 class HyperparameterForm;
 class LineChart;
+class ProcessRun;
 class ProjectDocument;
 class RunOutputsForm;
 class TrainingRun;
+struct RunSettings;
+struct TrainCommand;
 
 class TrainingTab : public QWidget {
   Q_OBJECT
@@ -48,6 +55,16 @@ class TrainingTab : public QWidget {
   // The error banner's text ("" when there is none).
   QString errorText() const;
 
+  // Runs over processes start `cli` (by default shardlab-cli beside this program) under `mpirun`
+  // (by default the one on the PATH; "" when there is none, which disables the Processes field).
+  void setCliProgram(const QString& cli) { cliProgram_ = cli; }
+  QString cliProgram() const { return cliProgram_; }
+  void setMpirunProgram(const QString& mpirun);
+  // The JSONL log the current or last run over processes writes ("" before one); it lasts until
+  // the next such run.
+  QString processLogFile() const;
+  ProcessRun* processRun() const { return processRun_; }
+
  public slots:
   void start();
   void pause();
@@ -60,6 +77,8 @@ class TrainingTab : public QWidget {
   // Starts a run that continues from a checkpoint's step directory ("…/step_000120") with the
   // form's settings; its further checkpoints go to the directory's parent unless one is set.
   void resumeFrom(const QString& stepDir);
+  // Opens "Command Line for a Cluster" for the saved project and these settings (or says why not).
+  void showClusterCommand();
 
  signals:
   // runStarted() when a run is accepted (its trainer is then built on the worker); each run
@@ -86,6 +105,14 @@ class TrainingTab : public QWidget {
   void showRunSettings();
   void storeRunSettings(const QString& field);
   int meshDevices() const;
+  bool running() const;   // either kind of run
+  bool stopping() const;
+  // The command line a run over processes gives shardlab-cli for the saved project file, its mesh and
+  // rules and `settings`; false with the reason when the project has no file or no usable mesh.
+  bool processCommand(const RunSettings& settings, TrainCommand* out, QString* problem) const;
+  // Whether the saved file, with `o` on the command line, trains what the window shows: true when
+  // nothing is unsaved or only run settings that `o` carries are.
+  bool fileHoldsRun(const runtime::TrainOptions& o) const;
 
   void onPrepared(double peakFlops);
   void onStarted(const runtime::StartInfo& info);
@@ -106,11 +133,16 @@ class TrainingTab : public QWidget {
 
   ProjectDocument* doc_;
   TrainingRun* run_;
+  ProcessRun* processRun_;
+  QString cliProgram_, mpirunProgram_;
+  std::unique_ptr<QTemporaryDir> processLogDir_;
+  int runProcesses_ = 1;  // of the current run: 1 in this process, more under mpirun
   HyperparameterForm* form_;
   RunOutputsForm* outputs_;
   QPushButton* startButton_;
   QPushButton* pauseButton_;
   QPushButton* stopButton_;
+  QPushButton* clusterButton_;
   QLabel* error_;
   QProgressBar* progress_;
   QLabel* status_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -11,7 +12,9 @@
 #include "engine/backends/cuda/check.h"
 #include "engine/backends/cuda/gemm.h"
 #include "engine/backends/cuda/kernels.h"
+#include "engine/backends/cuda/nccl_collectives.h"
 #include "engine/backends/cuda/peer_collectives.h"
+#include "engine/backends/processes.h"
 #include "engine/ir/primitive.h"
 #include "engine/plan/foldable_chains.h"
 #include "engine/profiler/trace.h"
@@ -24,8 +27,23 @@ namespace {
 
 using ir::Op;
 
-// Every virtual device of a mesh runs on this GPU; several GPUs (NCCL) are future work.
+// In one process every virtual device of a mesh runs on this GPU; over several processes each of a
+// process's devices has a GPU of its own (MeshRuntime::gpu).
 constexpr int kGpu = 0;
+
+// This process's place among the run's processes on its machine, as the launcher says (Open MPI,
+// Slurm, MPICH: the variables MpiProcesses reads the count from), else from its rank where
+// processes fill machines in turn.
+int rank_on_host(const Processes& p) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (*end == '\0' && x >= 0) return int(x);
+  }
+  return p.rank() % std::max(1, p.processes_on_this_host());
+}
 
 int gpu_count() {
   int n = 0;
@@ -62,9 +80,11 @@ class DeviceBuffer {
 };
 
 // The host threads, streams, GEMM handles and collectives of one mesh size, shared by every program
-// loaded on it (the training step and the evaluation steps never run at the same time).
+// loaded on it (the training step and the evaluation steps never run at the same time). Over
+// several processes this process runs `local` of the mesh's devices, from global device `first`
+// on, local device d on GPU first_gpu + d, and NCCL connects them to the other processes' devices.
 struct MeshRuntime {
-  explicit MeshRuntime(int n) : workers(n, n) {
+  explicit MeshRuntime(int n) : local(n), workers(n, n) {
     check(cudaSetDevice(kGpu), "cudaSetDevice");
     for (int d = 0; d < n; ++d) {
       cudaStream_t s = nullptr;
@@ -74,15 +94,59 @@ struct MeshRuntime {
     }
     comm = std::make_unique<PeerCollectives>(streams);
   }
+  // Called by every process at the same point: the collectives meet the other processes.
+  MeshRuntime(const sharding::Mesh& mesh, Processes& processes, int first_gpu_here)
+      : local(int(mesh.device_count()) / processes.size()),
+        first(processes.rank() * local),
+        first_gpu(first_gpu_here),
+        over_processes(true),
+        workers(local, local) {
+    try {
+      for (int d = 0; d < local; ++d) {
+        check(cudaSetDevice(gpu(d)), "cudaSetDevice");
+        cudaStream_t s = nullptr;
+        check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+        streams.push_back(s);
+        gemms.push_back(std::make_unique<LtGemm>());  // on the device's GPU
+      }
+      comm = make_nccl_collectives(mesh, processes, streams, first_gpu);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
   ~MeshRuntime() {
+    if (over_processes) {
+      release();
+      return;
+    }
     comm.reset();
     gemms.clear();
     for (cudaStream_t s : streams) cudaStreamDestroy(s);
   }
+  // The GPU local device d runs on.
+  int gpu(int d) const { return over_processes ? first_gpu + d : kGpu; }
+
+  int local = 0, first = 0;  // this process's devices: global ids [first, first + local)
+  int first_gpu = kGpu;
+  bool over_processes = false;
   cpu::DeviceWorkers workers;
   std::vector<cudaStream_t> streams;
   std::vector<std::unique_ptr<LtGemm>> gemms;
-  std::unique_ptr<PeerCollectives> comm;
+  std::unique_ptr<Collectives> comm;
+
+ private:
+  // Over processes: each device's GEMM handle and stream freed on its own GPU.
+  void release() {
+    comm.reset();
+    for (size_t d = 0; d < streams.size(); ++d) {
+      cudaSetDevice(gpu(int(d)));
+      if (d < gemms.size()) gemms[d].reset();
+      cudaStreamDestroy(streams[d]);
+    }
+    gemms.clear();
+    streams.clear();
+  }
 };
 
 // Elements before `dim` (outer) and from `dim` on (inner) of a row-major shape.
@@ -111,8 +175,8 @@ class CudaExecutable final : public Executable {
   CudaExecutable(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                  std::shared_ptr<MeshRuntime> rt, const LoadOptions& options, const CudaExecutable* share)
       : program_(program), plan_(memory), mesh_(mesh), rt_(std::move(rt)) {
-    const int n = int(mesh_.device_count());
-    check(cudaSetDevice(kGpu), "cudaSetDevice");
+    const int n = rt_->over_processes ? rt_->local : int(mesh_.device_count());
+    check(cudaSetDevice(rt_->gpu(0)), "cudaSetDevice");
     int64_t rows = 1, comm_elems = 0;
     for (const ir::Instr& ins : program_.instrs) {
       if (ins.op == Op::SoftmaxXent || ins.op == Op::Accuracy)
@@ -121,6 +185,7 @@ class CudaExecutable final : public Executable {
         comm_elems = std::max(comm_elems, 2 * ins.attrs.group_size * numel(program_.shape(ins.in[0])));
     }
     for (int d = 0; d < n; ++d) {
+      if (rt_->over_processes) check(cudaSetDevice(rt_->gpu(d)), "cudaSetDevice");
       Device dev;
       dev.arena = DeviceBuffer(size_t(plan_.arena_elems) * 4);
       if (share) {
@@ -136,23 +201,35 @@ class CudaExecutable final : public Executable {
     }
     // The zeroing above ran on the legacy stream, which the devices' non-blocking streams do not wait for.
     check(cudaDeviceSynchronize(), "allocating the devices' memory");
+    for (int d = 0; rt_->over_processes && d < n; ++d) {
+      check(cudaSetDevice(rt_->gpu(d)), "cudaSetDevice");
+      check(cudaDeviceSynchronize(), "allocating the devices' memory");
+    }
     own_bytes_ = uint64_t(plan_.arena_elems + (share ? 0 : plan_.param_elems + plan_.opt_state_elems)) * 4;
     plan_steps(options.fuse);
   }
 
   const ir::Program& program() const override { return program_; }
   const plan::MemoryPlan& memory_plan() const override { return plan_; }
-  int num_devices() const override { return int(devices_.size()); }
+  int num_devices() const override { return int(mesh_.device_count()); }
+  std::vector<int> local_devices() const override {
+    std::vector<int> ids;
+    for (int d = 0; d < int(devices_.size()); ++d) ids.push_back(global(d));
+    return ids;
+  }
 
+  // `device`: a global id of one of this process's devices.
   void write(int device, int value, const float* host) override {
-    check(cudaSetDevice(kGpu), "cudaSetDevice");
+    device = local_of(device);
+    check(cudaSetDevice(rt_->gpu(device)), "cudaSetDevice");
     cudaStream_t s = stream(device);
     check(cudaMemcpyAsync(data(device, value), host, size_t(numel(program_.shape(value))) * 4, cudaMemcpyHostToDevice, s),
           "writing a block to the GPU");
     check(cudaStreamSynchronize(s), "writing a block to the GPU");
   }
   void read(int device, int value, float* host) const override {
-    check(cudaSetDevice(kGpu), "cudaSetDevice");
+    device = local_of(device);
+    check(cudaSetDevice(rt_->gpu(device)), "cudaSetDevice");
     cudaStream_t s = stream(device);
     check(cudaMemcpyAsync(host, data(device, value), size_t(numel(program_.shape(value))) * 4, cudaMemcpyDeviceToHost, s),
           "reading a block from the GPU");
@@ -161,7 +238,7 @@ class CudaExecutable final : public Executable {
 
   void run(const RunContext& ctx) override {
     const std::function<void(int)> job = [&](int d) {
-      check(cudaSetDevice(kGpu), "cudaSetDevice");
+      check(cudaSetDevice(rt_->gpu(d)), "cudaSetDevice");
       run_device(d, ctx);
     };
     rt_->workers.run(job, rt_->comm.get());
@@ -220,6 +297,18 @@ class CudaExecutable final : public Executable {
     }
   }
 
+  // A device's global id (its place in the mesh) from its index among this process's devices, and back.
+  int global(int d) const { return rt_->first + d; }
+  int local_of(int device) const {
+    if (!rt_->over_processes) return device;
+    const int d = device - rt_->first;
+    if (d < 0 || d >= int(devices_.size()))
+      throw Error("internal: device " + std::to_string(device) + " is not one of this process's (" +
+                  std::to_string(rt_->first) + ".." + std::to_string(rt_->first + int(devices_.size()) - 1) + ")");
+    return d;
+  }
+
+  // By local index, as every function below takes `d`.
   cudaStream_t stream(int device) const {
     if (device < 0 || device >= int(devices_.size()))
       throw Error("internal: device " + std::to_string(device) + " of a mesh of " + std::to_string(devices_.size()));
@@ -257,13 +346,13 @@ class CudaExecutable final : public Executable {
       // One summary per device and step; per-kernel spans need CUDA events (not yet).
       profiler::StepSummary sum;
       sum.step = ctx.step;
-      sum.device = d;
+      sum.device = global(d);
       sum.data_us = ctx.data_wait_us;
       const double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       sum.collective_us = dev.comm_seconds * 1e6;
       sum.compute_us = wall - sum.collective_us;
       sum.wall_us = wall + ctx.data_wait_us;
-      ctx.trace->add(profiler::Span{d, profiler::Category::Step, "step " + std::to_string(ctx.step + 1), "", "", t0, wall,
+      ctx.trace->add(profiler::Span{global(d), profiler::Category::Step, "step " + std::to_string(ctx.step + 1), "", "", t0, wall,
                                     0, 0, ctx.step});
       ctx.trace->add(sum);
     }
@@ -339,7 +428,7 @@ class CudaExecutable final : public Executable {
       case Op::MseGrad: mse_grad(n, in(0), in(1), in(2), out(0), s); return;
       case Op::SgdUpdate: {
         // A sharded update (attrs.group_size > 1) touches only this device's block of the parameter.
-        const cpu::UpdateBlock b = cpu::update_block(s0, ins.attrs, &mesh_, d);
+        const cpu::UpdateBlock b = cpu::update_block(s0, ins.attrs, &mesh_, global(d));
         const bool momentum = ins.in.size() > 2;
         for (int64_t r = 0; r < b.runs; ++r)
           sgd(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, momentum ? in(2) + r * b.len : nullptr,
@@ -350,7 +439,7 @@ class CudaExecutable final : public Executable {
         // Optax scale_by_adam: bias correction with the incremented count (as the CPU's).
         const ir::Attrs& at = ins.attrs;
         const double t = double(ctx.step + 1);
-        const cpu::UpdateBlock b = cpu::update_block(s0, at, &mesh_, d);
+        const cpu::UpdateBlock b = cpu::update_block(s0, at, &mesh_, global(d));
         for (int64_t r = 0; r < b.runs; ++r)
           adam(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, in(2) + r * b.len, in(3) + r * b.len, float(at.b1),
                float(at.b2), float(at.opt_eps), float(at.weight_decay), float(ctx.learning_rate),
@@ -361,7 +450,7 @@ class CudaExecutable final : public Executable {
         int64_t outer, in_inner, out_inner;
         split(s0, ins.attrs.dim, outer, in_inner);
         split(program_.shape(ins.out[0]), ins.attrs.dim, outer, out_inner);
-        const int64_t b = cpu::block_index(mesh_, d, ins.attrs.mesh_axes);
+        const int64_t b = cpu::block_index(mesh_, global(d), ins.attrs.mesh_axes);
         copy_rows(out(0), out_inner, in(0) + b * out_inner, in_inner, out_inner, outer, s);
         return;
       }
@@ -406,19 +495,20 @@ class CudaExecutable final : public Executable {
     const Shape& is = program_.shape(ins.in[0]);
     float* staged = devices_[size_t(d)].comm_scratch.as<float>();
     const int64_t n = at.group_size;
-    const std::vector<int> group = mesh_.group(d, at.mesh_axes);
+    const int g = global(d);  // the mesh and the collectives know devices by global id
+    const std::vector<int> group = mesh_.group(g, at.mesh_axes);
     if (int64_t(group.size()) != n) throw Error("internal: collective group size does not match the program");
-    PeerCollectives& comm = *rt_->comm;
+    Collectives& comm = *rt_->comm;
     auto settle = [&] { check(cudaStreamSynchronize(s), "laying out a collective's blocks"); };
     if (ins.op == Op::AllGatherInPlace) {
       // This device's block is in place already; the peers' blocks arrive around it.
       float* x = data(d, ins.in[0]);
-      const cpu::UpdateBlock b = cpu::update_block(is, at, &mesh_, d);
+      const cpu::UpdateBlock b = cpu::update_block(is, at, &mesh_, g);
       const int64_t count = b.runs * b.len;
-      if (b.runs == 1) return comm.all_gather(d, group, x + b.offset, x, count);
+      if (b.runs == 1) return comm.all_gather(g, group, x + b.offset, x, count);
       copy_rows(staged, b.len, x + b.offset, b.stride, b.len, b.runs, s);
       settle();
-      comm.all_gather(d, group, staged, staged + count, count);
+      comm.all_gather(g, group, staged, staged + count, count);
       for (int64_t r = 0; r < n; ++r) copy_rows(x + r * b.len, b.stride, staged + count + r * count, b.len, b.len, b.runs, s);
       return settle();
     }
@@ -426,22 +516,22 @@ class CudaExecutable final : public Executable {
     const float* x = data(d, ins.in[0]);
     float* y = data(d, ins.out[0]);
     switch (ins.op) {
-      case Op::AllReduce: comm.all_reduce(d, group, x, y, numel(is)); return;
+      case Op::AllReduce: comm.all_reduce(g, group, x, y, numel(is)); return;
       case Op::AllGather: {
         int64_t outer, inner;
         split(is, at.dim, outer, inner);
-        if (outer == 1) return comm.all_gather(d, group, x, y, numel(is));
-        comm.all_gather(d, group, x, staged, numel(is));
+        if (outer == 1) return comm.all_gather(g, group, x, y, numel(is));
+        comm.all_gather(g, group, x, staged, numel(is));
         for (int64_t r = 0; r < n; ++r) copy_rows(y + r * inner, n * inner, staged + r * numel(is), inner, inner, outer, s);
         return settle();
       }
       case Op::ReduceScatter: {
         int64_t outer, inner;
         split(os, at.dim, outer, inner);
-        if (outer == 1) return comm.reduce_scatter(d, group, x, y, numel(os));
+        if (outer == 1) return comm.reduce_scatter(g, group, x, y, numel(os));
         for (int64_t r = 0; r < n; ++r) copy_rows(staged + r * numel(os), inner, x + r * inner, n * inner, inner, outer, s);
         settle();
-        return comm.reduce_scatter(d, group, staged, y, numel(os));
+        return comm.reduce_scatter(g, group, staged, y, numel(os));
       }
       case Op::AllToAll: {
         // Chunk r (block r of split_dim) goes to rank r; rank r's chunk lands at block r of dim.
@@ -461,7 +551,7 @@ class CudaExecutable final : public Executable {
         const int64_t sd = chunk[size_t(at.split_dim)], gd = chunk[size_t(at.dim)];
         for (int64_t r = 0; r < n; ++r) slab(x, is, send + r * cn, chunk, at.split_dim, r * sd, 0, sd);
         settle();
-        comm.all_to_all(d, group, send, recv, cn);
+        comm.all_to_all(g, group, send, recv, cn);
         for (int64_t r = 0; r < n; ++r) slab(recv + r * cn, chunk, y, os, at.dim, 0, r * gd, gd);
         return settle();
       }
@@ -481,10 +571,14 @@ class CudaExecutable final : public Executable {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const BackendOptions& o)
-      : gpus_(gpu_count()), threads_(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()))) {}
+      : gpus_(gpu_count()), threads_(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+        processes_(o.processes) {
+    if (processes_) require_nccl();  // refused here, with the reason, rather than at the first load
+  }
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
   int threads() const override { return threads_; }
+  Processes* processes() const override { return processes_.get(); }
 
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;
@@ -502,8 +596,15 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  // The virtual devices of a mesh share GPU 0's free memory.
+  // The virtual devices of a mesh share GPU 0's free memory. Over several processes each of this
+  // process's devices has a GPU of its own: the least free memory among them.
   uint64_t capacity_per_device(int n) const override {
+    if (processes_) {
+      uint64_t least = UINT64_MAX;
+      const int local = local_devices(n), first = first_gpu(local);
+      for (int g = first; g < std::min(gpus_, first + local); ++g) least = std::min(least, free_memory(g));
+      return least;
+    }
     check(cudaSetDevice(kGpu), "cudaSetDevice");
     size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
@@ -513,6 +614,15 @@ class CudaBackend final : public Backend {
   std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
                                         const sharding::Mesh& mesh, const LoadOptions& options) const override {
     const int n = int(mesh.device_count());
+    if (processes_) {
+      const int local = local_devices(n), first = processes_->rank() * local, gpu0 = first_gpu(local);
+      for (int d = 0; d < local && gpu0 + d < gpus_; ++d)
+        if (auto refusal = check_capacity(program, memory, options, free_memory(gpu0 + d),
+                                          "CUDA device " + std::to_string(first + d) + " of " + std::to_string(n) + " (GPU " +
+                                              std::to_string(gpu0 + d) + " of process " + std::to_string(processes_->rank()) + ")"))
+          return refusal;
+      return std::nullopt;
+    }
     return check_capacity(program, memory, options, capacity_per_device(n),
                           n == 1 ? std::string("CUDA device 0")
                                  : "CUDA device 0 of " + std::to_string(n) + " (virtual devices share GPU 0's memory)");
@@ -521,20 +631,29 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
     const int n = int(mesh.device_count());
+    if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);
     if (options.share_persistent_with && (!share || share->num_devices() != n))
       throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");
     // Refuse before allocating.
     if (auto refusal = check_fits(program, memory, mesh, options)) throw *refusal;
+    if (processes_) {
+      // Keyed by the mesh itself: its axes decide the communicators.
+      auto& rt = process_runtimes_[mesh.str()];
+      if (!rt || rt->comm->aborted()) rt = std::make_shared<MeshRuntime>(mesh, *processes_, first_gpu(local_devices(n)));
+      peak_gpu_ = rt->gpu(0);
+      return std::make_unique<CudaExecutable>(program, memory, mesh, rt, options, share);
+    }
     auto& rt = runtimes_[n];
     if (!rt || rt->comm->aborted()) rt = std::make_shared<MeshRuntime>(n);
     return std::make_unique<CudaExecutable>(program, memory, mesh, rt, options, share);
   }
 
-  // The float32 GEMM's best rate on GPU 0, on a square 4096 product.
+  // The float32 GEMM's best rate on GPU 0 (over several processes: this process's first GPU of
+  // the last mesh loaded), on a square 4096 product.
   double gemm_peak_flops() override {
     if (peak_ > 0) return peak_;
-    check(cudaSetDevice(kGpu), "cudaSetDevice");
+    check(cudaSetDevice(peak_gpu_), "cudaSetDevice");
     const int64_t m = 4096;
     DeviceBuffer a(size_t(m * m) * 4), b(size_t(m * m) * 4), c(size_t(m * m) * 4);
     LtGemm g;
@@ -558,10 +677,46 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Over several processes: the devices each process holds.
+  int local_devices(int n) const { return std::max(1, n / processes_->size()); }
+
+  // Over several processes: the GPU of this process's first device. Processes that share a
+  // machine share its GPUs out in turn where there are enough for all of them; else each takes
+  // GPUs from 0 (a launcher that hands each process its own, through CUDA_VISIBLE_DEVICES; NCCL
+  // refuses two devices on one GPU).
+  int first_gpu(int local) const {
+    const int on_host = std::max(1, processes_->processes_on_this_host());
+    if (on_host * local > gpus_) return 0;
+    return std::min(rank_on_host(*processes_), on_host - 1) * local;
+  }
+
+  uint64_t free_memory(int gpu) const {
+    check(cudaSetDevice(gpu), "cudaSetDevice");
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return uint64_t(free);
+  }
+
+  // Over several processes: the mesh divides among them, and each device of this process has a GPU.
+  void check_placement(const sharding::Mesh& mesh) const {
+    const int n = int(mesh.device_count()), p = processes_->size();
+    if (n % p != 0)
+      throw Error("the mesh " + mesh.str() + " has " + std::to_string(n) + " devices, which do not divide among the run's " +
+                  std::to_string(p) + " processes");
+    if (n / p > gpus_)
+      throw Error("backend 'cuda': the mesh " + mesh.str() + " puts " + std::to_string(n / p) + " devices on each of the run's " +
+                  std::to_string(p) + " processes, one GPU each, but process " + std::to_string(processes_->rank()) +
+                  "'s machine has " + std::to_string(gpus_) + " GPU" + (gpus_ == 1 ? "" : "s") +
+                  "; start more processes (one per GPU) or use a smaller mesh");
+  }
+
   int gpus_;
   int threads_;
   double peak_ = 0;
+  int peak_gpu_ = kGpu;
   std::map<int, std::shared_ptr<MeshRuntime>> runtimes_;
+  std::shared_ptr<Processes> processes_;  // null: one process
+  std::map<std::string, std::shared_ptr<MeshRuntime>> process_runtimes_;
 };
 
 }  // namespace

@@ -222,73 +222,95 @@ void MpiCollectives::exchange(Meeting& m, const std::vector<int>& group) {
   }
   const std::vector<int>& mine = ranks_of[me];
   const int root_process = process_of(group[size_t(m.root)]);
-
-  // Copy the local inputs first: any overlap of a device's in with an out is then harmless.
   const size_t in_bytes = kind == Kind::Barrier ? 0 : chunked ? size_t(n) * chunk : chunk;
+  const size_t out_bytes = kind == Kind::AllGather || kind == Kind::AllToAll ? size_t(n) * chunk : chunk;
+
+  // Local inputs are sent and read where they lie. Only an input that overlaps an output in a way
+  // the interface does not allow (its own in-place forms are harmless here: every output is written
+  // after every read of the inputs it overlaps) is copied first.
+  std::vector<const char*> in(static_cast<size_t>(n), nullptr);
   std::vector<std::vector<char>> staged(static_cast<size_t>(n));
   for (int r : mine) {
     const bool has_in = kind != Kind::Barrier && !(kind == Kind::Broadcast && r != m.root);
-    if (has_in && in_bytes > 0) {
-      if (!m.posts[size_t(r)].in) throw Error("collectives: device " + std::to_string(group[size_t(r)]) + " passed a null buffer");
-      staged[size_t(r)].assign(static_cast<const char*>(m.posts[size_t(r)].in),
-                               static_cast<const char*>(m.posts[size_t(r)].in) + in_bytes);
+    if (!has_in || in_bytes == 0) continue;
+    const char* p = static_cast<const char*>(m.posts[size_t(r)].in);
+    if (!p) throw Error("collectives: device " + std::to_string(group[size_t(r)]) + " passed a null buffer");
+    bool overlaps = false;
+    for (int s : mine) {
+      const char* o = static_cast<const char*>(m.posts[size_t(s)].out);
+      if (!o || p + in_bytes <= o || o + out_bytes <= p) continue;
+      const bool allowed = s == r && ((kind == Kind::AllReduce && p == o) || (kind == Kind::Broadcast && p == o) ||
+                                      (kind == Kind::AllGather && p == o + size_t(r) * chunk) ||
+                                      (kind == Kind::ReduceScatter && o == p + size_t(r) * chunk));
+      overlaps = overlaps || !allowed;
     }
+    if (overlaps) {
+      staged[size_t(r)].assign(p, p + in_bytes);
+      p = staged[size_t(r)].data();
+    }
+    in[size_t(r)] = p;
   }
 
-  // What each other process gets from this one, and what it sends back.
+  // Per other process: a header, then the pieces in an order both sides know (MPI keeps the order of
+  // one tag's messages between two processes), sent from and received into their places.
   const Header h{kMagic, int64_t(kind), count, int64_t(m.type), int64_t(hash_of(group) >> 1), m.root};
   struct Peer {
     int process;
-    std::vector<char> out, in;
+    Header theirs{};
+    std::vector<const char*> sends;
+    std::vector<char> in;  // what it sends this process, piece after piece
   };
   std::vector<Peer> peers;
   for (const auto& [q, theirs] : ranks_of) {
     if (q == me) continue;
-    Peer p{q, {}, {}};
-    p.out.resize(sizeof(Header));
-    std::memcpy(p.out.data(), &h, sizeof(Header));
+    Peer p{q, {}, {}, {}};
     size_t expect = 0;
     switch (kind) {
       case Kind::Barrier:
         break;
       case Kind::AllReduce:
       case Kind::AllGather:
-        for (int r : mine) p.out.insert(p.out.end(), staged[size_t(r)].begin(), staged[size_t(r)].end());
+        for (int r : mine) p.sends.push_back(in[size_t(r)]);
         expect = theirs.size() * chunk;
         break;
       case Kind::Broadcast:
-        if (root_process == me) p.out.insert(p.out.end(), staged[size_t(m.root)].begin(), staged[size_t(m.root)].end());
+        if (root_process == me) p.sends.push_back(in[size_t(m.root)]);
         expect = root_process == q ? chunk : 0;
         break;
       case Kind::ReduceScatter:
       case Kind::AllToAll:
         // Chunk s of each of my ranks' inputs, for each of their ranks s.
         for (int r : mine)
-          for (int s : theirs) {
-            const char* c = staged[size_t(r)].data() + size_t(s) * chunk;
-            p.out.insert(p.out.end(), c, c + chunk);
-          }
+          for (int s : theirs) p.sends.push_back(in[size_t(r)] + size_t(s) * chunk);
         expect = theirs.size() * mine.size() * chunk;
         break;
     }
-    p.in.resize(sizeof(Header) + expect);
+    if (chunk == 0) p.sends.clear(), expect = 0;  // nothing but the header to trade
+    p.in.resize(expect);
     peers.push_back(std::move(p));
   }
   const std::string what = std::string(kind_name(kind)) + " over devices " + group_str(group);
   const int tag = group_tag(hash_of(group));
+  const int piece = message_bytes(chunk, what);
   try {
     complete([&](std::vector<MPI_Request>& reqs) {
-        for (Peer& p : peers) {
+      auto post = [&](int rc, const char* call) { MpiWorld::check(rc, std::string(call) + " (" + what + ")"); };
+      for (Peer& p : peers) {
+        MPI_Comm c = world_->device_comm();
+        reqs.emplace_back();
+        post(MPI_Irecv(&p.theirs, int(sizeof(Header)), MPI_BYTE, p.process, tag, c, &reqs.back()), "MPI_Irecv");
+        for (size_t off = 0; off < p.in.size(); off += chunk) {
           reqs.emplace_back();
-          MpiWorld::check(MPI_Irecv(p.in.data(), message_bytes(p.in.size(), what), MPI_BYTE, p.process, tag,
-                                    world_->device_comm(), &reqs.back()),
-                          "MPI_Irecv (" + what + ")");
-          reqs.emplace_back();
-          MpiWorld::check(MPI_Isend(p.out.data(), message_bytes(p.out.size(), what), MPI_BYTE, p.process, tag,
-                                    world_->device_comm(), &reqs.back()),
-                          "MPI_Isend (" + what + ")");
+          post(MPI_Irecv(p.in.data() + off, piece, MPI_BYTE, p.process, tag, c, &reqs.back()), "MPI_Irecv");
         }
-      });
+        reqs.emplace_back();
+        post(MPI_Isend(&h, int(sizeof(Header)), MPI_BYTE, p.process, tag, c, &reqs.back()), "MPI_Isend");
+        for (const char* b : p.sends) {
+          reqs.emplace_back();
+          post(MPI_Isend(b, piece, MPI_BYTE, p.process, tag, c, &reqs.back()), "MPI_Isend");
+        }
+      }
+    });
   } catch (...) {
     // The transfers may still write into these buffers until the process ends (an abort ends it).
     new std::vector<Peer>(std::move(peers));
@@ -296,54 +318,56 @@ void MpiCollectives::exchange(Meeting& m, const std::vector<int>& group) {
   }
   std::map<int, const char*> payload;  // by process
   for (const Peer& p : peers) {
-    Header theirs{};
-    std::memcpy(&theirs, p.in.data(), sizeof(Header));
-    if (!(theirs == h))
+    if (!(p.theirs == h))
       throw Error("collectives: processes disagree on " + what + ": process " + std::to_string(p.process) + " calls " +
-                  kind_name(Kind(theirs.kind)) + " of " + std::to_string(theirs.count) + " elements, process " +
+                  kind_name(Kind(p.theirs.kind)) + " of " + std::to_string(p.theirs.count) + " elements, process " +
                   std::to_string(me) + " " + kind_name(kind) + " of " + std::to_string(count));
-    payload[p.process] = p.in.data() + sizeof(Header);
+    payload[p.process] = p.in.data();
   }
 
   // Rank r's whole input (all_reduce, all_gather), or its chunk for local rank s (reduce_scatter, all_to_all).
   auto input = [&](int r) -> const char* {
     const int q = process_of(group[size_t(r)]);
-    return q == me ? staged[size_t(r)].data() : payload[q] + index[size_t(r)] * chunk;
+    return q == me ? in[size_t(r)] : payload[q] + index[size_t(r)] * chunk;
   };
   auto chunk_for = [&](int r, int s) -> const char* {
     const int q = process_of(group[size_t(r)]);
-    if (q == me) return staged[size_t(r)].data() + size_t(s) * chunk;
+    if (q == me) return in[size_t(r)] + size_t(s) * chunk;
     return payload[q] + (index[size_t(r)] * mine.size() + index[size_t(s)]) * chunk;
   };
+  auto copy = [](void* dst, const char* src, size_t bytes) {
+    if (dst != src) std::memmove(dst, src, bytes);
+  };
   std::vector<const char*> src(static_cast<size_t>(n));
+  std::vector<char> acc(kind == Kind::AllReduce || kind == Kind::ReduceScatter ? chunk : 0);
   switch (kind) {
     case Kind::Barrier:
       return;
     case Kind::AllReduce: {
       for (int r = 0; r < n; ++r) src[size_t(r)] = input(r);
-      std::vector<char> acc(chunk);
       fold(m.type, acc.data(), src, count);
       for (int s : mine) std::memcpy(m.posts[size_t(s)].out, acc.data(), chunk);
       return;
     }
     case Kind::AllGather:
       for (int s : mine)
-        for (int r = 0; r < n; ++r) std::memcpy(static_cast<char*>(m.posts[size_t(s)].out) + size_t(r) * chunk, input(r), chunk);
+        for (int r = 0; r < n; ++r) copy(static_cast<char*>(m.posts[size_t(s)].out) + size_t(r) * chunk, input(r), chunk);
       return;
     case Kind::ReduceScatter:
+      // Into a scratch sum first: an in-place out is one of the chunks being added.
       for (int s : mine) {
         for (int r = 0; r < n; ++r) src[size_t(r)] = chunk_for(r, s);
-        fold(m.type, static_cast<char*>(m.posts[size_t(s)].out), src, count);
+        fold(m.type, acc.data(), src, count);
+        std::memcpy(m.posts[size_t(s)].out, acc.data(), chunk);
       }
       return;
     case Kind::AllToAll:
       for (int s : mine)
-        for (int r = 0; r < n; ++r)
-          std::memcpy(static_cast<char*>(m.posts[size_t(s)].out) + size_t(r) * chunk, chunk_for(r, s), chunk);
+        for (int r = 0; r < n; ++r) copy(static_cast<char*>(m.posts[size_t(s)].out) + size_t(r) * chunk, chunk_for(r, s), chunk);
       return;
     case Kind::Broadcast: {
-      const char* from = root_process == me ? staged[size_t(m.root)].data() : payload[root_process];
-      for (int s : mine) std::memcpy(m.posts[size_t(s)].out, from, chunk);
+      const char* from = root_process == me ? in[size_t(m.root)] : payload[root_process];
+      for (int s : mine) copy(m.posts[size_t(s)].out, from, chunk);
       return;
     }
   }

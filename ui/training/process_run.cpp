@@ -1,0 +1,207 @@
+#include "ui/training/process_run.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <cmath>
+
+namespace shardlab::ui {
+
+namespace {
+
+constexpr int kTailLines = 12;         // an error message ends with this many of the last lines
+constexpr qsizetype kOutTailBytes = 4096;
+
+// The log writes a loss or accuracy that is not a number as null.
+double number(const QJsonObject& o, const char* key) {
+  const QJsonValue v = o.value(QLatin1String(key));
+  return v.isDouble() ? v.toDouble() : NAN;
+}
+qint64 integer(const QJsonObject& o, const char* key) { return qint64(o.value(QLatin1String(key)).toDouble()); }
+
+}  // namespace
+
+ProcessRun::ProcessRun(QObject* parent) : QObject(parent) {
+  poll_.setInterval(kPollMs);
+  connect(&poll_, &QTimer::timeout, this, &ProcessRun::poll);
+  killTimer_.setSingleShot(true);
+  connect(&killTimer_, &QTimer::timeout, this, [this] {
+    emit output(tr("The processes did not stop within %1 s of Stop: killing them.").arg(kStopGraceMs / 1000));
+    process_.kill();
+  });
+  connect(&process_, &QProcess::readyReadStandardError, this, &ProcessRun::readErrors);
+  connect(&process_, &QProcess::readyReadStandardOutput, this, &ProcessRun::readOutput);
+  connect(&process_, &QProcess::finished, this, &ProcessRun::onExited);
+  connect(&process_, &QProcess::errorOccurred, this, &ProcessRun::onError);
+}
+
+ProcessRun::~ProcessRun() { shutdown(); }
+
+bool ProcessRun::start(const QString& program, const QStringList& arguments, const QString& logFile) {
+  if (running_) return false;
+  running_ = true;
+  stopping_ = began_ = false;
+  logFile_ = logFile;
+  offset_ = 0;
+  lastStep_ = 0;
+  info_ = {};
+  partial_.clear();
+  errBuffer_.clear();
+  outTail_.clear();
+  errTail_.clear();
+  process_.setProgram(program);
+  process_.setArguments(arguments);
+  process_.start();
+  poll_.start();
+  return true;
+}
+
+void ProcessRun::stop() {
+  if (!running_ || stopping_) return;
+  stopping_ = true;
+  process_.terminate();
+  killTimer_.start(kStopGraceMs);
+}
+
+void ProcessRun::shutdown() {
+  if (!running_) return;
+  // Nothing more is reported: whoever listens is going away.
+  process_.disconnect(this);
+  poll_.stop();
+  killTimer_.stop();
+  process_.terminate();
+  if (!process_.waitForFinished(6000)) {
+    process_.kill();
+    process_.waitForFinished(3000);
+  }
+  running_ = false;
+}
+
+void ProcessRun::poll() {
+  QFile f(logFile_);
+  // Process 0 creates the log once its trainer is built; until then there is nothing to read.
+  if (!f.open(QIODevice::ReadOnly)) return;
+  if (f.size() < offset_) return;  // not ours to follow (a truncated file)
+  if (!f.seek(offset_)) return;
+  const QByteArray more = f.readAll();
+  offset_ += more.size();
+  partial_ += more;
+  // Only whole lines: the writer may be half-way through the next one.
+  qsizetype from = 0;
+  for (qsizetype end; (end = partial_.indexOf('\n', from)) >= 0; from = end + 1)
+    parse(partial_.mid(from, end - from));
+  partial_.remove(0, from);
+}
+
+void ProcessRun::parse(const QByteArray& line) {
+  const QJsonObject o = QJsonDocument::fromJson(line).object();
+  const QString event = o.value(QLatin1String("event")).toString();
+  if (event == QLatin1String("start")) {
+    runtime::StartInfo& s = info_;
+    s.devices = int(integer(o, "devices"));
+    s.processes = int(integer(o, "processes"));
+    s.mesh = o.value(QLatin1String("mesh")).toString().toStdString();
+    s.total_steps = integer(o, "total_steps");
+    s.steps_per_epoch = integer(o, "steps_per_epoch");
+    s.batch = integer(o, "batch_size");
+    s.microbatches = integer(o, "accumulate");
+    s.threads = int(integer(o, "threads"));
+    s.param_count = integer(o, "param_count");
+    s.step_flops = number(o, "step_flops");
+    s.total_bytes = number(o, "plan_total_bytes");
+    began_ = true;
+    emit started(s);
+  } else if (event == QLatin1String("step")) {
+    runtime::StepEvent e;
+    e.step = integer(o, "step");
+    e.total_steps = info_.total_steps;
+    e.epoch = integer(o, "epoch");
+    e.loss = number(o, "loss");
+    e.accuracy = number(o, "accuracy");
+    e.learning_rate = number(o, "learning_rate");
+    e.step_time_s = number(o, "step_time_s");
+    e.cpu_time_s = number(o, "cpu_time_s");
+    e.comm_time_s = number(o, "comm_time_s");
+    e.data_wait_s = number(o, "data_wait_s");
+    e.examples_per_s = number(o, "examples_per_s");
+    lastStep_ = e.step;
+    emit stepped(e);
+  } else if (event == QLatin1String("eval")) {
+    runtime::EvalEvent e;
+    e.step = integer(o, "step");
+    // The record has no epoch: evaluations follow the step that ended one.
+    e.epoch = info_.steps_per_epoch > 0 ? (e.step - 1) / info_.steps_per_epoch : 0;
+    e.examples = integer(o, "examples");
+    e.loss = number(o, "loss");
+    e.accuracy = number(o, "accuracy");
+    emit evaluated(e);
+  }
+  // Anything else (a record a newer CLI adds) is not drawn.
+}
+
+void ProcessRun::readErrors() {
+  errBuffer_ += process_.readAllStandardError();
+  qsizetype from = 0;
+  for (qsizetype end; (end = errBuffer_.indexOf('\n', from)) >= 0; from = end + 1) {
+    const QString line = QString::fromLocal8Bit(errBuffer_.mid(from, end - from)).trimmed();
+    if (line.isEmpty()) continue;
+    errTail_ << line;
+    if (errTail_.size() > kTailLines) errTail_.removeFirst();
+    emit output(line);
+  }
+  errBuffer_.remove(0, from);
+}
+
+void ProcessRun::readOutput() {
+  outTail_ += process_.readAllStandardOutput();
+  if (outTail_.size() > kOutTailBytes) outTail_.remove(0, outTail_.size() - kOutTailBytes);
+}
+
+QString ProcessRun::tail() const {
+  QStringList lines = errTail_;
+  if (!errBuffer_.trimmed().isEmpty()) lines << QString::fromLocal8Bit(errBuffer_).trimmed();
+  if (lines.isEmpty()) {
+    // Some launcher messages go to stdout.
+    lines = QString::fromLocal8Bit(outTail_).split('\n', Qt::SkipEmptyParts);
+    if (lines.size() > kTailLines) lines = lines.mid(lines.size() - kTailLines);
+  }
+  return lines.join('\n');
+}
+
+void ProcessRun::end() {
+  poll_.stop();
+  killTimer_.stop();
+  running_ = false;
+}
+
+void ProcessRun::onExited(int code, QProcess::ExitStatus status) {
+  if (!running_) return;
+  readErrors();
+  readOutput();
+  poll();  // the last records, written just before the processes ended
+  if (!partial_.trimmed().isEmpty()) parse(partial_);
+  partial_.clear();
+  const bool stopped = stopping_;
+  const bool ok = status == QProcess::NormalExit && code == 0;
+  const QString program = QFileInfo(process_.program()).fileName();
+  end();
+  // After Stop the launcher may report the signal as an error: the user asked for it.
+  if (stopped || ok) {
+    emit finished(stopped || (began_ && lastStep_ < info_.total_steps));
+    return;
+  }
+  const QString why = status == QProcess::CrashExit ? tr("%1 was killed").arg(program)
+                                                    : tr("%1 exited with code %2").arg(program).arg(code);
+  const QString last = tail();
+  emit failed(last.isEmpty() ? why : tr("%1; its last lines:\n%2").arg(why, last));
+}
+
+void ProcessRun::onError(QProcess::ProcessError error) {
+  // A crash or a failed write also ends in finished(); only a launch that never happened does not.
+  if (error != QProcess::FailedToStart || !running_) return;
+  end();
+  emit failed(tr("Could not start %1: %2").arg(process_.program(), process_.errorString()));
+}
+
+}  // namespace shardlab::ui

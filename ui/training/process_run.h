@@ -1,0 +1,81 @@
+// One training run over several processes: a launcher (mpirun) started with QProcess, and the
+// JSONL log its process 0 writes, followed as it grows and handed to the UI as the same events an
+// in-process TrainingRun emits, so the Training tab draws both alike. Nothing here blocks the UI
+// thread while the run goes: the log is polled on a timer and only complete lines are read. Stop
+// sends SIGTERM to the launcher, which passes it on: every process stops after the same step.
+#pragma once
+
+#include <QByteArray>
+#include <QObject>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+
+#include "engine/api/engine.h"
+
+namespace shardlab::ui {
+
+class ProcessRun : public QObject {
+  Q_OBJECT
+
+ public:
+  // The log is read this often while the run goes.
+  static constexpr int kPollMs = 100;
+  // After Stop, a launcher still running this long later is killed.
+  static constexpr int kStopGraceMs = 15000;
+
+  explicit ProcessRun(QObject* parent = nullptr);
+  ~ProcessRun() override;  // shutdown()
+
+  // Starts `program` with `arguments`, which make it write its JSONL log to `logFile` (a file
+  // that does not exist yet). False when a run is already going.
+  bool start(const QString& program, const QStringList& arguments, const QString& logFile);
+  // SIGTERM to the launcher: the processes stop between steps (and the run reports cancelled).
+  void stop();
+  // Ends a run without reporting anything more (the tab is closing): SIGTERM, a few seconds'
+  // wait, then SIGKILL.
+  void shutdown();
+
+  // From start() until finished() or failed() has been emitted.
+  bool isRunning() const { return running_; }
+  bool isStopping() const { return stopping_; }
+  QString logFile() const { return logFile_; }
+  // The launcher's pid while it runs (0 otherwise).
+  qint64 processId() const { return process_.processId(); }
+
+ signals:
+  // In the run's order, on the UI thread.
+  void started(const shardlab::runtime::StartInfo& info);
+  void stepped(const shardlab::runtime::StepEvent& event);
+  void evaluated(const shardlab::runtime::EvalEvent& event);
+  // A line the processes wrote to stderr (warnings, and the reason when one fails).
+  void output(const QString& line);
+  void finished(bool cancelled);
+  // The launcher could not start, or it (or a process) ended with an error: `message` ends with
+  // the last lines it wrote.
+  void failed(const QString& message);
+
+ private:
+  void poll();           // reads what the log gained, line by line
+  void parse(const QByteArray& line);
+  void readErrors();     // the launcher's stderr, kept as a tail
+  void readOutput();     // its stdout (process 0's progress), read only to keep the pipe flowing
+  void onExited(int code, QProcess::ExitStatus status);
+  void onError(QProcess::ProcessError error);
+  void end();            // back to idle, before the last signal
+  QString tail() const;  // the last lines of stderr (else stdout), for an error message
+
+  QProcess process_;
+  QTimer poll_, killTimer_;
+  QString logFile_;
+  qint64 offset_ = 0;    // how far the log has been read
+  QByteArray partial_;   // a line whose end has not been written yet
+  QByteArray errBuffer_, outTail_;
+  QStringList errTail_;
+  runtime::StartInfo info_;
+  bool running_ = false, stopping_ = false, began_ = false;
+  qint64 lastStep_ = 0;
+};
+
+}  // namespace shardlab::ui
