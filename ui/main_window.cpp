@@ -333,6 +333,8 @@ void MainWindow::connectTabs() {
           [this](std::shared_ptr<profiler::Trace> trace, const QString& label, double peak) { trace_->followRun(trace, label, peak); });
   connect(training_, &TrainingTab::runFinished, trace_, [this] { trace_->runFinished(); });
   connect(training_, &TrainingTab::runFailed, trace_, [this] { trace_->runFinished(); });
+  // A run over processes has no live trace: its merged trace file opens when it ends.
+  connect(training_, &TrainingTab::traceFileWritten, trace_, [this](const QString& path) { trace_->openTraceFile(path); });
   // A clicked span's layer comes into view on the canvas (its collapsed Repeat, marked, when hidden).
   connect(trace_, &TraceTab::spanActivated, canvas_, [this](const QString& node) { canvas_->graphScene()->revealNode(node); });
   connect(training_, &TrainingTab::checkpointDirChanged, checkpoints_, [this](const QString& dir) {

@@ -98,7 +98,7 @@ void JsonlLog::on_start(const runtime::StartInfo& s) {
                            {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
                            {"devices", s.devices},       {"processes", s.processes},
                            {"mesh", s.mesh}};
-  out_ << j.dump() << "\n";
+  write(j);
 }
 
 void JsonlLog::on_step(const runtime::StepEvent& e) {
@@ -108,14 +108,22 @@ void JsonlLog::on_step(const runtime::StepEvent& e) {
                            {"step_time_s", e.step_time_s}, {"cpu_time_s", e.cpu_time_s}, {"comm_time_s", e.comm_time_s},
                            {"data_wait_s", e.data_wait_s},
                            {"examples_per_s", e.examples_per_s}};
-  out_ << j.dump() << "\n";
-  out_.flush();
+  write(j);
 }
 
 void JsonlLog::on_eval(const runtime::EvalEvent& e) {
   nlohmann::ordered_json j{{"event", "eval"}, {"step", e.step}, {"loss", num(e.loss)}, {"accuracy", num(e.accuracy)},
                            {"examples", e.examples}};
-  out_ << j.dump() << "\n";
+  write(j);
+}
+
+void JsonlLog::on_saved(int64_t step, const std::string& dir) {
+  write(nlohmann::ordered_json{{"event", "saved"}, {"step", step}, {"dir", dir}});
+}
+
+void JsonlLog::write(const nlohmann::ordered_json& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  out_ << record.dump() << "\n";
   out_.flush();
 }
 

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/runtime/trainer.h"
@@ -32,8 +34,13 @@ class JsonlLog : public runtime::TrainerListener {
   void on_start(const runtime::StartInfo& s) override;
   void on_step(const runtime::StepEvent& e) override;
   void on_eval(const runtime::EvalEvent& e) override;
+  // {"event": "saved", "step": N, "dir": ...}: a checkpoint committed (from a background save's
+  // thread, hence the lock), so a window following the log can list it.
+  void on_saved(int64_t step, const std::string& dir) override;
 
  private:
+  void write(const nlohmann::ordered_json& record);
+  std::mutex mu_;
   std::ofstream out_;
 };
 

@@ -227,6 +227,41 @@ class TestMpiRuns : public QObject {
     QVERIFY(QDir(ck + QString("/step_%1").arg(newest + 1, 6, 10, QChar('0'))).exists());
   }
 
+  // Ctrl-C reaches mpirun, which asks every process to stop: they agree on the step, stop after it,
+  // save the run's last checkpoint and end.
+  void interruptingTheLauncherStopsEveryProcessAfterTheSameStep() {
+    QTemporaryDir dir;
+    const QString ck = dir.filePath("ck"), log = dir.filePath("log.jsonl");
+    QProcess p;
+    p.setProgram(SHARDLAB_MPIEXEC);
+    p.setArguments(launcher_flags(2) + QStringList{kCli, "train", kProject, "--steps", "100000", "--mesh", "data=2", "--rules",
+                                                   "batch=data", "--quiet", "--checkpoint-dir", ck, "--log", log});
+    p.start();
+    QVERIFY(p.waitForStarted(10000));
+    QElapsedTimer wait;
+    wait.start();
+    while (losses(log).size() < 20 && wait.elapsed() < 60000) QThread::msleep(50);
+    QVERIFY2(losses(log).size() >= 20, "the run logged no steps within a minute");
+    QElapsedTimer t;
+    t.start();
+    ::kill(pid_t(p.processId()), SIGINT);
+    QVERIFY2(p.waitForFinished(30000), "the run did not end within 30 s of Ctrl-C");
+    QVERIFY2(t.elapsed() < 10000, qPrintable(QString("took %1 ms").arg(t.elapsed())));
+    const QString out = QString::fromUtf8(p.readAllStandardOutput()), err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.count("the launcher is stopping the run") == 2, qPrintable(err));
+    // The last checkpoint is the step the log ends at: every process stopped after that step.
+    const int logged = losses(log).size();
+    const QStringList steps = QDir(ck).entryList({"step_*"}, QDir::Dirs, QDir::Name);
+    QVERIFY2(!steps.isEmpty(), qPrintable(out + err));
+    QCOMPARE(steps.last().mid(5).toInt(), logged);
+    // The log says so, for a window that follows it.
+    QFile f(log);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject last = QJsonDocument::fromJson(f.readAll().trimmed().split('\n').last()).object();
+    QCOMPARE(last["event"].toString(), QString("saved"));
+    QCOMPARE(last["step"].toInt(), logged);
+  }
+
   void aProcessDyingInASaveLeavesThePreviousCheckpoint() {
     QTemporaryDir dir;
     const QString ck = dir.filePath("ck");

@@ -21,7 +21,9 @@
 #include <QtTest>
 #include <cmath>
 #include <csignal>
+#include <set>
 
+#include "engine/profiler/trace_file.h"
 #include "tests/engine/test_support.h"
 #include "ui/document/project_document.h"
 #include "ui/training/cluster_command_dialog.h"
@@ -296,6 +298,7 @@ class TestProcessRun : public QObject {
     QSignalSpy evals(&tab, &TrainingTab::evalReported);
     QSignalSpy finished(&tab, &TrainingTab::runFinished);
     QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QSignalSpy traced(&tab, &TrainingTab::traceFileWritten);
 
     // The five steps typed are not saved: the command line carries them.
     QVERIFY(doc.isModified());
@@ -336,6 +339,12 @@ class TestProcessRun : public QObject {
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "over 2 processes");
     QVERIFY(!tab.isRunning());
     QVERIFY(button(tab, "start")->isEnabled());
+    // Both processes' spans, merged into one trace the Trace tab opens: each device has its track.
+    QCOMPARE(traced.count(), 1);
+    const profiler::TraceContents trace = profiler::read_chrome_trace(traced.at(0).at(0).toString().toStdString());
+    std::set<int> devices;
+    for (const profiler::Span& sp : trace.spans) devices.insert(sp.device);
+    QVERIFY2(devices.count(0) && devices.count(1), "the trace lacks a device's spans");
   }
 
   void stopEndsEveryProcessWithinSeconds() {

@@ -11,6 +11,7 @@
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QToolTip>
@@ -106,6 +107,7 @@ class TestShardingView : public QObject {
   void coloursAreStableDistinctAndReadable();
   void oneDeviceProjectDrawsOneCell();
   void unknownArrayAndBrokenMeshAreExplained();
+  void processesNameWhoHoldsEachBlock();
   void screenshot();
 
  private:
@@ -541,6 +543,94 @@ void TestShardingView::unknownArrayAndBrokenMeshAreExplained() {
   QVERIFY(tab_->bannerText().isEmpty());
   QVERIFY(tab_->grid()->hasArray());
   QCOMPARE(tab_->deviceView()->deviceCombo()->count(), 8);
+}
+
+void TestShardingView::processesNameWhoHoldsEachBlock() {
+  doc_->open(projectPath("fashion-mlp.shardlab.json"));
+  QVERIFY(doc_->edit("mesh 2x2", [](project::Project& p) {
+    p.mesh = {{"axes", {{"data", 2}, {"model", 2}}}};
+    p.logical_axis_rules = graph::Json::parse(R"([["batch", "data"], ["mlp", "model"]])");
+  }));
+  QVERIFY(doc_->design().sharding_ok);
+  QCOMPARE(doc_->design().sharding.mesh.device_count(), int64_t(4));
+  QSpinBox* spin = tab_->processesSpin();
+  QCOMPARE(spin->value(), 1);
+  QCOMPARE(spin->minimum(), 1);
+  QCOMPARE(spin->maximum(), 64);
+  VERIFY_CONTAINS(spin->toolTip(), "mpirun -np K");
+  ShardingGrid* g = tab_->grid();
+  DeviceView* dv = tab_->deviceView();
+  auto anyProcessLabel = [&] {
+    for (const ShardingGrid::Cell& c : g->cells())
+      if (c.label.contains("process")) return true;
+    for (int i = 0; i < dv->deviceCombo()->count(); ++i)
+      if (dv->deviceCombo()->itemText(i).contains("process")) return true;
+    for (int64_t d = 0; d < 4; ++d)
+      if (dv->picker()->deviceToolTip(d).contains("process")) return true;
+    return dv->memorySummary().contains("process");
+  };
+  doc_->requestArray("dense1/kernel");
+  QVERIFY(!anyProcessLabel());
+
+  // Two processes: process 0 holds devices 0-1, process 1 devices 2-3.
+  spin->setFocus();
+  QTest::keyClick(spin, Qt::Key_Up);
+  QCOMPARE(spin->value(), 2);
+  QCOMPARE(tab_->effectiveProcesses(), 2);
+  QVERIFY(tab_->processesMessageText().isEmpty());
+  const sharding::Mesh& mesh = doc_->design().sharding.mesh;
+  // The parameter split on model: each column block sits on one device of each process.
+  const sharding::ArraySharding& kernel = array("dense1/kernel");
+  QCOMPARE(kernel.spec.str(), std::string("PartitionSpec(None, 'model')"));
+  QCOMPARE(g->cells().size(), size_t(2));
+  QCOMPARE(g->cellLabel(0, 0), QString("CPU 0,2 (processes 0,1)"));
+  QCOMPARE(g->cellLabel(0, 1), QString("CPU 1,3 (processes 0,1)"));
+  const QString text = QString::fromStdString(
+      sharding::render_sharding(kernel.spec, kernel.shape, mesh, g->rowDim(), g->colDim(), "CPU", 2));
+  for (const ShardingGrid::Cell& c : g->cells()) VERIFY_CONTAINS(text, c.label);
+  // The activation split on batch: the top rows on process 0, the bottom ones on process 1.
+  doc_->requestArray("relu");
+  QCOMPARE(array("relu").spec.str(), std::string("PartitionSpec('data', 'model')"));
+  QCOMPARE(g->cellLabel(0, 0), QString("CPU 0 (process 0)"));
+  QCOMPARE(g->cellLabel(0, 1), QString("CPU 1 (process 0)"));
+  QCOMPARE(g->cellLabel(1, 0), QString("CPU 2 (process 1)"));
+  QCOMPARE(g->cellLabel(1, 1), QString("CPU 3 (process 1)"));
+  VERIFY_CONTAINS(g->cellToolTip(g->cellOfDevice(3)), "CPU 3 (process 1)");
+  // Every device says which process holds it.
+  QCOMPARE(dv->deviceCombo()->count(), 4);
+  VERIFY_CONTAINS(dv->deviceCombo()->itemText(1), "Device 1 (data 0, model 1) — process 0");
+  VERIFY_CONTAINS(dv->deviceCombo()->itemText(3), "Device 3 (data 1, model 1) — process 1");
+  QCOMPARE(dv->picker()->deviceToolTip(2), QString("Device 2 (data 1, model 0) — process 1"));
+  dv->deviceCombo()->setCurrentIndex(3);
+  VERIFY_CONTAINS(dv->memorySummary(), "process 1");
+  // The choice survives a redraw after an edit.
+  QVERIFY(doc_->edit("rename", [](project::Project& p) { p.description = "changed"; }));
+  QCOMPARE(g->cellLabel(1, 0), QString("CPU 2 (process 1)"));
+
+  // Three processes cannot share four devices: the tab says so and draws one process.
+  spin->setValue(3);
+  QCOMPARE(tab_->effectiveProcesses(), 1);
+  const QString message = tab_->processesMessageText();
+  VERIFY_CONTAINS(message, "4 devices");
+  VERIFY_CONTAINS(message, "3 processes");
+  QVERIFY(tab_->findChild<QLabel*>("processesMessage")->isVisible());
+  QCOMPARE(g->cellLabel(1, 0), QString("CPU 2"));
+  QVERIFY(!anyProcessLabel());
+  // A mesh that does divide again lifts the message: six devices over three processes.
+  QVERIFY(doc_->edit("model=3", [](project::Project& p) { p.mesh = {{"axes", {{"data", 2}, {"model", 3}}}}; }));
+  QVERIFY(tab_->processesMessageText().isEmpty());
+  QCOMPARE(tab_->effectiveProcesses(), 3);
+  QCOMPARE(dv->picker()->deviceToolTip(5), QString("Device 5 (data 1, model 2) — process 2"));
+  doc_->undoStack()->undo();
+  VERIFY_CONTAINS(tab_->processesMessageText(), "4 devices");
+
+  // Back to one process: no process is named anywhere.
+  spin->setValue(1);
+  QVERIFY(tab_->processesMessageText().isEmpty());
+  QVERIFY(!tab_->findChild<QLabel*>("processesMessage")->isVisible());
+  QCOMPARE(g->cellLabel(0, 0), QString("CPU 0"));
+  QCOMPARE(dv->deviceCombo()->itemText(3), QString("Device 3 (data 1, model 1)"));
+  QVERIFY(!anyProcessLabel());
 }
 
 void TestShardingView::screenshot() {

@@ -99,6 +99,11 @@ void DevicePicker::paintEvent(QPaintEvent*) {
   }
 }
 
+QString DevicePicker::deviceToolTip(int64_t device) const {
+  if (device < 0 || device >= mesh_.device_count()) return {};
+  return shardfmt::deviceName(mesh_, device, processes_);
+}
+
 void DevicePicker::mousePressEvent(QMouseEvent* e) {
   const int64_t d = deviceAt(e->position().toPoint());
   if (e->button() == Qt::LeftButton && d >= 0) emit deviceClicked(d);
@@ -110,10 +115,7 @@ bool DevicePicker::event(QEvent* e) {
     auto* he = static_cast<QHelpEvent*>(e);
     const int64_t d = deviceAt(he->pos());
     if (d >= 0) {
-      const QString coords = shardfmt::deviceCoordsText(mesh_, d);
-      QToolTip::showText(he->globalPos(),
-                         coords.isEmpty() ? tr("Device %1").arg(d) : tr("Device %1 (%2)").arg(d).arg(coords), this,
-                         deviceRect(d));
+      QToolTip::showText(he->globalPos(), deviceToolTip(d), this, deviceRect(d));
     } else {
       QToolTip::hideText();
     }

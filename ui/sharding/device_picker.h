@@ -18,6 +18,10 @@ class DevicePicker : public QWidget {
   explicit DevicePicker(QWidget* parent = nullptr);
 
   void setMesh(const sharding::Mesh& mesh);
+  // The mesh laid over this many processes: each device's tooltip names its process.
+  void setProcesses(int processes) { processes_ = processes; }
+  // What hovering a device shows: "Device 3 (data 1, model 1) — process 1".
+  QString deviceToolTip(int64_t device) const;
   void setCurrent(int64_t device);
   int64_t current() const { return current_; }
   // One colour per device (the colour of its cell in the grid); empty for none.
@@ -43,6 +47,7 @@ class DevicePicker : public QWidget {
 
   sharding::Mesh mesh_;
   int64_t current_ = 0;
+  int processes_ = 1;
   std::vector<QColor> colors_;
 };
 

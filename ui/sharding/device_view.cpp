@@ -73,19 +73,27 @@ void DeviceView::refresh(const api::Design& design) {
   copies_ = shardfmt::activationCopies(design.graph);
   const int64_t count = shardingOk_ ? report_.mesh.device_count() : 0;
   if (device_ >= count) device_ = 0;
-  {
-    const QSignalBlocker block(combo_);
-    combo_->clear();
-    for (int64_t d = 0; d < count; ++d) {
-      const QString coords = shardfmt::deviceCoordsText(report_.mesh, d);
-      combo_->addItem(coords.isEmpty() ? tr("Device %1").arg(d) : tr("Device %1 (%2)").arg(d).arg(coords),
-                      qlonglong(d));
-    }
-    combo_->setCurrentIndex(count > 0 ? int(device_) : -1);
-  }
+  fillCombo();
   picker_->setMesh(shardingOk_ ? report_.mesh : sharding::Mesh());
   picker_->setVisible(count > 0);
   showDevice();
+}
+
+void DeviceView::fillCombo() {
+  const int64_t count = shardingOk_ ? report_.mesh.device_count() : 0;
+  const QSignalBlocker block(combo_);
+  combo_->clear();
+  for (int64_t d = 0; d < count; ++d)
+    combo_->addItem(shardfmt::deviceName(report_.mesh, d, processes_), qlonglong(d));
+  combo_->setCurrentIndex(count > 0 ? int(device_) : -1);
+}
+
+void DeviceView::setProcesses(int processes) {
+  if (processes == processes_) return;
+  processes_ = processes;
+  picker_->setProcesses(processes);
+  fillCombo();
+  summary_->setText(memorySummary());
 }
 
 void DeviceView::setDevice(int64_t device) {
@@ -113,6 +121,8 @@ QString DeviceView::memorySummary() const {
     return tr("No per-device memory until the project's mesh, rules and graph check out.");
   const sharding::DeviceMemory& m = report_.devices[size_t(device_)];
   QString s = tr("Device %1 holds %2").arg(device_).arg(shardfmt::bytesText(m.total()));
+  const int64_t process = shardfmt::processOf(device_, report_.mesh.device_count(), processes_);
+  if (process >= 0) s += tr(" (on process %1)").arg(process);
   if (capacity_ > 0)
     s += tr(", %1% of the %2 one device may use")
              .arg(100.0 * m.total() / capacity_, 0, 'f', m.total() / capacity_ < 0.01 ? 2 : 1)

@@ -31,6 +31,10 @@ class DeviceView : public QWidget {
   // when it still exists.
   void refresh(const api::Design& design);
   void setDevice(int64_t device);
+  // Labels each device (list, picture, memory line) with its process, the mesh laid over
+  // `processes` processes; 1, or a count that does not divide the devices, names none.
+  void setProcesses(int processes);
+  int processes() const { return processes_; }
   int64_t device() const { return device_; }
   // Tints the mesh picture: one colour per device, the colour of its block in the drawn array.
   void setDeviceColors(std::vector<QColor> colors);
@@ -48,6 +52,7 @@ class DeviceView : public QWidget {
 
  private:
   void showDevice();
+  void fillCombo();
   void activateRow(const QModelIndex& proxyIndex);
 
   // A copy of what the view shows, so it never reads a design being replaced.
@@ -55,6 +60,7 @@ class DeviceView : public QWidget {
   bool shardingOk_ = false;
   double capacity_ = 0;
   int64_t device_ = 0;
+  int processes_ = 1;
   QComboBox* combo_ = nullptr;
   DevicePicker* picker_ = nullptr;
   QLabel* summary_ = nullptr;

@@ -5,6 +5,7 @@
 #include <QStringList>
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace shardlab::ui::shardfmt {
 
@@ -53,6 +54,36 @@ QString deviceCoordsText(const sharding::Mesh& mesh, int64_t device) {
   for (size_t i = 0; i < mesh.axes().size() && i < c.size(); ++i)
     parts << QStringLiteral("%1 %2").arg(QString::fromStdString(mesh.axes()[i].name)).arg(c[i]);
   return parts.join(", ");
+}
+
+bool processesDivide(int64_t deviceCount, int processes) {
+  return processes >= 1 && deviceCount > 0 && deviceCount % processes == 0;
+}
+
+int64_t processOf(int64_t device, int64_t deviceCount, int processes) {
+  if (processes <= 1 || !processesDivide(deviceCount, processes) || device < 0 || device >= deviceCount) return -1;
+  return device / (deviceCount / processes);
+}
+
+QString processesText(const std::vector<int64_t>& devices, int64_t deviceCount, int processes) {
+  std::set<int64_t> procs;
+  for (int64_t d : devices) {
+    const int64_t p = processOf(d, deviceCount, processes);
+    if (p < 0) return {};
+    procs.insert(p);
+  }
+  if (procs.empty()) return {};
+  QStringList ids;
+  for (int64_t p : procs) ids << QString::number(p);
+  return (procs.size() == 1 ? QStringLiteral(" (process ") : QStringLiteral(" (processes ")) + ids.join(',') + ")";
+}
+
+QString deviceName(const sharding::Mesh& mesh, int64_t device, int processes) {
+  const QString coords = deviceCoordsText(mesh, device);
+  QString s = coords.isEmpty() ? QObject::tr("Device %1").arg(device) : QObject::tr("Device %1 (%2)").arg(device).arg(coords);
+  const int64_t p = processOf(device, mesh.device_count(), processes);
+  if (p >= 0) s += QObject::tr(" — process %1").arg(p);
+  return s;
 }
 
 QString kindGroupName(sharding::ArrayKind k) {

@@ -15,6 +15,17 @@ namespace shardlab::ui::shardfmt {
 
 // "(4, 1024, 256)", as the engine and the CLI write shapes.
 QString shapeText(const Shape& s);
+// The process holding `device` when the mesh's `deviceCount` devices are laid over `processes`
+// processes, as mpirun -np K runs them: process r holds devices r*L .. r*L+L-1, L = deviceCount / K.
+// -1 when `processes` <= 1 or does not divide the devices (then nothing names processes).
+int64_t processOf(int64_t device, int64_t deviceCount, int processes);
+// Whether `processes` (>= 1) divides the mesh's `deviceCount` devices.
+bool processesDivide(int64_t deviceCount, int processes);
+// " (process 0)" / " (processes 0,1)": who holds a block, as the engine's render_sharding writes it;
+// "" where processOf gives -1.
+QString processesText(const std::vector<int64_t>& devices, int64_t deviceCount, int processes);
+// "Device 3 (data 1, model 1)", and " — process 1" when the mesh is laid over processes.
+QString deviceName(const sharding::Mesh& mesh, int64_t device, int processes = 1);
 // "(layer, embed, hidden)"; an unnamed dimension reads "-".
 QString logicalText(const std::vector<std::string>& names);
 // "data+model", or "" for a replicated dimension.

@@ -82,10 +82,23 @@ void ShardingGrid::setArray(const sharding::ArraySharding& array, const sharding
     cell.row = rc.first;
     cell.col = rc.second;
     cell.devices.assign(devices.begin(), devices.end());
-    cell.label = shardfmt::deviceLabel(cell.devices);
     cells_.push_back(std::move(cell));
   }
+  relabel();
   hasArray_ = true;
+  updateGeometry();
+  update();
+}
+
+void ShardingGrid::relabel() {
+  for (Cell& c : cells_)
+    c.label = shardfmt::deviceLabel(c.devices) + shardfmt::processesText(c.devices, mesh_.device_count(), processes_);
+}
+
+void ShardingGrid::setProcesses(int processes) {
+  if (processes == processes_) return;
+  processes_ = processes;
+  relabel();
   updateGeometry();
   update();
 }

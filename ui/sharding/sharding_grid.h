@@ -18,7 +18,7 @@ class ShardingGrid : public QWidget {
   struct Cell {
     int64_t row = 0, col = 0;      // block index along the drawn row / column dimension
     std::vector<int64_t> devices;  // every device holding a block of this cell, sorted
-    QString label;                 // "CPU 0,4"
+    QString label;                 // "CPU 0,4", "CPU 0,4 (processes 0,1)" over processes
   };
 
   explicit ShardingGrid(QWidget* parent = nullptr);
@@ -27,6 +27,10 @@ class ShardingGrid : public QWidget {
   // one row with the dimension across, a scalar one cell. An array with an error draws nothing.
   void setArray(const sharding::ArraySharding& array, const sharding::Mesh& mesh, int rowDim, int colDim);
   void clear();
+  // Names the process(es) holding each cell's block, the mesh laid over `processes` processes
+  // (shardfmt::processOf); 1, or a count that does not divide the devices, names none.
+  void setProcesses(int processes);
+  int processes() const { return processes_; }
   bool hasArray() const { return hasArray_; }
   const sharding::ArraySharding& array() const { return array_; }
 
@@ -76,6 +80,7 @@ class ShardingGrid : public QWidget {
   bool dark() const;
   QSize cellMinimum() const;
   QString dimCaption(int dim, const QString& arrow) const;
+  void relabel();
 
   bool hasArray_ = false;
   sharding::ArraySharding array_;
@@ -83,6 +88,7 @@ class ShardingGrid : public QWidget {
   int rowDim_ = -1, colDim_ = -1;
   int64_t rows_ = 0, cols_ = 0;
   std::vector<Cell> cells_;
+  int processes_ = 1;
   int64_t highlight_ = -1;
   int hovered_ = -1;
 };

@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTreeView>
@@ -116,9 +117,35 @@ ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   devices_ = new DeviceView(this);
   devices_->setObjectName("deviceView");
 
+  // Right, bottom: the processes the mesh is laid over, then the reverse view.
+  processes_ = new QSpinBox(this);
+  processes_->setObjectName("processes");
+  processes_->setRange(1, 64);
+  processes_->setValue(1);
+  processes_->setToolTip(tr("lay the mesh over this many processes, as mpirun -np K would: which process holds each block"));
+  processesMessage_ = new QLabel(this);
+  processesMessage_->setObjectName("processesMessage");
+  processesMessage_->setWordWrap(true);
+  processesMessage_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  processesMessage_->setStyleSheet("QLabel { color: #c0392b; }");
+  processesMessage_->hide();
+  auto* processesLabel = new QLabel(tr("&Processes:"), this);
+  processesLabel->setBuddy(processes_);
+  processesLabel->setToolTip(processes_->toolTip());
+  auto* bottom = new QWidget(this);
+  auto* bottomLayout = new QVBoxLayout(bottom);
+  bottomLayout->setContentsMargins(0, 0, 0, 0);
+  auto* processesRow = new QHBoxLayout;
+  processesRow->addWidget(processesLabel);
+  processesRow->addWidget(processes_);
+  processesRow->addWidget(processesMessage_, 1);
+  processesRow->addStretch();
+  bottomLayout->addLayout(processesRow);
+  bottomLayout->addWidget(devices_, 1);
+
   auto* right = new QSplitter(Qt::Vertical, this);
   right->addWidget(picture);
-  right->addWidget(devices_);
+  right->addWidget(bottom);
   right->setStretchFactor(0, 3);
   right->setStretchFactor(1, 2);
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -151,6 +178,7 @@ ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
     showArray(name);
     grid_->setHighlightDevice(device);
   });
+  connect(processes_, &QSpinBox::valueChanged, this, &ShardingTab::applyProcesses);
   connect(doc_, &ProjectDocument::changed, this, &ShardingTab::rebuild);
   connect(doc_, &ProjectDocument::opened, this, [this] {
     // A different project: start from its first array rather than a name it may share by chance.
@@ -173,6 +201,7 @@ void ShardingTab::rebuild() {
   model_->setArrays(d.sharding_ok ? d.sharding.arrays : std::vector<sharding::ArraySharding>{});
   tree_->expandAll();
   devices_->refresh(d);
+  applyProcesses();
 
   QString name = current_;
   if (name.isEmpty() || !model_->indexOfArray(name).isValid())
@@ -313,6 +342,32 @@ void ShardingTab::updateDeviceColors() {
     for (int64_t dev = 0; dev < count; ++dev) colors.push_back(grid_->cellFill(grid_->cellOfDevice(dev)));
   }
   devices_->setDeviceColors(std::move(colors));
+}
+
+int ShardingTab::effectiveProcesses() const {
+  const api::Design& d = doc_->design();
+  const int k = processes_->value();
+  return d.sharding_ok && shardfmt::processesDivide(d.sharding.mesh.device_count(), k) ? k : 1;
+}
+
+void ShardingTab::applyProcesses() {
+  const api::Design& d = doc_->design();
+  const int k = processes_->value(), shown = effectiveProcesses();
+  const int64_t count = d.sharding_ok ? d.sharding.mesh.device_count() : 0;
+  const bool mismatch = k > 1 && count > 0 && shown != k;
+  processesMessage_->setText(
+      mismatch ? tr("The mesh's %1 devices do not divide among %2 processes: each process must hold the same number "
+                    "of devices. Shown as one process.")
+                     .arg(count)
+                     .arg(k)
+               : QString());
+  processesMessage_->setVisible(mismatch);
+  grid_->setProcesses(shown);
+  devices_->setProcesses(shown);
+}
+
+QString ShardingTab::processesMessageText() const {
+  return processesMessage_->isVisibleTo(this) ? processesMessage_->text() : QString();
 }
 
 void ShardingTab::changeEvent(QEvent* e) {

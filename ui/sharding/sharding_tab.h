@@ -12,6 +12,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
+class QSpinBox;
 class QStackedWidget;
 class QTreeView;
 
@@ -40,6 +41,12 @@ class ShardingTab : public QWidget {
   QComboBox* rowDimCombo() const { return rowCombo_; }
   QComboBox* columnDimCombo() const { return colCombo_; }
   DeviceView* deviceView() const { return devices_; }
+  // How many processes the mesh is laid over (as mpirun -np K), to see which holds each block.
+  QSpinBox* processesSpin() const { return processes_; }
+  // The processes the views label: the spin box's value, or 1 when it does not divide the devices.
+  int effectiveProcesses() const;
+  // Why the processes are not shown ("" when they are, or K is 1).
+  QString processesMessageText() const;
   // The legend above the grid: name and kind, then shape, logical axes, spec, shard shape, bytes.
   QString headingText() const;
   // Dimensions not drawn, one line each; empty for rank <= 2.
@@ -60,6 +67,7 @@ class ShardingTab : public QWidget {
   void fillDimCombos(int rank);
   void onDimPicked(bool rows, int dim);
   void updateDeviceColors();
+  void applyProcesses();
 
   ProjectDocument* doc_;
   ArrayTreeModel* model_ = nullptr;
@@ -67,6 +75,8 @@ class ShardingTab : public QWidget {
   QLineEdit* filter_ = nullptr;
   QTreeView* tree_ = nullptr;
   QLabel* banner_ = nullptr;
+  QSpinBox* processes_ = nullptr;
+  QLabel* processesMessage_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* details_ = nullptr;
   QWidget* dimsRow_ = nullptr;

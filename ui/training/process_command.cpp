@@ -53,10 +53,13 @@ QStringList trainArguments(const TrainCommand& c) {
   return a;
 }
 
-QStringList localMpirunArguments(int processes, const QString& cli, const TrainCommand& c, const QString& log) {
-  return QStringList{QStringLiteral("--oversubscribe"), QStringLiteral("--allow-run-as-root"), QStringLiteral("--bind-to"),
-                     QStringLiteral("none"),           QStringLiteral("-np"),                QString::number(processes), cli} +
-         trainArguments(c) + QStringList{QStringLiteral("--log"), log};
+QStringList localMpirunArguments(int processes, const QString& cli, const TrainCommand& c, const QString& log,
+                                 const QString& trace) {
+  QStringList args{QStringLiteral("--oversubscribe"), QStringLiteral("--allow-run-as-root"), QStringLiteral("--bind-to"),
+                   QStringLiteral("none"),           QStringLiteral("-np"),                QString::number(processes), cli};
+  args += trainArguments(c) + QStringList{QStringLiteral("--log"), log};
+  if (!trace.isEmpty()) args += QStringList{QStringLiteral("--trace"), trace};
+  return args;
 }
 
 QString hostfileCommandLine(int processes, const TrainCommand& c) {

@@ -27,7 +27,8 @@ QStringList trainArguments(const TrainCommand& c);
 // mpirun's arguments to run `cli` as `processes` processes on this machine, writing its JSONL log
 // to `log`: more processes than cores allowed, and no core binding (the engine places its own
 // threads), as root too (a container).
-QStringList localMpirunArguments(int processes, const QString& cli, const TrainCommand& c, const QString& log);
+QStringList localMpirunArguments(int processes, const QString& cli, const TrainCommand& c, const QString& log,
+                                 const QString& trace = {});
 
 // The line to paste on a cluster's login node: `mpirun -np K --hostfile hosts shardlab-cli train …`
 // (shardlab-cli from the PATH there).

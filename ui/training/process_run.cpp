@@ -136,6 +136,8 @@ void ProcessRun::parse(const QByteArray& line) {
     e.loss = number(o, "loss");
     e.accuracy = number(o, "accuracy");
     emit evaluated(e);
+  } else if (event == QLatin1String("saved")) {
+    emit saved(integer(o, "step"), o.value(QLatin1String("dir")).toString());
   }
   // Anything else (a record a newer CLI adds) is not drawn.
 }

@@ -49,6 +49,7 @@ class ProcessRun : public QObject {
   void started(const shardlab::runtime::StartInfo& info);
   void stepped(const shardlab::runtime::StepEvent& event);
   void evaluated(const shardlab::runtime::EvalEvent& event);
+  void saved(qint64 step, const QString& dir);  // process 0 committed a checkpoint
   // A line the processes wrote to stderr (warnings, and the reason when one fails).
   void output(const QString& line);
   void finished(bool cancelled);

@@ -193,7 +193,12 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(processRun_, &ProcessRun::started, this, &TrainingTab::onStarted);
   connect(processRun_, &ProcessRun::stepped, this, &TrainingTab::onStep);
   connect(processRun_, &ProcessRun::evaluated, this, &TrainingTab::onEval);
+  connect(processRun_, &ProcessRun::saved, this, &TrainingTab::onSaved);
   connect(processRun_, &ProcessRun::finished, this, &TrainingTab::onFinished);
+  connect(processRun_, &ProcessRun::finished, this, [this] {
+    const QString trace = processLogDir_ ? processLogDir_->filePath(QStringLiteral("trace.json")) : QString();
+    if (!trace.isEmpty() && QFileInfo::exists(trace)) emit traceFileWritten(trace);
+  });
   connect(processRun_, &ProcessRun::failed, this, &TrainingTab::onFailed);
   connect(processRun_, &ProcessRun::output, this, [this](const QString& line) { log(line); });
   connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, &TrainingTab::checkpointDirChanged);
@@ -505,7 +510,9 @@ void TrainingTab::launch(const QString& resumeDir) {
       processLogDir_.reset();
       return;
     }
-    mpirunArgs = localMpirunArguments(processes, cliProgram_, command, processLogDir_->filePath(QStringLiteral("run.jsonl")));
+    // Every process's spans, merged by process 0 at the end, for the Trace tab.
+    mpirunArgs = localMpirunArguments(processes, cliProgram_, command, processLogDir_->filePath(QStringLiteral("run.jsonl")),
+                                      processLogDir_->filePath(QStringLiteral("trace.json")));
   }
 
   runProcesses_ = processes;

@@ -92,6 +92,8 @@ class TrainingTab : public QWidget {
   // Before the run's first step: the trace it records into (the Trace tab polls it live), a label
   // naming the run ("run 2: data=2,model=4"), and the machine's peak FLOP/s for MFU.
   void traceStarted(std::shared_ptr<shardlab::profiler::Trace> trace, const QString& label, double peakFlops);
+  // A run over processes ended and process 0 wrote every process's trace to `path`.
+  void traceFileWritten(const QString& path);
   void checkpointDirChanged(const QString& dir);
   void checkpointSaved(qint64 step, const QString& dir);
 
