@@ -28,7 +28,8 @@ void on_interrupt(int) {
 
 // One of several processes: the launcher sends SIGTERM to every process when one of them died or
 // the user interrupted the run. Each process says so at once and stops between steps when every
-// process can; one held in a collective by a dead peer ends a few seconds later instead of hanging.
+// process can; one held in a collective by a dead peer ends a few seconds later instead of hanging
+// (once all have agreed to stop, none is dead, and the final save may take its time).
 char g_stopping_message[200], g_stuck_message[200];
 void say(const char* text) {
   if (write(STDERR_FILENO, text, std::strlen(text)) < 0) {
@@ -75,6 +76,7 @@ int run_train(const TrainArgs& a) {
   opt.start_over = a.start_over;
   opt.resume_from = a.resume_from;
   opt.processes = a.processes;
+  if (a.processes) opt.on_stop_agreed = [] { alarm(0); };
   project::Project project = project::load_project(a.project);
   // Without --checkpoint-dir, the folder the project names (training.checkpoint, relative to the
   // project file), with its save_every and keep unless those flags say otherwise.

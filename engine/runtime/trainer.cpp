@@ -438,7 +438,10 @@ void Trainer::run_loop() {
 bool Trainer::writes_files() const { return !options_.processes || options_.processes->rank() == 0; }
 
 bool Trainer::stop_requested() {
-  if (options_.processes && options_.processes->any(cancelled_)) cancelled_ = true;
+  if (options_.processes && options_.processes->any(cancelled_)) {
+    cancelled_ = true;
+    if (options_.on_stop_agreed) options_.on_stop_agreed();
+  }
   return cancelled_;
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,6 +82,9 @@ struct TrainOptions {
   // same options; each runs its share of the mesh's devices, reads the same data and takes part in
   // every save and restore, which process 0 writes and reads. Null: this process runs alone.
   std::shared_ptr<backends::Processes> processes;
+  // Called when every process has agreed to stop after a cancel (so none of them is dead): the
+  // CLI then stops waiting to see whether a peer hangs.
+  std::function<void()> on_stop_agreed;
   int devices = 0;    // virtual CPU devices; 0: as many as the mesh has
   std::string mesh;   // "data=8": overrides the project's mesh
   std::string rules;  // "batch=data": overrides the project's logical axis rules

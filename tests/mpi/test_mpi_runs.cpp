@@ -100,6 +100,19 @@ QList<qint64> children_of(qint64 parent) {
   return pids;
 }
 
+// A 2-process run of many steps saving every 10, started and followed until it has logged 20.
+void startLongRun(QProcess& p, const QString& ck, const QString& log) {
+  p.setProgram(SHARDLAB_MPIEXEC);
+  p.setArguments(launcher_flags(2) + QStringList{kCli, "train", kProject, "--steps", "100000", "--mesh", "data=2", "--rules",
+                                                 "batch=data", "--quiet", "--checkpoint-dir", ck, "--save-every", "10", "--log", log});
+  p.start();
+  QVERIFY(p.waitForStarted(10000));
+  QElapsedTimer wait;
+  wait.start();
+  while (losses(log).size() < 20 && wait.elapsed() < 60000) QThread::msleep(50);
+  QVERIFY2(losses(log).size() >= 20, "the run logged no steps within a minute");
+}
+
 }  // namespace
 
 class TestMpiRuns : public QObject {
@@ -227,32 +240,25 @@ class TestMpiRuns : public QObject {
     QVERIFY(QDir(ck + QString("/step_%1").arg(newest + 1, 6, 10, QChar('0'))).exists());
   }
 
-  // Ctrl-C reaches mpirun, which asks every process to stop: they agree on the step, stop after it,
-  // save the run's last checkpoint and end.
-  void interruptingTheLauncherStopsEveryProcessAfterTheSameStep() {
+  // A stop asked of the run's processes (SIGTERM: the window's Stop, or kill): they agree on a
+  // step, stop after it, save it and end, and mpirun with them.
+  void terminatingTheProcessesStopsEveryOneAfterTheSameStep() {
     QTemporaryDir dir;
     const QString ck = dir.filePath("ck"), log = dir.filePath("log.jsonl");
     QProcess p;
-    p.setProgram(SHARDLAB_MPIEXEC);
-    p.setArguments(launcher_flags(2) + QStringList{kCli, "train", kProject, "--steps", "100000", "--mesh", "data=2", "--rules",
-                                                   "batch=data", "--quiet", "--checkpoint-dir", ck, "--log", log});
-    p.start();
-    QVERIFY(p.waitForStarted(10000));
-    QElapsedTimer wait;
-    wait.start();
-    while (losses(log).size() < 20 && wait.elapsed() < 60000) QThread::msleep(50);
-    QVERIFY2(losses(log).size() >= 20, "the run logged no steps within a minute");
+    startLongRun(p, ck, log);
     QElapsedTimer t;
     t.start();
-    ::kill(pid_t(p.processId()), SIGINT);
-    QVERIFY2(p.waitForFinished(30000), "the run did not end within 30 s of Ctrl-C");
+    for (qint64 pid : children_of(p.processId())) ::kill(pid_t(pid), SIGTERM);
+    QVERIFY2(p.waitForFinished(30000), "the run did not end within 30 s");
     QVERIFY2(t.elapsed() < 10000, qPrintable(QString("took %1 ms").arg(t.elapsed())));
-    const QString out = QString::fromUtf8(p.readAllStandardOutput()), err = QString::fromUtf8(p.readAllStandardError());
+    QCOMPARE(p.exitCode(), 0);
+    const QString err = QString::fromUtf8(p.readAllStandardError());
     QVERIFY2(err.count("the launcher is stopping the run") == 2, qPrintable(err));
     // The last checkpoint is the step the log ends at: every process stopped after that step.
     const int logged = losses(log).size();
     const QStringList steps = QDir(ck).entryList({"step_*"}, QDir::Dirs, QDir::Name);
-    QVERIFY2(!steps.isEmpty(), qPrintable(out + err));
+    QVERIFY2(!steps.isEmpty(), qPrintable(err));
     QCOMPARE(steps.last().mid(5).toInt(), logged);
     // The log says so, for a window that follows it.
     QFile f(log);
@@ -260,6 +266,25 @@ class TestMpiRuns : public QObject {
     const QJsonObject last = QJsonDocument::fromJson(f.readAll().trimmed().split('\n').last()).object();
     QCOMPARE(last["event"].toString(), QString("saved"));
     QCOMPARE(last["step"].toInt(), logged);
+  }
+
+  // Ctrl-C in a terminal reaches mpirun alone (its processes have process groups of their own): Open
+  // MPI passes SIGTERM on a second later and kills them a second after that. Every process is told,
+  // the run ends within seconds, and the directory holds only committed, loadable checkpoints.
+  void interruptingMpirunEndsEveryProcessWithinSeconds() {
+    QTemporaryDir dir;
+    const QString ck = dir.filePath("ck"), log = dir.filePath("log.jsonl");
+    QProcess p;
+    startLongRun(p, ck, log);
+    QElapsedTimer t;
+    t.start();
+    ::kill(pid_t(p.processId()), SIGINT);
+    QVERIFY2(p.waitForFinished(30000), "the run did not end within 30 s of Ctrl-C");
+    QVERIFY2(t.elapsed() < 10000, qPrintable(QString("took %1 ms").arg(t.elapsed())));
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.count("the launcher is stopping the run") == 2, qPrintable(err));
+    const auto listed = run_cli({"inspect", ck});
+    QVERIFY2(listed.exit_code == 0, qPrintable(listed.err));
   }
 
   void aProcessDyingInASaveLeavesThePreviousCheckpoint() {

@@ -1,5 +1,8 @@
 #include "ui/training/process_run.h"
 
+#include <csignal>
+
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -60,8 +63,30 @@ bool ProcessRun::start(const QString& program, const QStringList& arguments, con
 void ProcessRun::stop() {
   if (!running_ || stopping_) return;
   stopping_ = true;
-  process_.terminate();
+  // SIGTERM to the run's processes themselves: they agree on a step, stop after it, save and exit,
+  // and mpirun with them. (SIGTERM to mpirun would reach them only after Open MPI's own delay and
+  // be followed a second later by SIGKILL.) Without them yet, mpirun itself is asked.
+  const QList<qint64> ranks = childrenOf(process_.processId());
+  for (qint64 pid : ranks) ::kill(pid_t(pid), SIGTERM);
+  if (ranks.isEmpty()) process_.terminate();
   killTimer_.start(kStopGraceMs);
+}
+
+QList<qint64> ProcessRun::childrenOf(qint64 parent) {
+  QList<qint64> pids;
+  if (parent <= 0) return pids;
+  for (const QString& e : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+    bool ok = false;
+    const qint64 pid = e.toLongLong(&ok);
+    if (!ok) continue;
+    QFile stat(QStringLiteral("/proc/") + e + QStringLiteral("/stat"));
+    if (!stat.open(QIODevice::ReadOnly)) continue;
+    const QString text = QString::fromUtf8(stat.readAll());
+    // "pid (name) state ppid ...": the name may hold spaces, so read after its closing parenthesis.
+    const QStringList fields = text.mid(text.lastIndexOf(QLatin1Char(')')) + 2).split(QLatin1Char(' '));
+    if (fields.size() > 1 && fields[1].toLongLong() == parent) pids.push_back(pid);
+  }
+  return pids;
 }
 
 void ProcessRun::shutdown() {

@@ -65,6 +65,7 @@ class ProcessRun : public QObject {
   void onExited(int code, QProcess::ExitStatus status);
   void onError(QProcess::ProcessError error);
   void end();            // back to idle, before the last signal
+  static QList<qint64> childrenOf(qint64 parent);  // the pids whose parent is `parent`
   QString tail() const;  // the last lines of stderr (else stdout), for an error message
 
   QProcess process_;
