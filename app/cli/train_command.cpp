@@ -13,8 +13,8 @@
 #include "engine/backends/processes.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/profiler/process_traces.h"
-#include "engine/util/atomic_file.h"
 #include "engine/runtime/trainer.h"
+#include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 
 namespace shardlab::cli {
@@ -31,9 +31,10 @@ void on_interrupt(int) {
 // process can; one held in a collective by a dead peer ends a few seconds later instead of hanging
 // (once all have agreed to stop, none is dead, and the final save may take its time).
 char g_stopping_message[200], g_stuck_message[200];
+// write(2) alone: a signal handler may call nothing that allocates or locks.
 void say(const char* text) {
-  if (write(STDERR_FILENO, text, std::strlen(text)) < 0) {
-  }
+  const ssize_t written = write(STDERR_FILENO, text, std::strlen(text));
+  (void)written;  // nowhere to report a failed write to stderr
 }
 void on_stuck(int) {
   say(g_stuck_message);

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <cstring>
 #include <ctime>
+#include <numeric>
 
 #include "engine/backends/processes.h"
 #include "engine/checkpoint/checkpoint.h"

@@ -17,6 +17,7 @@
 
 #include "engine/backends/cpu/collectives.h"
 #include "engine/backends/mpi/mpi_world.h"
+#include "engine/backends/processes.h"
 
 namespace shardlab::backends::mpi {
 
@@ -74,7 +75,7 @@ class MpiCollectives final : public Collectives {
   Meeting& meeting_for(const std::vector<int>& group);
   // The leader's part: trade with the other processes, then write every local device's out.
   void exchange(Meeting& m, const std::vector<int>& group);
-  int process_of(int device) const { return device / local_; }
+  int process_of(int device) const { return process_of_device(device, local_); }
   std::string abort_reason() const;
   // world_->complete with this device's core lent out while it waits.
   void complete(const std::function<void(std::vector<MPI_Request>&)>& post);
