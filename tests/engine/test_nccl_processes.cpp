@@ -16,10 +16,13 @@
 
 #include "engine/backends/backend.h"
 #include "tests/engine/cli_runner.h"
+#include "tests/engine/mpi_runner.h"
 
 using namespace shardlab;
 using shardlab::testing::kCli;
+using shardlab::testing::Launch;
 using shardlab::testing::run_cli;
+using shardlab::testing::start_record;
 
 namespace {
 
@@ -33,49 +36,11 @@ QString find_mpirun() {
   return QStandardPaths::findExecutable(QStringLiteral("mpirun"));
 }
 
-struct Launch {
-  int exit_code = -1;
-  QString out, err;
-};
-
 Launch mpirun(const QString& launcher, int processes, const QStringList& args, int timeout_ms = 300000) {
-  QProcess p;
-  p.setProgram(launcher);
-  // More processes than cores is fine, and root inside a container.
-  p.setArguments(QStringList{"--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-np", QString::number(processes),
-                             kCli} +
-                 args);
-  p.start();
-  Launch r;
-  if (!p.waitForStarted(10000) || !p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "mpirun did not finish: " + p.errorString();
-    return r;
-  }
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
+  return shardlab::testing::run_mpirun(launcher, processes, kCli, args, timeout_ms);
 }
 
-// The losses of a JSONL log's steps and evaluations, in order.
-QVector<double> losses(const QString& log) {
-  QVector<double> out;
-  QFile f(log);
-  if (!f.open(QIODevice::ReadOnly)) return out;
-  for (const QByteArray& line : f.readAll().split('\n')) {
-    const QJsonObject o = QJsonDocument::fromJson(line).object();
-    if (o["event"] == "step" || o["event"] == "eval") out.push_back(o["loss"].toDouble());
-  }
-  return out;
-}
-
-QJsonObject start_record(const QString& log) {
-  QFile f(log);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readLine()).object();
-}
+QVector<double> losses(const QString& log) { return shardlab::testing::logged_losses(log); }
 
 }  // namespace
 

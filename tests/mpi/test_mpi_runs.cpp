@@ -16,64 +16,24 @@
 #include <cmath>
 
 #include "tests/engine/cli_runner.h"
+#include "tests/engine/mpi_runner.h"
 
 using shardlab::testing::kCli;
+using shardlab::testing::Launch;
+using shardlab::testing::launcher_flags;
 using shardlab::testing::run_cli;
+using shardlab::testing::start_record;
 
 namespace {
 
 const QString kProjects = QStringLiteral(SHARDLAB_SOURCE_DIR "/projects");
 const QString kProject = kProjects + "/fashion-mlp.shardlab.json";
 
-// mpirun's own flags for this machine: more processes than cores, and root inside a container.
-QStringList launcher_flags(int processes) {
-  return {"--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-np", QString::number(processes)};
-}
-
-struct Launch {
-  int exit_code = -1;
-  QString out, err;
-  qint64 ms = 0;
-};
-
 Launch mpirun(int processes, const QString& program, const QStringList& args, int timeout_ms = 180000) {
-  QProcess p;
-  p.setProgram(SHARDLAB_MPIEXEC);
-  p.setArguments(launcher_flags(processes) + QStringList{program} + args);
-  QElapsedTimer t;
-  t.start();
-  p.start();
-  Launch r;
-  if (!p.waitForStarted(10000) || !p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "mpirun did not finish: " + p.errorString();
-    return r;
-  }
-  r.ms = t.elapsed();
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
+  return shardlab::testing::run_mpirun(SHARDLAB_MPIEXEC, processes, program, args, timeout_ms);
 }
 
-// The losses of a JSONL log's steps and evaluations, in order.
-QVector<double> losses(const QString& log) {
-  QVector<double> out;
-  QFile f(log);
-  if (!f.open(QIODevice::ReadOnly)) return out;
-  for (const QByteArray& line : f.readAll().split('\n')) {
-    const QJsonObject o = QJsonDocument::fromJson(line).object();
-    if (o["event"] == "step" || o["event"] == "eval") out.push_back(o["loss"].toDouble());
-  }
-  return out;
-}
-
-QJsonObject start_record(const QString& log) {
-  QFile f(log);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readLine()).object();
-}
+QVector<double> losses(const QString& log) { return shardlab::testing::logged_losses(log); }
 
 void compare_losses(const QVector<double>& got, const QVector<double>& want) {
   QVERIFY2(!want.isEmpty(), "the one-process run logged no loss");
