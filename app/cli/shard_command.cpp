@@ -62,10 +62,11 @@ int run_shard(const ShardArgs& a) {
   o.accumulate = a.accumulate;
   p = project::with_overrides(std::move(p), o);
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
-  if (a.processes > 1 && mesh.device_count() % a.processes != 0)
-    throw Error("--processes " + std::to_string(a.processes) + ": the mesh " + mesh.str() + " has " +
-                std::to_string(mesh.device_count()) + " devices, which do not divide among " + std::to_string(a.processes) +
-                " processes");
+  try {
+    sharding::check_process_count(mesh, a.processes);
+  } catch (const Error& e) {
+    throw Error("--processes " + std::to_string(a.processes) + ": " + e.what());
+  }
   const sharding::LogicalRules rules = a.rules.empty() ? sharding::project_rules(p) : sharding::parse_rules(a.rules);
   graph::GraphReport report = project::analyze_project(p);
   // The report partitions the training step itself: its layouts, buffer plan and collectives are

@@ -148,4 +148,10 @@ void check_device_count(const Mesh& m, int64_t devices) {
                 std::to_string(devices) + " are available (the product of the axis sizes must equal the device count)");
 }
 
+void check_process_count(const Mesh& m, int64_t processes) {
+  if (processes < 1 || m.device_count() % processes != 0)
+    throw Error("the mesh " + m.str() + " has " + std::to_string(m.device_count()) + " devices, which do not divide among " +
+                std::to_string(processes) + " processes");
+}
+
 }  // namespace shardlab::sharding

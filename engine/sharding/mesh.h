@@ -43,5 +43,8 @@ Mesh mesh_from_json(const nlohmann::ordered_json& j, const std::string& where);
 nlohmann::ordered_json mesh_to_json(const Mesh& m);
 // The device count must match the mesh: a clear error naming both when it does not.
 void check_device_count(const Mesh& m, int64_t devices);
+// A run over `processes` processes holds the same number of whole devices in each: an Error naming
+// the mesh and both counts when they do not divide (backends/processes.h has the device order).
+void check_process_count(const Mesh& m, int64_t processes);
 
 }  // namespace shardlab::sharding

@@ -31,9 +31,7 @@ std::string axes_label(const PartitionSpec& spec, size_t dim, int64_t size) {
 
 std::string render_sharding(const PartitionSpec& spec, const Shape& shape, const Mesh& mesh, int rows, int cols,
                             const std::string& platform, int processes) {
-  if (processes < 1 || mesh.device_count() % processes != 0)
-    throw Error("the mesh's " + std::to_string(mesh.device_count()) + " devices do not divide among " + std::to_string(processes) +
-                " processes");
+  check_process_count(mesh, processes);
   const int64_t per_process = mesh.device_count() / processes;
   validate(spec, shape, mesh, "shown array");
   if (shape.empty()) throw Error("a scalar has no blocks to draw");

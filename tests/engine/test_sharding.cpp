@@ -128,7 +128,7 @@ class TestSharding : public QObject {
     g = render_sharding(spec({{}, {"model"}}), {8, 8}, parse_mesh("data=2,model=2"), 0, 1, "CPU", 2);
     QVERIFY2(g.find("CPU 0,2 (processes 0,1)") != std::string::npos, g.c_str());
     VERIFY_CONTAINS(error_of([] { render_sharding(spec({}), {4, 4}, parse_mesh("a=4"), 0, 1, "CPU", 3); }),
-                    "4 devices do not divide among 3 processes");
+                    "4 devices, which do not divide among 3 processes");
   }
 
   void specErrorsNameArrayDimensionAndAxes() {

@@ -304,7 +304,7 @@ class TestMpiRuns : public QObject {
   void aMeshThatDoesNotDivideAmongProcessesIsRefused() {
     const Launch r = mpirun(3, kCli, {"train", kProject, "--steps", "2", "--mesh", "data=4", "--rules", "batch=data"}, 60000);
     QVERIFY(r.exit_code != 0);
-    QVERIFY2(r.err.contains("do not divide among the run's 3 processes"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("has 4 devices, which do not divide among 3 processes"), qPrintable(r.err));
   }
 
   void otherCommandsRunOnceUnderTheLauncher() {

@@ -187,9 +187,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
     const int n = int(mesh.device_count());
-    if (processes_ && n % processes_->size() != 0)
-      throw Error("the mesh " + mesh.str() + " has " + std::to_string(n) + " devices, which do not divide among the run's " +
-                  std::to_string(processes_->size()) + " processes");
+    if (processes_) sharding::check_process_count(mesh, processes_->size());
     const auto* share = dynamic_cast<const CpuExecutable*>(options.share_persistent_with);
     if (options.share_persistent_with && (!share || share->num_devices() != n))
       throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");

@@ -700,9 +700,7 @@ class CudaBackend final : public Backend {
   // Over several processes: the mesh divides among them, and each device of this process has a GPU.
   void check_placement(const sharding::Mesh& mesh) const {
     const int n = int(mesh.device_count()), p = processes_->size();
-    if (n % p != 0)
-      throw Error("the mesh " + mesh.str() + " has " + std::to_string(n) + " devices, which do not divide among the run's " +
-                  std::to_string(p) + " processes");
+    sharding::check_process_count(mesh, p);
     if (n / p > gpus_)
       throw Error("backend 'cuda': the mesh " + mesh.str() + " puts " + std::to_string(n / p) + " devices on each of the run's " +
                   std::to_string(p) + " processes, one GPU each, but process " + std::to_string(processes_->rank()) +
