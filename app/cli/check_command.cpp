@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/pipeline_summary.h"
 #include "engine/backends/backend.h"
 #include "engine/project/project.h"
 #include "engine/project/run_overrides.h"
@@ -69,6 +70,7 @@ int run_check(const CheckArgs& a) {
   project::RunOverrides o;
   o.batch_size = a.batch_size;
   o.accumulate = a.accumulate;
+  o.pipeline_schedule = a.pipeline_schedule;
   p = project::with_overrides(std::move(p), o);
   runtime::PreflightOptions checks;
   checks.mesh = a.mesh;
@@ -89,6 +91,9 @@ int run_check(const CheckArgs& a) {
   }
   graph::GraphReport report = project::analyze_project(p);
   runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
+  // Pipeline stages: what each holds and the bubble, from the plan train would run.
+  sharding::ShardingReport layouts;
+  if (sharding::pipeline_of(verdict.rules, verdict.mesh).on()) layouts = sharding::analyze_sharding(p, report, verdict.mesh, verdict.rules);
   std::vector<Row> rows;
   flatten(report.nodes, 0, rows);
 
@@ -129,6 +134,7 @@ int run_check(const CheckArgs& a) {
                    {"input_bytes", double(m.input_elems) * bytes},
                    {"unplanned_temp_bytes", double(m.naive_temp_elems) * bytes},
                    {"total_bytes", double(m.total_elems()) * bytes}};
+    if (!layouts.stages.empty()) j["pipeline"] = pipeline_json(layouts);
     j["validation"] = validation_json(verdict);
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -166,6 +172,7 @@ int run_check(const CheckArgs& a) {
               runtime::format_bytes(double(m.arena_elems) * bytes).c_str(),
               runtime::format_bytes(double(m.total_elems()) * bytes).c_str(),
               runtime::format_bytes(double(m.naive_temp_elems + m.input_elems) * bytes).c_str());
+  std::printf("%s", pipeline_text(layouts).c_str());
   std::printf("train would run: mesh %s, %s of %s per device, data fits the model\n", verdict.mesh.str().c_str(),
               runtime::format_bytes(verdict.need_bytes).c_str(), runtime::format_bytes(verdict.capacity_bytes).c_str());
   return 0;

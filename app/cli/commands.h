@@ -16,6 +16,7 @@ struct CheckArgs {
   bool json = false;
   int64_t batch_size = -1;
   int64_t accumulate = -1;  // microbatches per step (training.accumulate)
+  std::string pipeline_schedule;  // "gpipe" or "1f1b" (training.pipeline_schedule)
   std::string mesh, rules;  // override the project's, as train's do
   int devices = 0;          // the device count the mesh must have, as train's --devices
 };
@@ -25,6 +26,7 @@ struct TrainArgs {
   std::string project;
   int64_t steps = -1, epochs = -1, batch_size = -1, seed = -1;
   int64_t accumulate = -1;  // microbatches per step (training.accumulate)
+  std::string pipeline_schedule;  // "gpipe" or "1f1b" (training.pipeline_schedule)
   std::optional<double> learning_rate;  // --lr
   int threads = 0;
   std::string backend = "cpu";  // "cpu" or "cuda"
@@ -76,6 +78,7 @@ struct ShardArgs {
   std::string dims = "0,1";
   int64_t batch_size = -1;
   int64_t accumulate = -1;  // microbatches per step (training.accumulate)
+  std::string pipeline_schedule;  // "gpipe" or "1f1b" (training.pipeline_schedule)
   std::string backend = "cpu";  // the report names its devices and their memory where not the CPU
   int processes = 1;  // a run over this many processes: which one holds each device's blocks
 };

@@ -34,10 +34,17 @@ void add_backend_option(CLI::App* cmd, std::string& backend) {
 }
 }  // namespace
 
-// --accumulate reads the same on train, check and shard.
-constexpr const char* kAccumulateHelp =
-    "gradient accumulation: run each batch as M equal microbatches and apply one update with their mean gradient "
-    "(overrides training.accumulate)";
+// The microbatch options read the same on train, check and shard.
+static void add_microbatch_options(CLI::App* cmd, int64_t& accumulate, std::string& schedule) {
+  cmd->add_option("--accumulate,--microbatches", accumulate,
+                  "run each batch as M equal microbatches and apply one update with their mean gradient; with pipeline "
+                  "stages (a rule layer=<mesh axis>) they are what flows through the stages (overrides training.accumulate)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--pipeline-schedule", schedule,
+                  "how pipeline stages order the microbatches: gpipe (every forward, then every backward) or 1f1b (one "
+                  "forward, one backward: fewer activations held) (overrides training.pipeline_schedule)")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}));
+}
 
 // The processes of a run that mpirun or srun launched (null: this process alone).
 std::shared_ptr<shardlab::backends::Processes> join_launched_run(int* argc, char*** argv) {
@@ -80,7 +87,7 @@ int main(int argc, char** argv) {
   c->add_option("project", check.project, "the *.shardlab.json file")->required();
   c->add_flag("--json", check.json, "print the table as JSON");
   c->add_option("--batch-size", check.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
-  c->add_option("--accumulate", check.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
+  add_microbatch_options(c, check.accumulate, check.pipeline_schedule);
   add_mesh_options(c, check.mesh, check.rules, presets.check);
   c->add_option("--devices", check.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
 
@@ -92,7 +99,7 @@ int main(int argc, char** argv) {
   sh->add_option("--show", shard.show, "draw one array's blocks and devices, like visualize_array_sharding");
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
   sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
-  sh->add_option("--accumulate", shard.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
+  add_microbatch_options(sh, shard.accumulate, shard.pipeline_schedule);
   sh->add_option("--processes", shard.processes,
                  "for a run over this many processes (mpirun -np): show which process holds each device's blocks")
       ->check(CLI::PositiveNumber);
@@ -104,7 +111,7 @@ int main(int argc, char** argv) {
   auto* steps = t->add_option("--steps", train.steps, "number of training steps")->check(CLI::PositiveNumber);
   t->add_option("--epochs", train.epochs, "number of epochs")->check(CLI::PositiveNumber)->excludes(steps);
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
-  t->add_option("--accumulate", train.accumulate, kAccumulateHelp)->check(CLI::PositiveNumber);
+  add_microbatch_options(t, train.accumulate, train.pipeline_schedule);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--lr", train.learning_rate, "learning rate: the constant schedule's value or the warmup-cosine schedule's peak")
       ->check(CLI::NonNegativeNumber);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/pipeline_summary.h"
 #include <algorithm>
 #include <memory>
 
@@ -60,6 +61,7 @@ int run_shard(const ShardArgs& a) {
   project::RunOverrides o;
   o.batch_size = a.batch_size;
   o.accumulate = a.accumulate;
+  o.pipeline_schedule = a.pipeline_schedule;
   p = project::with_overrides(std::move(p), o);
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
   try {
@@ -135,6 +137,7 @@ int run_shard(const ShardArgs& a) {
       j["plan_per_device"] = {{"param_bytes", double(m.param_elems) * 4}, {"opt_state_bytes", double(m.opt_state_elems) * 4},
                               {"arena_bytes", double(m.arena_elems) * 4}, {"total_bytes", double(m.total_elems()) * 4}};
     }
+    if (!r.stages.empty()) j["pipeline"] = pipeline_json(r);
     j["warnings"] = r.warnings;
     j["errors"] = r.errors;
     std::cout << j.dump(2) << "\n";
@@ -164,7 +167,13 @@ int run_shard(const ShardArgs& a) {
     std::printf("\ngradient accumulation: each step runs %lld microbatches of %lld examples one after another; the inputs "
                 "and activations above are one microbatch's\n",
                 (long long)r.microbatches, (long long)(p.training.batch_size / r.microbatches));
-  if (step)
+  if (!r.stages.empty()) std::printf("\n%s", pipeline_text(r).c_str());
+  if (step && !r.stages.empty())
+    std::printf("\nper device, from the partitioned training step's buffer plan:\n"
+                "  parameters %s + optimizer state %s + step arena %s (on stage 0's; each stage's above) = %s\n",
+                runtime::format_bytes(d0.params).c_str(), runtime::format_bytes(d0.opt_state).c_str(),
+                runtime::format_bytes(d0.arena).c_str(), runtime::format_bytes(d0.total()).c_str());
+  else if (step)
     std::printf("\nper device, from the partitioned training step's buffer plan:\n"
                 "  parameters %s + optimizer state %s + step arena %s (inputs, activations, gradients; reused as the step runs)"
                 " = %s on each of %zu devices\n",

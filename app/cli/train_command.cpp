@@ -61,6 +61,7 @@ int run_train(const TrainArgs& a) {
   opt.epochs = a.epochs;
   opt.batch_size = a.batch_size;
   opt.accumulate = a.accumulate;
+  opt.pipeline_schedule = a.pipeline_schedule;
   opt.seed = a.seed;
   opt.learning_rate = a.learning_rate;
   opt.threads = a.threads;

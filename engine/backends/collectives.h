@@ -72,6 +72,13 @@ class Collectives {
   virtual void send(int device, int peer, const void* buf, int64_t count, DType t) = 0;
   virtual void recv(int device, int peer, void* buf, int64_t count, DType t) = 0;
 
+  // Buffered point to point (pipeline stages): post() copies count elements out of buf and returns
+  // at once; take() waits for the message `peer` posted to `device` under the same tag. Neither
+  // waits for the other side, so two stages may each post before either takes (1F1B's steady
+  // state). Transports without them throw an Error saying so.
+  virtual void post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t);
+  virtual void take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t);
+
   // Cancels every waiting and future call with an Error carrying `why` (the first reason wins).
   virtual void abort(const std::string& why) = 0;
   virtual bool aborted() const = 0;
@@ -104,6 +111,14 @@ class Collectives {
   template <class T>
   void recv(int device, int peer, T* buf, int64_t count) {
     recv(device, peer, buf, count, dtype_of<T>());
+  }
+  template <class T>
+  void post(int device, int peer, int64_t tag, const T* buf, int64_t count) {
+    post(device, peer, tag, buf, count, dtype_of<T>());
+  }
+  template <class T>
+  void take(int device, int peer, int64_t tag, T* buf, int64_t count) {
+    take(device, peer, tag, buf, count, dtype_of<T>());
   }
 };
 

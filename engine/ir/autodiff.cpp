@@ -47,12 +47,18 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
     if (!need_any) continue;
     const Primitive& prim = primitive(ins.op);
     if (!prim.vjp) throw Error(std::string("internal: primitive ") + prim.name + " is not differentiable");
+    const size_t vjp_begin = p.instrs.size();
     Cotangents in_ct = prim.vjp(p, ins, out_ct, needs);
     if (ct.size() < p.values.size()) ct.resize(p.values.size());
     for (size_t k = 0; k < ins.in.size(); ++k) {
       if (!needs[k] || !in_ct.at(k)) continue;
       auto& slot = ct[size_t(ins.in[k])];
       slot = slot ? p.apply1(Op::Add, {*slot, *in_ct[k]}, {}, ins.node) : *in_ct[k];
+    }
+    // A VJP computes what its forward instruction did: the same Repeat layer (and pipeline stage).
+    for (size_t k = vjp_begin; k < p.instrs.size(); ++k) {
+      p.instrs[k].layer = ins.layer;
+      p.instrs[k].layers = ins.layers;
     }
     if (ct.size() < p.values.size()) ct.resize(p.values.size());
   }

@@ -35,7 +35,7 @@ const char* op_name(Op op) { return primitive(op).name; }
 
 bool is_collective(Op op) {
   return op == Op::AllReduce || op == Op::AllGather || op == Op::ReduceScatter || op == Op::AllToAll ||
-         op == Op::AllGatherInPlace;
+         op == Op::AllGatherInPlace || op == Op::Send || op == Op::Recv;
 }
 
 }  // namespace shardlab::ir

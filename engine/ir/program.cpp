@@ -46,6 +46,7 @@ std::string to_string(const Program& p) {
     for (size_t i = 0; i < ins.in.size(); ++i) os << (i ? ", " : "") << '%' << ins.in[i];
     os << ")";
     if (!ins.node.empty()) os << "  # " << ins.node;
+    if (p.stages > 1) os << (ins.node.empty() ? "  #" : "") << " @stage " << ins.stage;
     os << '\n';
   }
   return os.str();

@@ -29,6 +29,9 @@ enum class Op {
   // communication between the devices of a mesh (inserted by the partitioner)
   AllReduce, AllGather, ReduceScatter, AllToAll, ShardSlice,
   AllGatherInPlace,  // each device holds its own block of its operand; afterwards it holds them all
+  // between pipeline stages (inserted by the partitioner): Send copies its operand out to the device
+  // of stage `peer` with the same other coordinates and goes on; Recv waits for it (matched by `tag`)
+  Send, Recv,
   kCount
 };
 
@@ -61,6 +64,8 @@ struct Attrs {
   int64_t group_size = 1;
   int64_t dim = 0;
   int64_t split_dim = 0;  // AllToAll: `dim` is gathered, `split_dim` scattered
+  int64_t peer = -1;      // Send: the stage it goes to; Recv: the stage it comes from
+  int64_t tag = 0;        // Send/Recv: pairs one send with its recv
 };
 
 struct Instr {
@@ -69,11 +74,26 @@ struct Instr {
   std::vector<int> out;
   Attrs attrs;
   std::string node;  // the layer node it came from ("" for the loss or optimizer)
+  // Where a pipeline runs it (engine/sharding/pipeline.h). `layer` of `layers`: the Repeat layer it
+  // computes (its forward or its VJP), -1 outside a Repeat. `microbatch`: which one's forward
+  // (backward = false) or backward pass it belongs to, -1 for the once-per-step updates. `stage`:
+  // the pipeline stage whose devices run it, -1 for every device.
+  int64_t layer = -1, layers = 0;
+  int64_t microbatch = -1;
+  bool backward = false;
+  int64_t stage = -1;
 };
+
+// Whether a device of pipeline stage `stage` runs `ins` (every device does without a pipeline).
+inline bool runs_on_stage(const Instr& ins, int64_t stage) { return ins.stage < 0 || stage < 0 || ins.stage == stage; }
 
 struct Program {
   std::vector<Value> values;
   std::vector<Instr> instrs;
+  // A pipelined per-device program: the mesh axis whose coordinate is a device's stage, and how
+  // many stages (1: no pipeline, every device runs every instruction).
+  std::string stage_axis;
+  int64_t stages = 1;
 
   int add_value(std::string name, Shape shape, ValueKind kind = ValueKind::Temp,
                 std::vector<std::string> axes = {});

@@ -44,16 +44,41 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
         total = util::add_or_throw(total, numel(p.values[v].shape), "memory plan: persistent elements");
       }
 
-  std::vector<int> first(nv, end), last(nv, -1);
-  for (size_t v = 0; v < nv; ++v)
-    if (p.values[v].kind == ValueKind::Input || p.values[v].kind == ValueKind::Target) first[v] = -1;
+  // Live ranges per stage (one stage, 0, without a pipeline): a value is live on a stage from the
+  // first to the last of that stage's instructions touching it; inputs and targets from the start.
+  const int64_t S = std::max<int64_t>(p.stages, 1);
+  auto at = [&](int64_t s, size_t v) { return size_t(s) * nv + v; };
+  std::vector<int> first(size_t(S) * nv, end), last(size_t(S) * nv, -1);
+  auto touch = [&](const ir::Instr& ins, int i, auto&& f) {
+    for (int64_t s = 0; s < S; ++s)
+      if (ir::runs_on_stage(ins, S > 1 ? s : -1)) f(s, i);
+  };
+  std::vector<int> writers(nv, 0);
   for (int i = 0; i < end; ++i) {
-    for (int v : p.instrs[size_t(i)].in) last[size_t(v)] = std::max(last[size_t(v)], i);
-    for (int v : p.instrs[size_t(i)].out) first[size_t(v)] = std::min(first[size_t(v)], i), last[size_t(v)] = std::max(last[size_t(v)], i);
+    const ir::Instr& ins = p.instrs[size_t(i)];
+    for (int v : ins.out) ++writers[size_t(v)];
+    touch(ins, i, [&](int64_t s, int t) {
+      for (int v : ins.in) {
+        const ir::ValueKind k = p.values[size_t(v)].kind;
+        last[at(s, size_t(v))] = std::max(last[at(s, size_t(v))], t);
+      }
+      for (int v : ins.out) first[at(s, size_t(v))] = std::min(first[at(s, size_t(v))], t), last[at(s, size_t(v))] = std::max(last[at(s, size_t(v))], t);
+    });
   }
-  for (int v : keep) last[size_t(v)] = end;
+  // The host writes every input and target into every device before the step, whichever stage
+  // reads it, so they never share space with one another on any stage.
+  for (int64_t s = 0; s < S; ++s)
+    for (size_t v = 0; v < nv; ++v)
+      if (p.values[v].kind == ValueKind::Input || p.values[v].kind == ValueKind::Target) {
+        first[at(s, v)] = -1;
+        last[at(s, v)] = std::max(last[at(s, v)], -1);
+      }
+  for (int v : keep)
+    for (int64_t s = 0; s < S; ++s)
+      if (S == 1 || last[at(s, size_t(v))] >= 0) last[at(s, size_t(v))] = end;
 
-  // Alias in-place results to their operand's root buffer.
+  // Alias in-place results to their operand's root buffer (in a pipeline, only where one stage's
+  // instruction is the operand's last use and the result's only writer).
   std::vector<int> root(nv);
   std::iota(root.begin(), root.end(), 0);
   auto find = [&](int v) { while (root[size_t(v)] != v) v = root[size_t(v)]; return v; };
@@ -62,47 +87,67 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     int k = inplace_operand(ins.op);
     if (k < 0 || ins.out.size() != 1) continue;
     int src = ins.in[size_t(k)], dst = ins.out[0];
-    if (p.values[size_t(src)].kind != ValueKind::Temp || last[size_t(src)] != i) continue;
+    if (p.values[size_t(src)].kind != ValueKind::Temp) continue;
     if (numel(p.shape(src)) != numel(p.shape(dst))) continue;
+    int64_t s0 = 0;
+    if (S > 1) {
+      if (ins.stage < 0 || writers[size_t(dst)] != 1) continue;
+      bool elsewhere = false;
+      for (int64_t s = 0; s < S; ++s)
+        if (s != ins.stage && last[at(s, size_t(src))] >= 0) elsewhere = true;
+      if (elsewhere) continue;
+      s0 = ins.stage;
+    }
+    if (last[at(s0, size_t(src))] != i) continue;
     int r = find(src);
     root[size_t(dst)] = r;
-    last[size_t(r)] = std::max(last[size_t(r)], last[size_t(dst)]);
+    last[at(s0, size_t(r))] = std::max(last[at(s0, size_t(r))], last[at(s0, size_t(dst))]);
+    first[at(s0, size_t(r))] = std::min(first[at(s0, size_t(r))], first[at(s0, size_t(dst))]);
   }
 
-  struct Buf { int value; int64_t size; int first, last; int64_t offset = -1; };
+  struct Span { int64_t stage; int first, last; };
+  struct Buf { int value; int64_t size; std::vector<Span> live; int64_t offset = -1; };
   std::vector<Buf> bufs;
   for (size_t v = 0; v < nv; ++v) {
     ValueKind k = p.values[v].kind;
     if (k == ValueKind::Param || k == ValueKind::OptState || find(int(v)) != int(v)) continue;
-    if (first[v] == end && last[v] < 0) continue;  // never produced nor read
-    int64_t size = numel(p.values[v].shape);
-    bufs.push_back({int(v), size, first[v], last[v]});
+    Buf b{int(v), numel(p.values[v].shape), {}};
+    for (int64_t s = 0; s < S; ++s)
+      if (!(first[at(s, v)] == end && last[at(s, v)] < 0)) b.live.push_back({s, first[at(s, v)], last[at(s, v)]});
+    if (b.live.empty()) continue;  // never produced nor read
+    bufs.push_back(b);
     // Sizes come from the project's shapes (each bounded by graph analysis); their sums are checked.
-    if (k == ValueKind::Input || k == ValueKind::Target) mp.input_elems = util::add_or_throw(mp.input_elems, size, "memory plan: input elements");
-    else mp.naive_temp_elems = util::add_or_throw(mp.naive_temp_elems, size, "memory plan: temporary elements");
+    if (k == ValueKind::Input || k == ValueKind::Target) mp.input_elems = util::add_or_throw(mp.input_elems, b.size, "memory plan: input elements");
+    else mp.naive_temp_elems = util::add_or_throw(mp.naive_temp_elems, b.size, "memory plan: temporary elements");
   }
   // Greedy by size: place the largest buffers first at the lowest offset free over their live range.
   std::vector<size_t> order(bufs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].size > bufs[b].size; });
-  // The placed buffers live in time buckets (each in every bucket its live range touches), so a
-  // buffer's overlapping neighbours are found among those of its own buckets rather than among
+  // The placed buffers live in time buckets per stage (each in every bucket its live range touches),
+  // so a buffer's overlapping neighbours are found among those of its own buckets rather than among
   // every buffer placed: a step of many microbatches has tens of thousands of buffers.
   constexpr int kBucket = 64;
   auto bucket = [](int t) { return size_t(t + 1) / kBucket; };  // t >= -1 (inputs are live from the start)
-  std::vector<std::vector<size_t>> in_bucket(bucket(end) + 1);
+  const size_t nb = bucket(end) + 1;
+  std::vector<std::vector<size_t>> in_bucket(size_t(S) * nb);
   std::vector<size_t> seen(bufs.size(), SIZE_MAX);
   std::vector<std::pair<int64_t, int64_t>> busy;
   for (size_t bi : order) {
     Buf& b = bufs[bi];
     busy.clear();
-    for (size_t k = bucket(b.first); k <= bucket(std::max(b.last, b.first)); ++k)
-      for (size_t pj : in_bucket[k]) {
-        const Buf& o = bufs[pj];
-        if (seen[pj] == bi || !(o.first <= b.last && b.first <= o.last)) continue;
-        seen[pj] = bi;
-        busy.push_back({o.offset, o.offset + o.size});
-      }
+    for (const Span& sp : b.live)
+      for (size_t k = bucket(sp.first); k <= bucket(std::max(sp.last, sp.first)); ++k)
+        for (size_t pj : in_bucket[size_t(sp.stage) * nb + k]) {
+          const Buf& o = bufs[pj];
+          if (seen[pj] == bi) continue;
+          bool overlap = false;
+          for (const Span& os : o.live)
+            if (os.stage == sp.stage && os.first <= sp.last && sp.first <= os.last) overlap = true;
+          if (!overlap) continue;
+          seen[pj] = bi;
+          busy.push_back({o.offset, o.offset + o.size});
+        }
     std::sort(busy.begin(), busy.end());
     int64_t off = 0;
     for (auto [s, e] : busy) {
@@ -111,7 +156,14 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     }
     b.offset = off;
     mp.arena_elems = std::max(mp.arena_elems, util::add_or_throw(off, b.size, "memory plan: arena elements"));
-    for (size_t k = bucket(b.first); k <= bucket(std::max(b.last, b.first)); ++k) in_bucket[k].push_back(bi);
+    for (const Span& sp : b.live)
+      for (size_t k = bucket(sp.first); k <= bucket(std::max(sp.last, sp.first)); ++k) in_bucket[size_t(sp.stage) * nb + k].push_back(bi);
+  }
+  if (S > 1) {
+    mp.stage_arena_elems.assign(size_t(S), 0);
+    for (const Buf& b : bufs)
+      for (const Span& sp : b.live)
+        mp.stage_arena_elems[size_t(sp.stage)] = std::max(mp.stage_arena_elems[size_t(sp.stage)], b.offset + b.size);
   }
   for (const Buf& b : bufs) mp.arena_offset[size_t(b.value)] = b.offset;
   for (size_t v = 0; v < nv; ++v)

@@ -19,6 +19,11 @@ struct MemoryPlan {
   int64_t opt_state_elems = 0;
   int64_t input_elems = 0;       // inputs and targets (included in arena_elems)
   int64_t naive_temp_elems = 0;  // every temporary held at once: what the plan saves against
+  // A pipelined program (Program::stages > 1): each stage's devices run only their instructions, so
+  // a buffer is live only on the stages that use it, and two buffers share arena space unless they
+  // are live at once on the same stage. The arena's peak on each stage's devices (arena_elems is
+  // their largest); empty without a pipeline.
+  std::vector<int64_t> stage_arena_elems;
 
   int64_t total_elems() const { return arena_elems + param_elems + opt_state_elems; }
 };

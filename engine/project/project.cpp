@@ -145,7 +145,7 @@ CheckpointSpec parse_checkpoint(const Json& j, const std::string& where) {
 }
 
 TrainingSpec parse_training(const Json& j, const std::string& where) {
-  only(j, where, {"batch_size", "accumulate", "epochs", "steps", "seed", "shuffle", "prefetch", "eval", "checkpoint"});
+  only(j, where, {"batch_size", "accumulate", "pipeline_schedule", "epochs", "steps", "seed", "shuffle", "prefetch", "eval", "checkpoint"});
   TrainingSpec t;
   auto integer = [&](const char* k, int64_t fallback, int64_t lo) { return optional_integer(j, where, k, fallback, lo); };
   auto boolean = [&](const char* k, bool fallback) {
@@ -163,6 +163,12 @@ TrainingSpec parse_training(const Json& j, const std::string& where) {
   if (t.batch_size % t.accumulate != 0)
     throw Error(where + ".accumulate: " + std::to_string(t.accumulate) + " microbatches do not divide batch_size " +
                 std::to_string(t.batch_size) + " (each microbatch must have the same number of examples)");
+  if (j.contains("pipeline_schedule")) {
+    const Json& ps = j["pipeline_schedule"];
+    if (!ps.is_string() || (ps.get<std::string>() != "gpipe" && ps.get<std::string>() != "1f1b"))
+      throw Error(where + ".pipeline_schedule: bad value " + ps.dump() + " (expected \"gpipe\" or \"1f1b\")");
+    t.pipeline_schedule = ps.get<std::string>();
+  }
   t.eval = boolean("eval", true);
   if (t.steps == 0 && t.epochs == 0) throw Error(where + ": set steps or epochs above 0");
   if (j.contains("checkpoint")) t.checkpoint = parse_checkpoint(j["checkpoint"], where + ".checkpoint");

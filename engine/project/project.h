@@ -39,6 +39,8 @@ struct TrainingSpec {
   // Gradient accumulation (Optax's MultiSteps): each step runs the batch as this many equal
   // microbatches, one after another, and applies one update with the mean of their gradients.
   int64_t accumulate = 1;
+  // How pipeline stages (a rule layer=<mesh axis>) order the microbatches: "1f1b" or "gpipe".
+  std::string pipeline_schedule = "1f1b";
   bool eval = true;  // evaluate on the test split after each epoch and at the end
   std::optional<CheckpointSpec> checkpoint;  // absent: runs save no checkpoints unless told to
 };

@@ -12,6 +12,11 @@ Project with_overrides(Project p, const RunOverrides& o) {
     throw Error(p.display_name() + ": training.accumulate: " + std::to_string(p.training.accumulate) +
                 " microbatches do not divide the batch size " +
                 std::to_string(p.training.batch_size));
+  if (!o.pipeline_schedule.empty()) {
+    if (o.pipeline_schedule != "gpipe" && o.pipeline_schedule != "1f1b")
+      throw Error("pipeline schedule: '" + o.pipeline_schedule + "' (expected gpipe or 1f1b)");
+    p.training_json["pipeline_schedule"] = p.training.pipeline_schedule = o.pipeline_schedule;
+  }
   if (o.seed >= 0) {
     p.training.seed = uint64_t(o.seed);
     p.training_json["seed"] = o.seed;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "engine/project/project.h"
 
@@ -13,6 +14,7 @@ namespace shardlab::project {
 struct RunOverrides {
   int64_t batch_size = 0;                // > 0 replaces training.batch_size
   int64_t accumulate = 0;                // > 0 replaces training.accumulate
+  std::string pipeline_schedule;         // non-empty ("gpipe", "1f1b") replaces training.pipeline_schedule
   int64_t seed = -1;                     // >= 0 replaces training.seed
   int64_t steps = -1;                    // >= 0 replaces training.steps
   int64_t epochs = -1;                   // >= 0 replaces training.epochs (and steps becomes 0 unless given)

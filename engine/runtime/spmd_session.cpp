@@ -48,7 +48,7 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
   global_ = build_step(project_, report, batch, true);
   step_ = sharding::partition(global_, mesh_, rules_,
                               sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"),
-                              update_);
+                              update_, schedule());
   backends::LoadOptions lo;
   lo.what = "the training step";
   exe_ = backend_->load(step_.program, step_.memory, mesh_, lo);
@@ -68,6 +68,10 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
 
 SpmdSession::~SpmdSession() = default;
 
+sharding::PipelineSchedule SpmdSession::schedule() const {
+  return sharding::parse_pipeline_schedule(project_.training.pipeline_schedule, project_.display_name() + ": training.pipeline_schedule");
+}
+
 uint64_t SpmdSession::bytes_per_device() const {
   uint64_t b = exe_->bytes_per_device();
   for (const auto& [n, e] : eval_) b += e->exe->bytes_per_device();
@@ -86,8 +90,8 @@ Tensor SpmdSession::value(int v) const {
   const Shape& global_shape = global_.program.shape(v);
   const std::vector<int> mine = exe_->local_devices();
   Tensor block(step_.program.shape(local));
-  if (block.shape == global_shape) {  // replicated: any device holds all of it
-    exe_->read(mine.front(), local, block.ptr());
+  if (block.shape == global_shape) {  // replicated: any device holds all of it (in a pipeline, its stage's)
+    exe_->read(step_.device_holding(local, mesh_, mine), local, block.ptr());
     return block;
   }
   // Every device's block, this process's read here and the others' gathered from their processes
@@ -102,7 +106,11 @@ Tensor SpmdSession::value(int v) const {
     p->all_gather(here.data(), blocks.data(), bytes);
   }
   Tensor full(global_shape);
+  // In a pipeline, a parameter outside the Repeats is current only on the stage that updates it.
+  const int64_t home = size_t(local) < step_.stage.size() ? step_.stage[size_t(local)] : -1;
+  const int axis = home >= 0 ? mesh_.axis_index(step_.pipeline.axis) : -1;
   for (int d = 0; d < exe_->num_devices(); ++d) {
+    if (axis >= 0 && mesh_.coords(d)[size_t(axis)] != home) continue;
     std::copy_n(blocks.data() + size_t(d) * elems, elems, block.ptr());
     sharding::place_block(full, block, s, mesh_, d);
   }
@@ -173,14 +181,15 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
   exe_->run(ctx);
   ++step_count_;
   comm_seconds_ = exe_->last_comm_seconds();
-  // The loss and accuracy are reduced over the mesh: every device holds them.
-  const int here = exe_->local_devices().front();
+  // The loss and accuracy are reduced over the mesh: every device holds them (in a pipeline, every
+  // device of the last stage).
+  const std::vector<int> mine = exe_->local_devices();
   float v = 0;
   if (step_.accuracy >= 0) {
-    exe_->read(here, step_.accuracy, &v);
+    exe_->read(step_.device_holding(step_.accuracy, mesh_, mine), step_.accuracy, &v);
     accuracy_ = double(v);
   }
-  exe_->read(here, step_.loss, &v);
+  exe_->read(step_.device_holding(step_.loss, mesh_, mine), step_.loss, &v);
   return double(v);
 }
 
@@ -191,7 +200,7 @@ SpmdSession::EvalStep& SpmdSession::eval_step(int64_t batch) {
   e->global = build_step(project_, project::analyze_project(project_), batch, false);
   e->part = sharding::partition(e->global, mesh_, rules_,
                                 sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"),
-                                update_);
+                                update_, schedule());
   // Both steps must keep every parameter and optimizer-state block at the same place, since the
   // evaluation step reads the training step's storage.
   for (const ModelParam& mp : e->global.params) {
@@ -220,13 +229,13 @@ SpmdSession::Eval SpmdSession::evaluate_divisible(const Tensor& features, const 
   ctx.step = step_count_;
   e.exe->run(ctx);
   Eval out;
-  const int here = e.exe->local_devices().front();
+  const std::vector<int> mine = e.exe->local_devices();
   float v = 0;
-  e.exe->read(here, e.part.loss, &v);
+  e.exe->read(e.part.device_holding(e.part.loss, mesh_, mine), e.part.loss, &v);
   out.loss = double(v);
   out.accuracy = NAN;
   if (e.part.accuracy >= 0) {
-    e.exe->read(here, e.part.accuracy, &v);
+    e.exe->read(e.part.device_holding(e.part.accuracy, mesh_, mine), e.part.accuracy, &v);
     out.accuracy = double(v);
   }
   return out;

@@ -72,6 +72,7 @@ class SpmdSession {
 
  private:
   struct EvalStep;
+  sharding::PipelineSchedule schedule() const;
   const ModelParam& param(const std::string& path) const;
   EvalStep& eval_step(int64_t batch);
   Eval evaluate_divisible(const Tensor& features, const Tensor& targets);

@@ -172,19 +172,28 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
     s.targets.push_back(target);
     if (m == 0) s.output = output;
 
+    for (size_t k = forward_begin; k < p.instrs.size(); ++k) p.instrs[k].microbatch = m;
     if (training) {
+      const size_t backward_begin = p.instrs.size();
       std::vector<int> g = ir::append_gradients(p, loss, wrt, forward_begin);
+      size_t first_add = 0;
       if (m == 0) {
         grads = std::move(g);
       } else {
-        const size_t first_add = p.instrs.size();
+        first_add = p.instrs.size();
         for (size_t i = 0; i < g.size(); ++i)
           grads[i] = p.apply1(Op::Add, {grads[i], g[i]}, {}, s.params[i].path, "d_" + s.params[i].path + " (sum)");
-        place_after_operands(p, forward_begin, first_add);
       }
+      for (size_t k = backward_begin; k < p.instrs.size(); ++k) {
+        p.instrs[k].microbatch = m;
+        p.instrs[k].backward = true;
+      }
+      if (m > 0) place_after_operands(p, forward_begin, first_add);
     }
+    const size_t sums_begin = p.instrs.size();
     loss_sum = loss_sum < 0 ? loss : p.apply1(Op::Add, {loss_sum, loss}, {}, "", "loss");
     if (accuracy >= 0) accuracy_sum = accuracy_sum < 0 ? accuracy : p.apply1(Op::Add, {accuracy_sum, accuracy}, {}, "", "accuracy");
+    for (size_t k = sums_begin; k < p.instrs.size(); ++k) p.instrs[k].microbatch = m;
   }
   s.input = s.inputs.front();
   s.target = s.targets.front();

@@ -34,6 +34,7 @@ project::RunOverrides overrides_of(const TrainOptions& o) {
   project::RunOverrides r;
   r.batch_size = o.batch_size;
   r.accumulate = o.accumulate;
+  r.pipeline_schedule = o.pipeline_schedule;
   r.seed = o.seed;
   r.steps = o.steps;
   r.epochs = o.epochs;

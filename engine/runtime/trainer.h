@@ -74,6 +74,7 @@ class TrainerListener {
 struct TrainOptions {
   int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
   int64_t accumulate = -1;  // microbatches per step; -1: the project's training.accumulate
+  std::string pipeline_schedule;  // "gpipe" or "1f1b"; empty: the project's training.pipeline_schedule
   int64_t seed = -1;
   std::optional<double> learning_rate;  // the schedule's constant value or its peak
   int threads = 0;    // 0: every core

@@ -6,6 +6,7 @@
 
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/layout_problems.h"
+#include "engine/sharding/pipeline.h"
 #include "engine/sharding/weight_update.h"
 #include "engine/util/error.h"
 
@@ -73,6 +74,36 @@ std::map<std::string, int> step_values(const runtime::StepProgram& step, const g
   return v;
 }
 
+// What each pipeline stage holds and runs: its devices' arena, its layers, the bubble.
+void read_pipeline(ShardingReport& r, const runtime::StepProgram& step, const graph::GraphReport& report,
+                   const PartitionedStep& plan, const Mesh& mesh) {
+  const Pipeline& pipe = plan.pipeline;
+  const int axis = mesh.axis_index(pipe.axis);
+  r.pipeline_axis = pipe.axis;
+  r.pipeline_schedule = pipeline_schedule_name(plan.schedule);
+  r.bubble = bubble_fraction(pipe.stages, step.microbatches);
+  r.stages.assign(size_t(pipe.stages), {});
+  for (int64_t d = 0; d < mesh.device_count(); ++d)
+    r.devices[size_t(d)].arena = double(plan.memory.stage_arena_elems.at(size_t(mesh.coords(d)[size_t(axis)]))) * sizeof(float);
+  for (int64_t s = 0; s < pipe.stages; ++s) r.stages[size_t(s)].arena = double(plan.memory.stage_arena_elems[size_t(s)]) * sizeof(float);
+  // A Repeat's layers split evenly; a layer outside the Repeats lives where its parameters are updated.
+  for (const graph::NodeReport& n : report.nodes) {
+    if (n.type == "Repeat") {
+      const int64_t layers = n.params.empty() ? 0 : n.params.front().layers, per = layers / pipe.stages;
+      for (int64_t s = 0; s < pipe.stages && per > 0; ++s)
+        r.stages[size_t(s)].layers.push_back(n.name + "[" + std::to_string(s * per) + ":" + std::to_string((s + 1) * per) + "]");
+      continue;
+    }
+    for (const runtime::ModelParam& mp : step.params) {
+      if (mp.path.rfind(n.name + "/", 0) != 0) continue;
+      const int local = plan.local[size_t(mp.value)];
+      const int64_t home = local >= 0 && size_t(local) < plan.stage.size() ? plan.stage[size_t(local)] : -1;
+      if (home >= 0) r.stages[size_t(home)].layers.push_back(n.name);
+      break;
+    }
+  }
+}
+
 // Reads every array's layout, shard and bytes, and each device's memory, from the partitioned step.
 void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph::GraphReport& report,
                std::shared_ptr<const PartitionedStep> plan, const Mesh& mesh) {
@@ -97,8 +128,9 @@ void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph:
   d.opt_state = double(plan->memory.opt_state_elems) * sizeof(float);
   d.arena = double(plan->memory.arena_elems) * sizeof(float);
   r.devices.assign(size_t(mesh.device_count()), d);  // every device runs the same local program
-  r.plan = std::move(plan);
   r.microbatches = step.microbatches;
+  if (plan->pipeline.on()) read_pipeline(r, step, report, *plan, mesh);
+  r.plan = std::move(plan);
 }
 
 // Accumulation saves activation memory but holds the summed gradients, as large as the parameters
@@ -108,7 +140,8 @@ void warn_if_accumulation_costs_memory(ShardingReport& r, const project::Project
   project::Project whole = p;
   whole.training.accumulate = 1;
   const runtime::StepProgram step = runtime::build_step(whole, report, whole.training.batch_size, true);
-  const PartitionedStep plan = partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback"));
+  const PartitionedStep plan = partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback"), WeightUpdate::Sharded,
+                                      parse_pipeline_schedule(p.training.pipeline_schedule, p.display_name() + ": training.pipeline_schedule"));
   const double one = double(plan.memory.arena_elems) * sizeof(float), many = r.devices.front().arena;
   if (many <= one) return;
   r.diagnostics.push_back(make_diagnostic(
@@ -202,9 +235,22 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   if (r.diagnostics.empty() && report.ok()) try {
       const runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
       auto plan = std::make_shared<const PartitionedStep>(
-          partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback")));
+          partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback"), WeightUpdate::Sharded,
+                                      parse_pipeline_schedule(p.training.pipeline_schedule, p.display_name() + ": training.pipeline_schedule")));
       read_plan(r, step, report, std::move(plan), mesh);
-      if (step.microbatches > 1) warn_if_accumulation_costs_memory(r, p, report, mesh, rules);
+      if (!r.stages.empty() && r.bubble >= 0.5) {
+        const int64_t stages = int64_t(r.stages.size()), want = 4 * stages;
+        r.diagnostics.push_back(make_diagnostic(
+            Severity::Warning, "pipeline.bubble", "training.accumulate",
+            "training.accumulate: " + std::to_string(step.microbatches) + " microbatches through " + std::to_string(stages) +
+                " pipeline stages leave each stage idle " + std::to_string(int(r.bubble * 100 + 0.5)) +
+                "% of the step while the pipeline fills and drains ((S-1)/(M+S-1))",
+            "raise training.accumulate to " + std::to_string(want) + " or more (" +
+                std::to_string(int(bubble_fraction(stages, want) * 100 + 0.5)) + "% idle), or use fewer stages"));
+      } else if (step.microbatches > 1 && r.stages.empty()) {
+        // (A pipeline needs its microbatches, whatever they cost.)
+        warn_if_accumulation_costs_memory(r, p, report, mesh, rules);
+      }
     } catch (const std::exception& e) {
       // The partitioner's refusal (the constraint fallback, a rule it cannot apply).
       r.diagnostics.push_back(make_diagnostic(Severity::Error, "layout.plan", "logical_axis_rules", e.what()));

@@ -60,6 +60,16 @@ struct ShardingReport {
   // Gradient accumulation: the step runs the batch as this many microbatches, and the inputs and
   // activations above are one microbatch's (their shapes are the microbatch's).
   int64_t microbatches = 1;
+  // Pipeline stages (a rule layer=<mesh axis>): per stage, the layers it holds ("embed",
+  // "blocks[0:4]") and its devices' step arena; the schedule; and the share of the step each stage
+  // idles while the pipeline fills and drains, (S-1)/(M+S-1). Empty without a pipeline.
+  struct Stage {
+    std::vector<std::string> layers;
+    double arena = 0;
+  };
+  std::vector<Stage> stages;
+  std::string pipeline_axis, pipeline_schedule;
+  double bubble = 0;
   const ArraySharding* find(const std::string& name) const;
 };
 

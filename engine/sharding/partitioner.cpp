@@ -21,17 +21,39 @@ std::vector<int> targets_of(const runtime::StepProgram& g) { return g.targets.em
 
 class Partitioner : public ir::PartitionContext {
  public:
-  Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback, WeightUpdate update)
+  Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback, WeightUpdate update,
+              PipelineSchedule schedule)
       : g_(g), mesh_(mesh), rules_(rules), fallback_(fallback), update_(update) {
     out_.local.assign(g.program.values.size(), -1);
     out_.sharding.assign(g.program.values.size(), {});
+    // Pipeline stages split Repeats' layers: a program without any runs unpipelined.
+    if (std::any_of(g.program.instrs.begin(), g.program.instrs.end(), [](const ir::Instr& i) { return i.layers > 0; }))
+      out_.pipeline = pipeline_of(rules, mesh);
+    out_.schedule = schedule;
+    out_.microbatches = g.microbatches;
   }
 
   PartitionedStep run() {
+    const Pipeline& pipe = out_.pipeline;
+    if (pipe.on()) {
+      stage_of_ = assign_stages(g_.program, pipe.stages, pipe.axis);
+      p().stage_axis = pipe.axis;
+      p().stages = pipe.stages;
+    }
     define_leaves();
-    for (const ir::Instr& ins : g_.program.instrs) {
+    for (size_t i = 0; i < g_.program.instrs.size(); ++i) {
+      const ir::Instr& ins = g_.program.instrs[i];
+      if (pipe.on()) {
+        lower_on_stage(ins, stage_of_[i]);
+        continue;
+      }
       lower(ins);
       for (int v : ins.out) constrain(v, ins.node);
+    }
+    if (pipe.on()) {
+      out_.stage.resize(p().values.size(), kEveryStage);
+      mark_parameter_homes();
+      schedule_pipeline(p(), out_.schedule, g_.microbatches);
     }
     for (int v : inputs_of(g_)) out_.inputs.push_back(out_.local[size_t(v)]);
     for (int v : targets_of(g_)) out_.targets.push_back(out_.local[size_t(v)]);
@@ -52,6 +74,19 @@ class Partitioner : public ir::PartitionContext {
   const Fallback fallback_;
   const WeightUpdate update_;
   PartitionedStep out_;
+
+  // Pipeline state: each global instruction's stage, the stage (and unit) of each local value, the
+  // stage the instruction being lowered runs on, and values already sent to a stage.
+  std::vector<int64_t> stage_of_;
+  struct Unit {
+    int64_t microbatch = -1;
+    bool backward = false;
+  };
+  std::vector<int64_t> vstage_;
+  std::vector<Unit> vunit_;
+  int64_t cur_stage_ = kEveryStage;
+  int64_t next_tag_ = 0;
+  std::map<std::pair<int, int64_t>, int> sent_;
 
   ir::Program& p() { return out_.program; }
   const Shape& gshape(int v) const { return g_.program.shape(v); }
@@ -88,6 +123,7 @@ class Partitioner : public ir::PartitionContext {
       Sharding s = from_rules(val.axes, val.shape, val.name);
       if (val.kind == ValueKind::OptState && update_ == WeightUpdate::Sharded)
         s.dims = optimizer_state_axes(s.dims, val.shape, mesh_, batch_axes);
+      check_pipeline_axis(val, s);
       set(int(v), p().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes), s);
     }
     // Targets (one per microbatch) follow the input's batch sharding.
@@ -96,6 +132,20 @@ class Partitioner : public ir::PartitionContext {
       Sharding t = replicated(ts.size());
       if (!ts.empty() && !batch_axes.empty()) t.dims[0] = batch_axes;
       set(target, p().add_value(gp.values[size_t(target)].name, local_shape(ts, t), ValueKind::Target), t);
+    }
+  }
+
+  // The pipeline's axis splits only the 'layer' dimension of stacked parameters (and their state).
+  void check_pipeline_axis(const ir::Value& val, const Sharding& s) const {
+    const Pipeline& pipe = out_.pipeline;
+    if (!pipe.on()) return;
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      const bool stage_axis = std::find(s.dims[d].begin(), s.dims[d].end(), pipe.axis) != s.dims[d].end();
+      const bool layer_dim = d == 0 && !val.axes.empty() && val.axes[0] == "layer";
+      if (stage_axis && !layer_dim)
+        throw Error(val.name + ": dimension " + std::to_string(d) + " (" + (d < val.axes.size() && !val.axes[d].empty() ? val.axes[d] : "unnamed") +
+                    ") maps to mesh axis '" + pipe.axis + "', which carries the pipeline stages (layer=" + pipe.axis +
+                    "); map it to another axis");
     }
   }
 
@@ -155,7 +205,7 @@ class Partitioner : public ir::PartitionContext {
   std::map<std::pair<int, std::string>, int> resharded_;
   int reshard(int v, const Sharding& to, const std::string& node) override {
     if (S(v) == to) return L(v);
-    auto [it, fresh] = resharded_.try_emplace({v, to.str()}, -1);
+    auto [it, fresh] = resharded_.try_emplace({v, to.str() + "@" + std::to_string(cur_stage_)}, -1);
     if (fresh) it->second = reshard_now(v, to, node);
     return it->second;
   }
@@ -244,6 +294,145 @@ class Partitioner : public ir::PartitionContext {
     if (!rule) throw Error(std::string("the partitioner has no rule for ") + ir::op_name(ins.op));
     rule(*this, ins);
   }
+
+  // --- Pipelines.
+  int64_t local_stage(int local) const { return size_t(local) < vstage_.size() ? vstage_[size_t(local)] : kEveryStage; }
+
+  // Gives every local instruction from `begin` on the stage and unit, and their results the stage.
+  void place(size_t begin, int64_t stage, const ir::Instr& from) {
+    for (size_t k = begin; k < p().instrs.size(); ++k) {
+      ir::Instr& x = p().instrs[k];
+      x.stage = stage;
+      x.microbatch = from.microbatch;
+      x.backward = from.backward;
+      x.layer = from.layer;
+      x.layers = from.layers;
+      for (int v : x.out) note(v, stage, Unit{from.microbatch, from.backward});
+    }
+  }
+  void note(int local, int64_t stage, Unit u) {
+    if (vstage_.size() <= size_t(local)) vstage_.resize(size_t(local) + 1, kEveryStage), vunit_.resize(size_t(local) + 1);
+    vstage_[size_t(local)] = stage;
+    vunit_[size_t(local)] = u;
+  }
+
+  // The local value holding global `v` on `stage`: sent there from the stage that made it (once).
+  int on_stage(int v, int64_t stage, const ir::Instr& reader) {
+    const int here = L(v);
+    const int64_t from = local_stage(here);
+    if (stage < 0 || from < 0 || from == stage) return here;
+    auto [it, fresh] = sent_.try_emplace({v, stage}, -1);
+    if (!fresh) return it->second;
+    const Unit made = size_t(here) < vunit_.size() ? vunit_[size_t(here)] : Unit{};
+    ir::Attrs a;
+    a.tag = next_tag_++;
+    a.peer = stage;
+    ir::Instr send{Op::Send, {here}, {}, a, reader.node};
+    send.stage = from;
+    send.microbatch = made.microbatch;
+    send.backward = made.backward;
+    p().instrs.push_back(send);
+    a.peer = from;
+    a.shape = p().shape(here);
+    const int got = p().add_value(p().values[size_t(here)].name, a.shape, ir::ValueKind::Temp, p().values[size_t(here)].axes);
+    ir::Instr recv{Op::Recv, {}, {got}, a, reader.node};
+    recv.stage = stage;
+    recv.microbatch = reader.microbatch;
+    recv.backward = reader.backward;
+    p().instrs.push_back(recv);
+    note(got, stage, Unit{reader.microbatch, reader.backward});
+    const double bytes = double(numel(a.shape)) * sizeof(float);
+    out_.collectives.push_back({Op::Send, {out_.pipeline.axis}, bytes, g_.program.values[size_t(v)].name, reader.node});
+    return it->second = got;
+  }
+
+  void lower_on_stage(const ir::Instr& ins, int64_t stage) {
+    if (stage == kSplit) return ins.op == Op::Unstack ? split_unstack(ins) : split_stack(ins);
+    // Operands made on another stage are sent here first; the rule sees them as local.
+    std::vector<std::pair<int, int>> swapped;
+    for (int v : ins.in) {
+      const int there = on_stage(v, stage, ins);
+      if (there != L(v)) swapped.push_back({v, L(v)}), out_.local[size_t(v)] = there;
+    }
+    cur_stage_ = stage;
+    const size_t begin = p().instrs.size();
+    lower(ins);
+    for (int v : ins.out) constrain(v, ins.node);
+    for (auto it = swapped.rbegin(); it != swapped.rend(); ++it) out_.local[size_t(it->first)] = it->second;
+    const size_t end = p().instrs.size();
+    // Work every stage does for a microbatch (summing a stage's own gradient blocks) is one copy per
+    // stage, so each stage's copy runs in that stage's order.
+    if (stage == kEveryStage && ins.microbatch >= 0) {
+      place(begin, 0, ins);
+      for (int64_t s = 1; s < out_.pipeline.stages; ++s) {
+        for (size_t k = begin; k < end; ++k) p().instrs.push_back(p().instrs[k]);
+        place(end + size_t(s - 1) * (end - begin), s, ins);
+      }
+      for (size_t k = begin; k < p().instrs.size(); ++k)
+        for (int o : p().instrs[k].out) note(o, kEveryStage, Unit{ins.microbatch, ins.backward});
+    } else {
+      place(begin, stage, ins);
+    }
+    cur_stage_ = kEveryStage;
+  }
+
+  // Each stage unstacks its own block of a stacked parameter: its L/S layers.
+  void split_unstack(const ir::Instr& ins) {
+    const int x = ins.in[0];
+    const Sharding s = S(x);
+    if (s.dims.at(0) != std::vector<std::string>{out_.pipeline.axis})
+      throw Error("internal: '" + name(x) + "' is not split over the pipeline axis");
+    const int64_t stages = out_.pipeline.stages, per = int64_t(ins.out.size()) / stages;
+    const Sharding part{std::vector<std::vector<std::string>>(s.dims.begin() + 1, s.dims.end()), s.partial};
+    for (int64_t st = 0; st < stages; ++st) {
+      const size_t begin = p().instrs.size();
+      const std::vector<int> outs = p().apply(Op::Unstack, {L(x)}, ins.attrs, ins.node);
+      for (int64_t j = 0; j < per; ++j) set(ins.out[size_t(st * per + j)], outs[size_t(j)], part);
+      place(begin, st, ins);
+    }
+  }
+
+  // Each stage stacks its own layers' gradients into its block of the stacked gradient.
+  void split_stack(const ir::Instr& ins) {
+    const int64_t stages = out_.pipeline.stages, per = int64_t(ins.in.size()) / stages;
+    // As the Stack rule: equal pending sums stay pending and are reduced once, stacked.
+    const bool same = std::all_of(ins.in.begin(), ins.in.end(), [&](int v) { return S(v) == S(ins.in[0]); });
+    const Sharding part = same ? S(ins.in[0]) : S(ins.in[0]).without_partial();
+    Sharding whole = part;
+    whole.dims.insert(whole.dims.begin(), std::vector<std::string>{out_.pipeline.axis});
+    const Shape& gs = gshape(ins.out[0]);
+    const int out = p().add_value(g_.program.values[size_t(ins.out[0])].name, local_shape(gs, whole), ir::ValueKind::Temp,
+                                  g_.program.values[size_t(ins.out[0])].axes);
+    for (int64_t st = 0; st < stages; ++st) {
+      cur_stage_ = st;
+      const size_t begin = p().instrs.size();
+      std::vector<int> ops;
+      for (int64_t j = 0; j < per; ++j) {
+        const int v = ins.in[size_t(st * per + j)];
+        const int there = on_stage(v, st, ins), before = L(v);
+        out_.local[size_t(v)] = there;
+        ops.push_back(reshard(v, part, ins.node));
+        out_.local[size_t(v)] = before;
+      }
+      ir::Instr stack{Op::Stack, ops, {out}, ins.attrs, ins.node};
+      p().instrs.push_back(stack);
+      place(begin, st, ins);
+    }
+    cur_stage_ = kEveryStage;
+    set(ins.out[0], out, whole);
+    note(out, kEveryStage, Unit{ins.microbatch, ins.backward});
+  }
+
+  // A parameter (and its state) kept whole on every stage is updated only where its gradient is:
+  // that stage holds its current value.
+  void mark_parameter_homes() {
+    for (const ir::Instr& ins : p().instrs)
+      if ((ins.op == Op::AdamUpdate || ins.op == Op::SgdUpdate) && ins.stage >= 0)
+        for (size_t k = 0; k < ins.in.size(); ++k)
+          if (k != 1) out_.stage[size_t(ins.in[k])] = ins.stage;
+    for (size_t v = 0; v < vstage_.size() && v < out_.stage.size(); ++v)
+      if (p().values[v].kind == ir::ValueKind::Temp) out_.stage[v] = vstage_[v];
+  }
 };
 
 // Per dimension: block index of the device and the block's extent.
@@ -288,8 +477,18 @@ void for_each_block_row(const Shape& global, const Shape& start, const Shape& si
 }  // namespace
 
 PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
-                          Fallback constraint_fallback, WeightUpdate update) {
-  return Partitioner(step, mesh, rules, constraint_fallback, update).run();
+                          Fallback constraint_fallback, WeightUpdate update, PipelineSchedule schedule) {
+  return Partitioner(step, mesh, rules, constraint_fallback, update, schedule).run();
+}
+
+int PartitionedStep::device_holding(int local, const Mesh& mesh, const std::vector<int>& devices) const {
+  const int64_t st = size_t(local) < stage.size() ? stage[size_t(local)] : kEveryStage;
+  if (st < 0 || devices.empty()) return devices.empty() ? 0 : devices.front();
+  const int k = mesh.axis_index(pipeline.axis);
+  for (int d : devices)
+    if (mesh.coords(d)[size_t(k)] == st) return d;
+  throw Error("'" + program.values[size_t(local)].name + "' is held by pipeline stage " + std::to_string(st) +
+              ", none of whose devices this process holds");
 }
 
 void block_bounds(const Shape& global, const Sharding& s, const Mesh& mesh, int64_t device, Shape& start, Shape& size) {

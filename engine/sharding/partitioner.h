@@ -5,6 +5,8 @@
 // engine/ir/primitives/); where an operand's sharding
 // does not fit, a reshard is inserted (P->S reduce-scatter, P->R all-reduce, S->R all-gather,
 // S(a)->S(b) all-to-all, R->S a local slice). For a matmul whose operands disagree, the smaller operand moves (GSPMD).
+// A rule mapping `layer` to a mesh axis makes that axis a pipeline (engine/sharding/pipeline.h): each
+// instruction runs on its stage's devices, and values cross stages by Send/Recv.
 #pragma once
 
 #include <set>
@@ -15,6 +17,7 @@
 #include "engine/ir/program.h"
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/logical_rules.h"
+#include "engine/sharding/pipeline.h"
 
 namespace shardlab::sharding {
 
@@ -36,6 +39,15 @@ struct PartitionedStep {
   std::vector<int> inputs, targets;                       // every microbatch's, in order
   std::vector<CollectiveInfo> collectives;
   plan::MemoryPlan memory;         // of the local program
+  // A pipeline (layer=<axis>): per local value, the stage whose devices hold it, -1 for every device.
+  // A parameter kept whole on every stage (outside the Repeats) is current only on the stage that
+  // updates it, which `stage` names too. Empty without a pipeline.
+  std::vector<int64_t> stage;
+  Pipeline pipeline;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int64_t microbatches = 1;
+  // A device of this process's that holds local value `local` (its stage's), or `fallback`.
+  int device_holding(int local, const Mesh& mesh, const std::vector<int>& devices) const;
 };
 
 // `constraint_fallback`: what a constrained value's logical name without a rule means (Flax's
@@ -44,7 +56,8 @@ struct PartitionedStep {
 // update (engine/sharding/weight_update.h), or kept in its parameter's layout.
 enum class WeightUpdate { Sharded, Replicated };
 PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
-                          Fallback constraint_fallback = Fallback::Unsharded, WeightUpdate update = WeightUpdate::Sharded);
+                          Fallback constraint_fallback = Fallback::Unsharded, WeightUpdate update = WeightUpdate::Sharded,
+                          PipelineSchedule schedule = PipelineSchedule::OneFOneB);
 
 // The device's block of a global tensor under `s` (whose partial set must be empty), and back.
 Tensor local_block(const Tensor& global, const Sharding& s, const Mesh& mesh, int64_t device);

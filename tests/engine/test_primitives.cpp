@@ -88,7 +88,7 @@ std::vector<Case> cases() {
 const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxXentGrad, Op::MseGrad,
                                          Op::Accuracy,  Op::SgdUpdate,     Op::AdamUpdate,      Op::AllReduce,
                                          Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice,
-                                         Op::AllGatherInPlace};
+                                         Op::AllGatherInPlace, Op::Send,    Op::Recv};
 
 double draw(Gen g, uint64_t key, uint64_t i, int64_t classes) {
   const double u = double(util::mix64(key ^ util::mix64(i)) >> 11) * 0x1.0p-53;
@@ -132,7 +132,7 @@ void TestPrimitives::everyDifferentiablePrimitiveHasACase() {
 // which the partitioner itself inserts, have none.
 void TestPrimitives::everyPrimitiveHasAShardingRule() {
   const std::set<Op> collectives = {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::ShardSlice,
-                                   Op::AllGatherInPlace};
+                                   Op::AllGatherInPlace, Op::Send, Op::Recv};
   for (int i = 0; i < int(Op::kCount); ++i) {
     const ir::Primitive& p = ir::primitive(Op(i));
     QVERIFY2(bool(p.partition) != bool(collectives.count(Op(i))), p.name);

@@ -203,7 +203,9 @@ const std::map<Op, std::string>& exemptions() {
         "(collectivesHaveNoRuleInAGlobalProgram); every case here runs it through reshards, test_collectives checks its kernel";
     return std::map<Op, std::string>{{Op::AllReduce, why}, {Op::AllGather, why}, {Op::ReduceScatter, why},
                                      {Op::AllToAll, why}, {Op::ShardSlice, why},
-                                     {Op::AllGatherInPlace, "a collective ending a sharded weight update: test_weight_update"}};
+                                     {Op::AllGatherInPlace, "a collective ending a sharded weight update: test_weight_update"},
+                                     {Op::Send, "a pipeline transfer the partitioner inserts between stages: test_pipeline"},
+                                     {Op::Recv, "a pipeline transfer the partitioner inserts between stages: test_pipeline"}};
   }();
   return e;
 }
@@ -575,9 +577,12 @@ class TestShardingRules : public QObject {
       a.group_size = 2;
       a.split_dim = 1;
       // An in-place gather has no result; the program's loss is then its operand.
-      if (op == Op::AllGatherInPlace) {
+      if (op == Op::AllGatherInPlace || op == Op::Send) {
         p.apply(op, {s.input}, a);
         s.loss = s.input;
+      } else if (op == Op::Recv) {
+        a.shape = {8, 8};
+        s.loss = p.apply1(op, {}, a);
       } else {
         s.loss = p.apply1(op, {s.input}, a);
       }

@@ -175,6 +175,8 @@ void ThreadCollectives::abort(const std::string& why) {
     abort_reason_ = why;
     aborted_.store(true, std::memory_order_release);
   }
+  { std::lock_guard<std::mutex> lk(mail_mu_); }
+  mail_cv_.notify_all();
   // A waiter checks the flag under its group's mutex before sleeping, so taking each mutex here
   // before notifying cannot miss one.
   std::lock_guard<std::mutex> lk(groups_mu_);
@@ -465,6 +467,69 @@ void ThreadCollectives::send(int device, int peer, const void* buf, int64_t coun
 }
 void ThreadCollectives::recv(int device, int peer, void* buf, int64_t count, DType t) {
   run(Kind::Recv, device, pair_group(device, peer, "recv"), nullptr, buf, count, t);
+}
+
+}  // namespace shardlab::backends::cpu
+
+namespace shardlab::backends::cpu {
+
+namespace {
+std::string message_str(int from, int to, int64_t tag) {
+  return "message " + std::to_string(tag) + " from device " + std::to_string(from) + " to device " + std::to_string(to);
+}
+}  // namespace
+
+void ThreadCollectives::post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t) {
+  if (device == peer || peer < 0 || peer >= num_devices_ || device < 0 || device >= num_devices_)
+    throw Error("collectives: post on device " + std::to_string(device) + " names peer " + std::to_string(peer));
+  if (count < 0) throw Error("collectives: post on device " + std::to_string(device) + " passed a negative count");
+  if (aborted()) {
+    std::lock_guard<std::mutex> lk(abort_mu_);
+    throw Error("collectives: post on device " + std::to_string(device) + " aborted: " + abort_reason_);
+  }
+  Message m;
+  m.count = count;
+  m.type = t;
+  m.data.resize(size_t(count) * dtype_size(t));
+  if (count > 0) std::memcpy(m.data.data(), buf, m.data.size());
+  {
+    std::lock_guard<std::mutex> lk(mail_mu_);
+    if (!mail_.emplace(std::make_tuple(device, peer, tag), std::move(m)).second)
+      throw Error("collectives: " + message_str(device, peer, tag) + " was posted twice before it was taken");
+  }
+  mail_cv_.notify_all();
+}
+
+void ThreadCollectives::take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t) {
+  if (device == peer || peer < 0 || peer >= num_devices_ || device < 0 || device >= num_devices_)
+    throw Error("collectives: take on device " + std::to_string(device) + " names peer " + std::to_string(peer));
+  const auto key = std::make_tuple(peer, device, tag);
+  Message m;
+  {
+    std::unique_lock<std::mutex> lk(mail_mu_);
+    auto arrived = [&] { return mail_.count(key) > 0 || aborted(); };
+    if (!arrived()) {
+      // Sleep at once, lending the core where cores are budgeted: a stage waiting for its
+      // neighbour is the pipeline's bubble.
+      if (budget_) budget_->release();
+      mail_cv_.wait(lk, arrived);
+      lk.unlock();
+      if (budget_) budget_->acquire();
+      lk.lock();
+    }
+    auto it = mail_.find(key);
+    if (it == mail_.end()) {
+      lk.unlock();
+      std::lock_guard<std::mutex> alk(abort_mu_);
+      throw Error("collectives: take of " + message_str(peer, device, tag) + " aborted: " + abort_reason_);
+    }
+    m = std::move(it->second);
+    mail_.erase(it);
+  }
+  if (m.count != count || m.type != t)
+    throw Error("collectives: " + message_str(peer, device, tag) + " has " + std::to_string(m.count) + " " + dtype_name(m.type) +
+                " elements; the receiver expects " + std::to_string(count) + " " + dtype_name(t));
+  if (count > 0) std::memcpy(buf, m.data.data(), m.data.size());
 }
 
 }  // namespace shardlab::backends::cpu

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <tuple>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +44,8 @@ class ThreadCollectives final : public Collectives {
   using Collectives::recv;
   using Collectives::reduce_scatter;
   using Collectives::send;
+  using Collectives::post;
+  using Collectives::take;
 
   int num_devices() const override;
   void barrier(int device, const std::vector<int>& group) override;
@@ -52,6 +57,8 @@ class ThreadCollectives final : public Collectives {
                  DType t) override;
   void send(int device, int peer, const void* buf, int64_t count, DType t) override;
   void recv(int device, int peer, void* buf, int64_t count, DType t) override;
+  void post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t) override;
+  void take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t) override;
   void abort(const std::string& why) override;
   bool aborted() const override;
   // Where devices outnumber cores: a device waiting for its peers sleeps at once (no polling) and
@@ -78,6 +85,15 @@ class ThreadCollectives final : public Collectives {
   std::unique_ptr<std::atomic<bool>[]> busy_;  // per device: inside a collective
   std::atomic<bool> aborted_{false};
   CoreShare* budget_ = nullptr;
+  // Posted messages not yet taken, by (from, to, tag).
+  struct Message {
+    std::vector<std::byte> data;
+    int64_t count = 0;
+    DType type = DType::F32;
+  };
+  std::mutex mail_mu_;
+  std::condition_variable mail_cv_;
+  std::map<std::tuple<int, int, int64_t>, Message> mail_;
   mutable std::mutex abort_mu_;
   std::string abort_reason_;
 };

@@ -89,6 +89,17 @@ void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepCon
     if (int64_t(group.size()) != at.group_size) throw Error("internal: collective group size does not match the program");
     return gather_in_place(ins, a, ctx, group);
   }
+  if (ins.op == ir::Op::Send || ins.op == ir::Op::Recv) {
+    // To or from the device of stage `peer` with this device's other coordinates.
+    if (!ctx.comm) throw Error("internal: no collectives for an SPMD run");
+    std::vector<int64_t> c = ctx.mesh->coords(ctx.device);
+    if (ctx.stage_axis < 0) throw Error("internal: a pipeline transfer outside a pipelined run");
+    c.at(size_t(ctx.stage_axis)) = at.peer;
+    const int peer = int(ctx.mesh->device_at(c));
+    if (ins.op == ir::Op::Send) ctx.comm->post(ctx.device, peer, at.tag, a.in[0], numel(*a.in_shapes[0]));
+    else ctx.comm->take(ctx.device, peer, at.tag, a.out[0], numel(*a.out_shapes[0]));
+    return;
+  }
   const Shape& is = *a.in_shapes[0];
   const Shape& os = *a.out_shapes[0];
   const T* x = a.in[0];

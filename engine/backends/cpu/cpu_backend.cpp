@@ -103,6 +103,10 @@ class CpuExecutable final : public Executable {
       c.device = rt_->first + d;
       c.mesh = &mesh_;
       c.comm = rt_->comm.get();
+      if (program_->stages > 1) {
+        c.stage_axis = mesh_.axis_index(program_->stage_axis);
+        c.stage = mesh_.coords(c.device).at(size_t(c.stage_axis));
+      }
       c.trace = ctx.trace;
       c.data_wait_us = ctx.data_wait_us;
       devices_[size_t(d)]->run(c);

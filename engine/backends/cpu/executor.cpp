@@ -155,8 +155,9 @@ void Executor<T>::run(const StepContext& ctx) {
   const double step_start = trace ? trace->now_us() : 0.0;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& step = steps_[k];
-    const double t0 = trace ? trace->now_us() : 0.0;
     const ir::Instr& ins = program_.instrs[step.instr];
+    if (!ir::runs_on_stage(ins, ctx.stage)) continue;  // another pipeline stage's work
+    const double t0 = trace ? trace->now_us() : 0.0;
     args.in.clear();
     args.out.clear();
     args.in_shapes.clear();

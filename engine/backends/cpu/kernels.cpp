@@ -287,7 +287,9 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     case Op::ReduceScatter:
     case Op::AllToAll:
     case Op::ShardSlice:
-    case Op::AllGatherInPlace: run_comm_kernel(ins, a, ctx); return;
+    case Op::AllGatherInPlace:
+    case Op::Send:
+    case Op::Recv: run_comm_kernel(ins, a, ctx); return;
     case Op::kCount: break;
   }
   throw Error(std::string("internal: no CPU kernel for ") + ir::op_name(ins.op));

@@ -22,6 +22,9 @@ struct StepContext {
   int device = 0;
   const sharding::Mesh* mesh = nullptr;
   Collectives* comm = nullptr;
+  // This device's pipeline stage (its coordinate along Program::stage_axis); -1 without a pipeline.
+  int64_t stage = -1;
+  int stage_axis = -1;  // that axis's index in the mesh
   // Where to record this step's spans and summary (null: not traced).
   profiler::Trace* trace = nullptr;
   double data_wait_us = 0;  // the host's wait for this step's batch, for the summary

@@ -459,6 +459,8 @@ class CudaExecutable final : public Executable {
       case Op::ReduceScatter:
       case Op::AllToAll:
       case Op::AllGatherInPlace:
+      case Op::Send:
+      case Op::Recv:
       case Op::kCount: break;
     }
     throw Error(std::string("internal: no CUDA kernel for ") + ir::op_name(ins.op));
@@ -630,6 +632,9 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
+    if (program.stages > 1)
+      throw Error("the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
+                  "); train this layout on the CPU backend, or map layer to None");
     const int n = int(mesh.device_count());
     if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);

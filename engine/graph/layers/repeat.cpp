@@ -64,8 +64,15 @@ class RepeatLayer : public Layer {
     int carry = in[0];
     for (int64_t i = 0; i < count_; ++i) {
       LowerOptions opt{ctx.training, util::mix64(ctx.seed ^ uint64_t(i + 1)), ctx.node + "/", ctx.outputs};
+      const size_t begin = ctx.program.instrs.size();
       carry = lower_graph(ctx.program, *body_, r, carry,
                           [&](const std::string& path) { return slices.at(path).at(size_t(i)); }, body_->output, opt);
+      // Which layer each instruction computes, so a pipeline can give it to that layer's stage (an
+      // enclosing Repeat's tag, applied after this one's, wins).
+      for (size_t k = begin; k < ctx.program.instrs.size(); ++k) {
+        ctx.program.instrs[k].layer = i;
+        ctx.program.instrs[k].layers = count_;
+      }
     }
     return carry;
   }

@@ -73,6 +73,16 @@ void register_communication(std::vector<Primitive>& t) {
   };
   gather_in_place.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return double(numel(in[0])); };
   t.push_back(gather_in_place);
+
+  // Pipeline transfers: the sender's operand becomes the receiver's result (attrs.shape).
+  Primitive send = comm(Op::Send, "send");
+  send.shapes = [](const std::vector<Shape>&, const Attrs&) { return std::vector<Shape>{}; };
+  send.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return double(numel(in[0])); };
+  t.push_back(send);
+  Primitive recv = comm(Op::Recv, "recv");
+  recv.num_inputs = 0;
+  recv.shapes = [](const std::vector<Shape>&, const Attrs& a) { return std::vector<Shape>{a.shape}; };
+  t.push_back(recv);
 }
 
 }  // namespace shardlab::ir

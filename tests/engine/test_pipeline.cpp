@@ -1,0 +1,220 @@
+// Pipeline parallelism (a rule layer=<mesh axis>): a Repeat's layers split into stages on the
+// devices of that axis, microbatches flowing through them by send/recv in GPipe or 1F1B order. The
+// losses and parameters after 3 steps equal the unpipelined run's, alone and with data parallelism
+// beside it; 1F1B holds fewer activations per stage than GPipe; what cannot be split is refused
+// naming the parameter or rule.
+#include <QtTest>
+#include <cmath>
+#include <random>
+
+#include "engine/project/run_overrides.h"
+#include "engine/runtime/trainer.h"
+#include "engine/sharding/layout.h"
+#include "engine/sharding/partitioner.h"
+#include "test_support.h"
+
+using namespace shardlab;
+
+namespace {
+
+// An embedding Dense before the Repeat and a head after it (each on one stage), a residual block
+// with a LayerNorm inside, and 8 layers: 4 or 2 per stage with 2 or 4 stages.
+const char* kProject = R"({
+  "format": "shardlab.project", "version": 1,
+  "graph": {
+    "nodes": [
+      {"name": "x", "type": "Input", "params": {"shape": [24]}},
+      {"name": "embed", "type": "Dense", "params": {"features": 32}},
+      {"name": "blocks", "type": "Repeat", "params": {"count": 8}, "body": {
+        "nodes": [{"name": "ln", "type": "LayerNorm"},
+                  {"name": "a", "type": "Dense", "params": {"features": 32, "kernel_init": {"type": "normal", "stddev": 0.1}}},
+                  {"name": "t", "type": "GELU"},
+                  {"name": "res", "type": "Add"}],
+        "edges": [{"from": "@in.out", "to": "ln.in"}, {"from": "ln.out", "to": "a.in"}, {"from": "a.out", "to": "t.in"},
+                  {"from": "t.out", "to": "res.a"}, {"from": "@in.out", "to": "res.b"}],
+        "output": "res"}},
+      {"name": "r", "type": "ReLU"},
+      {"name": "head", "type": "Dense", "params": {"features": 4}}
+    ],
+    "edges": [{"from": "x.out", "to": "embed.in"}, {"from": "embed.out", "to": "blocks.in"},
+              {"from": "blocks.out", "to": "r.in"}, {"from": "r.out", "to": "head.in"}]
+  },
+  "loss": {"type": "softmax_cross_entropy", "output": "head"},
+  "optimizer": {"type": "adam", "learning_rate": 0.01},
+  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [24], "classes": 4, "examples": 512, "seed": 3},
+  "training": {"batch_size": 32, "steps": 3, "seed": 1, "eval": false}
+})";
+
+project::Project base_project(const std::string& schedule = "1f1b") {
+  project::Project p = project::parse_project(kProject, "pipeline.shardlab.json");
+  p.training.pipeline_schedule = schedule;
+  return p;
+}
+
+struct Batch {
+  Tensor x, y;
+};
+
+std::vector<Batch> batches(int n, int64_t batch) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<Batch> out;
+  for (int i = 0; i < n; ++i) {
+    Batch b{Tensor({batch, 24}), Tensor({batch})};
+    for (int64_t k = 0; k < b.x.size(); ++k) b.x.ptr()[k] = normal(rng);
+    for (int64_t k = 0; k < batch; ++k) b.y.ptr()[k] = float(rng() % 4);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+struct Run {
+  std::vector<double> losses;
+  std::map<std::string, Tensor> params;
+  double accuracy = 0;
+};
+
+Run train(int64_t accumulate, const std::string& mesh = "", const std::string& rules = "", const std::string& schedule = "1f1b") {
+  runtime::TrainOptions o;
+  o.accumulate = accumulate;
+  o.mesh = mesh;
+  o.rules = rules;
+  runtime::Trainer t(base_project(schedule), o);
+  Run r;
+  for (const Batch& b : batches(3, 32)) r.losses.push_back(t.train_step(b.x, b.y));
+  for (const std::string& path : t.parameter_paths()) r.params[path] = t.parameter(path);
+  return r;
+}
+
+double relative_difference(const Tensor& a, const Tensor& b) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    diff += std::pow(double(a.ptr()[i]) - double(b.ptr()[i]), 2);
+    norm += std::pow(double(b.ptr()[i]), 2);
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+sharding::ShardingReport design(project::Project p, int64_t accumulate, const std::string& mesh, const std::string& rules) {
+  project::RunOverrides o;
+  o.accumulate = accumulate;
+  p = project::with_overrides(std::move(p), o);
+  return sharding::analyze_sharding(p, project::analyze_project(p), sharding::parse_mesh(mesh), sharding::parse_rules(rules));
+}
+
+}  // namespace
+
+class TestPipeline : public QObject {
+  Q_OBJECT
+ private slots:
+  void stagesEqualTheUnpipelinedRun_data() {
+    QTest::addColumn<int>("microbatches");
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("rules");
+    QTest::addColumn<QString>("schedule");
+    for (const char* schedule : {"gpipe", "1f1b"}) {
+      for (int m : {4, 8}) {
+        for (const char* mesh : {"stage=2", "stage=4"})
+          QTest::newRow(qPrintable(QString("%1, %2, M=%3").arg(schedule, mesh).arg(m))) << m << QString(mesh) << QString("layer=stage")
+                                                                                           << QString(schedule);
+        QTest::newRow(qPrintable(QString("%1, stage=2,data=4, M=%2").arg(schedule).arg(m)))
+            << m << QString("stage=2,data=4") << QString("layer=stage,batch=data") << QString(schedule);
+      }
+    }
+    QTest::newRow("1f1b, stage=2,model=2 (Megatron inside each stage), M=4")
+        << 4 << QString("stage=2,model=2") << QString("layer=stage,mlp=model,embed=None") << QString("1f1b");
+  }
+
+  // Losses and every parameter after 3 Adam steps equal one device's without a pipeline (1e-6
+  // relative), the stages' layers and the parameters outside the Repeat alike.
+  void stagesEqualTheUnpipelinedRun() {
+    QFETCH(int, microbatches);
+    QFETCH(QString, mesh);
+    QFETCH(QString, rules);
+    QFETCH(QString, schedule);
+    const Run whole = train(1);
+    const Run piped = train(microbatches, mesh.toStdString(), rules.toStdString(), schedule.toStdString());
+    QCOMPARE(piped.losses.size(), whole.losses.size());
+    for (size_t i = 0; i < whole.losses.size(); ++i)
+      QVERIFY2(std::abs(piped.losses[i] - whole.losses[i]) <= 1e-6 * std::abs(whole.losses[i]),
+               qPrintable(QString("step %1: loss %2 pipelined, %3 on one device").arg(i + 1).arg(piped.losses[i], 0, 'g', 10)
+                              .arg(whole.losses[i], 0, 'g', 10)));
+    QCOMPARE(piped.params.size(), whole.params.size());
+    for (const auto& [path, value] : whole.params) {
+      const double d = relative_difference(piped.params.at(path), value);
+      QVERIFY2(d <= 1e-6, qPrintable(QString("%1 differs by %2 (relative norm)").arg(QString::fromStdString(path)).arg(d)));
+    }
+    const runtime::Trainer fresh(base_project());
+    for (const char* path : {"embed/kernel", "blocks/a/kernel", "head/kernel"})
+      QVERIFY2(relative_difference(whole.params.at(path), fresh.parameter(path)) > 1e-3, path);
+  }
+
+  // Each stage's devices hold their own layers only: the stacked parameters' blocks are a quarter of
+  // them on stage=4, and the program gives every instruction of a layer to that layer's stage.
+  void eachStageHoldsItsOwnLayers() {
+    const project::Project p = base_project();
+    const runtime::StepProgram g = runtime::build_step(p, project::analyze_project(p), 32, true);
+    const sharding::PartitionedStep s = sharding::partition(g, sharding::parse_mesh("stage=4"), sharding::parse_rules("layer=stage"));
+    QCOMPARE(s.program.stages, int64_t(4));
+    const runtime::ModelParam& k = runtime::find_param(g, "blocks/a/kernel");
+    QCOMPARE(s.program.shape(s.local[size_t(k.value)]), (Shape{2, 32, 32}));
+    int sends = 0;
+    for (const ir::Instr& ins : s.program.instrs) {
+      if (ins.op == ir::Op::Send) ++sends;
+      if (ins.layer >= 0 && ins.op != ir::Op::Send) QCOMPARE(ins.stage, ins.layer * 4 / ins.layers);
+    }
+    // Forward: the carry crosses 3 boundaries; backward: its gradient crosses them back. One microbatch.
+    QVERIFY2(sends >= 6, qPrintable(QString("%1 sends").arg(sends)));
+  }
+
+  // 1F1B keeps at most S-s microbatches in flight on stage s where GPipe keeps all M: the first
+  // stage's arena is smaller, for M >= S.
+  void oneFOneBHoldsLessThanGPipe() {
+    for (const auto& [m, mesh] : {std::pair<int64_t, std::string>{4, "stage=2"}, {8, "stage=2"}, {8, "stage=4"}}) {
+      project::Project p = base_project("gpipe");
+      p.training.batch_size = 256;
+      const sharding::ShardingReport gpipe = design(p, m, mesh, "layer=stage");
+      p.training.pipeline_schedule = "1f1b";
+      const sharding::ShardingReport onef = design(p, m, mesh, "layer=stage");
+      QVERIFY2(gpipe.errors.empty() && onef.errors.empty(), "the design check refused the pipeline");
+      const auto& ga = gpipe.plan->memory.stage_arena_elems;
+      const auto& oa = onef.plan->memory.stage_arena_elems;
+      QCOMPARE(ga.size(), size_t(sharding::parse_mesh(mesh).axis_size("stage")));
+      QVERIFY2(oa[0] < ga[0], qPrintable(QString("%1, M=%2: stage 0 holds %3 elements under 1F1B, %4 under GPipe")
+                                             .arg(QString::fromStdString(mesh)).arg(m).arg(oa[0]).arg(ga[0])));
+    }
+  }
+
+  // Bad layouts are refused before anything runs, naming what is at fault.
+  void badPipelinesAreRefused() {
+    // 8 layers do not divide among 3 stages.
+    {
+      runtime::TrainOptions o;
+      o.mesh = "stage=3";
+      o.rules = "layer=stage";
+      try {
+        runtime::Trainer t(base_project(), o);
+        QFAIL("8 layers on 3 stages was accepted");
+      } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).contains("blocks/a/kernel") && QString(e.what()).contains("2 or 4"), e.what());
+      }
+    }
+    // The batch cannot also split over the pipeline's axis.
+    {
+      runtime::TrainOptions o;
+      o.mesh = "stage=2";
+      o.rules = "layer=stage,batch=stage";
+      try {
+        runtime::Trainer t(base_project(), o);
+        QFAIL("batch=stage beside layer=stage was accepted");
+      } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).contains("carries the pipeline"), e.what());
+      }
+    }
+    QCOMPARE(sharding::bubble_fraction(4, 8), 3.0 / 11.0);
+    QCOMPARE(sharding::bubble_fraction(1, 8), 0.0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPipeline)
+#include "test_pipeline.moc"
