@@ -376,18 +376,26 @@ class Partitioner : public ir::PartitionContext {
     cur_stage_ = kEveryStage;
   }
 
-  // Each stage unstacks its own block of a stacked parameter: its L/S layers.
+  // Each stage unstacks its own block of a stacked parameter: its L/S layers. Once per step: every
+  // microbatch reads the same slices, which would otherwise be copied again per microbatch in flight.
+  std::map<int, std::vector<int>> unstacked_;
   void split_unstack(const ir::Instr& ins) {
     const int x = ins.in[0];
     const Sharding s = S(x);
+    const Sharding slice{std::vector<std::vector<std::string>>(s.dims.begin() + 1, s.dims.end()), s.partial};
+    if (const auto it = unstacked_.find(x); it != unstacked_.end()) {
+      for (size_t j = 0; j < ins.out.size(); ++j) set(ins.out[j], it->second[j], slice);
+      return;
+    }
     if (s.dims.at(0) != std::vector<std::string>{out_.pipeline.axis})
       throw Error("internal: '" + name(x) + "' is not split over the pipeline axis");
     const int64_t stages = out_.pipeline.stages, per = int64_t(ins.out.size()) / stages;
-    const Sharding part{std::vector<std::vector<std::string>>(s.dims.begin() + 1, s.dims.end()), s.partial};
+    std::vector<int>& slices = unstacked_[x];
     for (int64_t st = 0; st < stages; ++st) {
       const size_t begin = p().instrs.size();
       const std::vector<int> outs = p().apply(Op::Unstack, {L(x)}, ins.attrs, ins.node);
-      for (int64_t j = 0; j < per; ++j) set(ins.out[size_t(st * per + j)], outs[size_t(j)], part);
+      for (int64_t j = 0; j < per; ++j) set(ins.out[size_t(st * per + j)], outs[size_t(j)], slice);
+      slices.insert(slices.end(), outs.begin(), outs.end());
       place(begin, st, ins);
     }
   }

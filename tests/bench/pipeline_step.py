@@ -6,7 +6,8 @@ pipeline), and for the pipelines the bubble: the formula (S-1)/(M+S-1) against t
 stage's step its devices spent waiting in recv for a neighbouring stage (from --trace).
 
 deep-mlp's Repeat has 89 layers, which no stage count divides; this bench runs it with 88 (89 dense
-layers in all) and a smaller batch (--batch-size, default 512) so that a 2-core machine finishes.
+layers in all), narrower layers (--width, default 1024: eight data-parallel replicas of the 2056-wide
+model and their Adam state outgrow a 23 GiB host) and a smaller batch (--batch-size, default 512).
 Virtual devices share the host's cores, and a device waiting for its neighbour lends its core to
 the others (ThreadBudget): the bubble shows in the trace but costs less wall time than on GPUs.
 
@@ -32,11 +33,16 @@ LAYOUTS = [
 ]
 
 
-def project_file(tmp: str, batch: int) -> str:
+def project_file(tmp: str, batch: int, width: int) -> str:
     p = json.load(open(ROOT / "projects/deep-mlp.shardlab.json"))
     for n in p["graph"]["nodes"]:
         if n["type"] == "Repeat":
             n["params"]["count"] = 88
+            for b in n["body"]["nodes"]:
+                if b["type"] == "Dense":
+                    b["params"]["features"] = width
+        elif n["type"] == "Dense" and n["name"] != "output_layer":
+            n["params"]["features"] = width
     p["training"]["batch_size"] = batch
     p["data"]["examples"] = batch * 4
     path = f"{tmp}/deep-mlp-88.shardlab.json"
@@ -74,12 +80,13 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=512)
+    ap.add_argument("--width", type=int, default=1024, help="the layers' width (deep-mlp's is 2056)")
     args = ap.parse_args()
     cli = str(Path(args.build) / "app/shardlab-cli")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "CPU")
     with tempfile.TemporaryDirectory() as tmp:
-        project = project_file(tmp, args.batch_size)
-        print(f"deep-mlp with 88 repeated layers, batch {args.batch_size}, 8 virtual devices, {args.steps} steps "
+        project = project_file(tmp, args.batch_size, args.width)
+        print(f"deep-mlp with 88 repeated layers of width {args.width}, batch {args.batch_size}, 8 virtual devices, {args.steps} steps "
               f"({args.warmup} warm-up) on {cpu}")
         print(f"{'layout':40s} {'step ms':>9s} {'per device':>11s}  stage arenas / bubble")
         base = None
