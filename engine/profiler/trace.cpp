@@ -97,6 +97,11 @@ std::string Trace::to_chrome_json(const std::string& process_name) const {
     if (s.arrays && !s.arrays->writes.empty()) args["writes"] = s.arrays->writes;
     if (s.flops > 0) args["flops"] = s.flops;
     if (s.bytes > 0) args["bytes"] = s.bytes;
+    if (s.stage >= 0) args["stage"] = s.stage;
+    if (s.microbatch >= 0) {
+      args["microbatch"] = s.microbatch;
+      args["pass"] = s.backward ? "backward" : "forward";
+    }
     events.push_back({{"name", s.name}, {"cat", category_name(s.category)}, {"ph", "X"}, {"ts", s.start_us},
                       {"dur", s.dur_us}, {"pid", 0}, {"tid", track(s.device, s.category)}, {"args", args}});
   }

@@ -41,6 +41,10 @@ struct Span {
   // Shared by every span of the same instruction (the executor describes each once), so a span
   // costs a reference count, not a copy of the names; null when it touched no array.
   std::shared_ptr<const SpanArrays> arrays = nullptr;
+  // In a pipeline: the device's stage and the microbatch whose forward or backward pass this is
+  // (-1 outside a pipeline, or for once-per-step work such as the updates).
+  int64_t stage = -1, microbatch = -1;
+  bool backward = false;
 };
 
 struct MemorySample {

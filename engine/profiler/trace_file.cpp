@@ -144,6 +144,10 @@ Span read_span(const EventReader& r, ArraysInterner& arrays) {
   s.arrays = arrays.get(SpanArrays{r.arg_strings("reads"), r.arg_strings("writes")});
   s.flops = r.arg_number("flops", 0);
   s.bytes = r.arg_number("bytes", 0);
+  // Pipeline stages (written since they exist; absent elsewhere).
+  s.stage = int64_t(std::clamp(r.arg_number("stage", -1), -1.0, double(kMaxDevices)));
+  s.microbatch = int64_t(std::clamp(r.arg_number("microbatch", -1), -1.0, double(kMaxStep)));
+  s.backward = r.arg_string("pass") == "backward";
   return s;
 }
 

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <random>
 
+#include "engine/profiler/trace.h"
+#include "engine/profiler/trace_file.h"
 #include "engine/project/run_overrides.h"
+#include "engine/runtime/spmd_session.h"
 #include "engine/runtime/trainer.h"
 #include "engine/sharding/layout.h"
 #include "engine/sharding/partitioner.h"
@@ -183,6 +186,35 @@ class TestPipeline : public QObject {
       QVERIFY2(oa[0] < ga[0], qPrintable(QString("%1, M=%2: stage 0 holds %3 elements under 1F1B, %4 under GPipe")
                                              .arg(QString::fromStdString(mesh)).arg(m).arg(oa[0]).arg(ga[0])));
     }
+  }
+
+  // A traced step says, for every span, its device's stage and the microbatch and pass it worked
+  // on; each stage runs every microbatch's forward and backward pass, and the stages after the
+  // first wait in recv for their neighbours. The Chrome trace keeps it.
+  void theTraceShowsEachStagesMicrobatches() {
+    project::Project p = base_project("1f1b");
+    p.training.accumulate = 4;
+    const sharding::Mesh mesh = sharding::parse_mesh("stage=2");
+    runtime::SpmdSession s(p, mesh, sharding::parse_rules("layer=stage"), 32, 1);
+    profiler::Trace trace(profiler::Trace::Mode::Detailed);
+    const Batch b = batches(1, 32).front();
+    s.train_step(b.x, b.y, 0.01, &trace);
+    std::map<int, std::set<std::pair<int64_t, bool>>> units;
+    std::map<int, int> recvs;
+    for (const profiler::Span& sp : trace.spans()) {
+      if (sp.category == profiler::Category::Step) continue;
+      QCOMPARE(sp.stage, int64_t(sp.device));  // on stage=2, device d is stage d
+      if (sp.microbatch >= 0) units[sp.device].insert({sp.microbatch, sp.backward});
+      if (sp.name == "recv") ++recvs[sp.device];
+    }
+    for (int d : {0, 1}) {
+      QCOMPARE(units[d].size(), size_t(8));  // 4 microbatches, forward and backward
+      QVERIFY2(recvs[d] >= 4, qPrintable(QString("device %1 received %2 times").arg(d).arg(recvs[d])));
+    }
+    const profiler::TraceContents back = profiler::parse_chrome_trace(trace.to_chrome_json(), "pipeline trace");
+    int backward = 0;
+    for (const profiler::Span& sp : back.spans) backward += sp.backward && sp.microbatch == 3 && sp.stage == 1;
+    QVERIFY2(backward > 0, "the Chrome trace lost the spans' microbatches");
   }
 
   // Bad layouts are refused before anything runs, naming what is at fault.

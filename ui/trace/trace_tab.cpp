@@ -435,6 +435,12 @@ void TraceTab::showSpanDetails() {
     text += row(tr("Node"), hasNode(d, node) ? node.toHtmlEscaped() : tr("%1 (not in this project)").arg(node.toHtmlEscaped()));
   }
   text += row(tr("Step"), QString::number(s.step + 1));
+  if (s.stage >= 0)
+    text += row(tr("Pipeline"), s.microbatch >= 0 ? tr("stage %1, microbatch %2, %3 pass")
+                                                        .arg(s.stage)
+                                                        .arg(s.microbatch + 1)
+                                                        .arg(s.backward ? tr("backward") : tr("forward"))
+                                                  : tr("stage %1, once per step").arg(s.stage));
   text += row(tr("Start"), trace_style::durationText(s.start_us - timeline_->traceStartUs()));
   text += row(tr("Duration"), trace_style::durationText(s.dur_us));
   if (s.flops > 0) text += row(tr("Work"), trace_style::flopsText(s.flops));

@@ -50,11 +50,20 @@ template <class T>
 void Executor<T>::describe_steps() {
   const auto& ins = program_.instrs;
   const int end = int(ins.size());
-  std::vector<int> first(program_.values.size(), end), last(program_.values.size(), -1);
-  for (int i = 0; i < end; ++i) {
-    for (int v : ins[size_t(i)].in) last[size_t(v)] = std::max(last[size_t(v)], i);
-    for (int v : ins[size_t(i)].out) first[size_t(v)] = std::min(first[size_t(v)], i), last[size_t(v)] = std::max(last[size_t(v)], i);
-  }
+  // Live ranges per pipeline stage (one range without a pipeline): a step's live bytes are those of
+  // the stage that runs it.
+  const int64_t stages = std::max<int64_t>(program_.stages, 1);
+  const size_t nv = program_.values.size();
+  std::vector<int> first(size_t(stages) * nv, end), last(size_t(stages) * nv, -1);
+  for (int64_t s = 0; s < stages; ++s)
+    for (int i = 0; i < end; ++i) {
+      if (!ir::runs_on_stage(ins[size_t(i)], stages > 1 ? s : -1)) continue;
+      for (int v : ins[size_t(i)].in) last[size_t(s) * nv + size_t(v)] = std::max(last[size_t(s) * nv + size_t(v)], i);
+      for (int v : ins[size_t(i)].out) {
+        first[size_t(s) * nv + size_t(v)] = std::min(first[size_t(s) * nv + size_t(v)], i);
+        last[size_t(s) * nv + size_t(v)] = std::max(last[size_t(s) * nv + size_t(v)], i);
+      }
+    }
   const std::vector<profiler::SpanArrays> arrays = profiler::instruction_arrays(program_);
   for (const Step& st : steps_) {
     const ir::Instr& in = ins[st.instr];
@@ -82,9 +91,12 @@ void Executor<T>::describe_steps() {
     for (size_t k : st.folded_instrs) f += flops_of(ins[k]);
     (comm ? info.bytes : info.flops) = comm ? f * sizeof(T) : f;
     // Live arena bytes once this step is done (distinct buffers only).
+    const int64_t stage = in.stage >= 0 ? in.stage : 0;
+    const int* from = first.data() + size_t(stage) * nv;
+    const int* to = last.data() + size_t(stage) * nv;
     std::vector<std::pair<int64_t, int64_t>> bufs;
-    for (size_t v = 0; v < program_.values.size(); ++v)
-      if (plan_.arena_offset[v] >= 0 && first[v] <= int(st.instr) && last[v] > int(st.instr))
+    for (size_t v = 0; v < nv; ++v)
+      if (plan_.arena_offset[v] >= 0 && from[v] <= int(st.instr) && to[v] > int(st.instr))
         bufs.push_back({plan_.arena_offset[v], numel(program_.values[v].shape)});
     std::sort(bufs.begin(), bufs.end());
     int64_t covered = 0, reach = 0;
@@ -196,8 +208,14 @@ void Executor<T>::run(const StepContext& ctx) {
                                               : summary.compute_us) += dur;
       summary.flops += info.flops;
       if (trace->detailed()) {
-        trace->add(profiler::Span{ctx.device, cat, info.name, ins.node, info.array, t0, dur, info.flops, info.bytes, ctx.step,
-                                  info.arrays});
+        profiler::Span span{ctx.device, cat, info.name, ins.node, info.array, t0, dur, info.flops, info.bytes, ctx.step,
+                            info.arrays};
+        if (ctx.stage >= 0) {
+          span.stage = ctx.stage;
+          span.microbatch = ins.microbatch;
+          span.backward = ins.backward;
+        }
+        trace->add(std::move(span));
         trace->add(profiler::MemorySample{ctx.device, t0 + dur, info.live_bytes});
       }
     }
