@@ -3,6 +3,7 @@
 // shardlab-cli whose JSONL log feeds the tab's charts and progress, Stop ending every process, and
 // the refusals that come before anything starts.
 #include <QClipboard>
+#include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -139,6 +140,7 @@ class TestProcessRun : public QObject {
     c.options.steps = 50;
     c.options.batch_size = 128;
     c.options.accumulate = 2;
+    c.options.pipeline_schedule = "gpipe";
     c.options.seed = 7;
     c.options.learning_rate = 0.003;
     c.options.checkpoint_dir = "/runs/ckpt";
@@ -151,6 +153,7 @@ class TestProcessRun : public QObject {
                             "--steps", "50",
                             "--batch-size", "128",
                             "--accumulate", "2",
+                            "--pipeline-schedule", "gpipe",
                             "--seed", "7",
                             "--lr", "0.003",
                             "--checkpoint-dir", "/runs/ckpt",
@@ -207,7 +210,7 @@ class TestProcessRun : public QObject {
     dialog->nodesBox()->setValue(2);
     dialog->tasksPerNodeBox()->setValue(2);
     const QString args = QString("shardlab-cli train %1 --mesh data=4 --rules batch=data --steps 30 --batch-size 128 "
-                                 "--accumulate 1 --seed 5 --lr 0.001")
+                                 "--accumulate 1 --pipeline-schedule 1f1b --seed 5 --lr 0.001")
                              .arg(QFileInfo(path).absoluteFilePath());
     QCOMPARE(dialog->mpirunText(), "mpirun -np 4 --hostfile hosts " + args);
     VERIFY_CONTAINS(dialog->sbatchText(), "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n");
@@ -299,6 +302,7 @@ class TestProcessRun : public QObject {
     prepare(tab);
     doc.open(path);
     typeInto(tab.form()->stepsBox(), "5");
+    tab.form()->pipelineScheduleBox()->setCurrentIndex(tab.form()->pipelineScheduleBox()->findData("gpipe"));
     tab.form()->processesBox()->setValue(2);
     QSignalSpy started(&tab, &TrainingTab::runStarted);
     QSignalSpy steps(&tab, &TrainingTab::stepReported);
@@ -307,8 +311,9 @@ class TestProcessRun : public QObject {
     QSignalSpy failed(&tab, &TrainingTab::runFailed);
     QSignalSpy traced(&tab, &TrainingTab::traceFileWritten);
 
-    // The five steps typed are not saved: the command line carries them.
+    // The five steps typed and the schedule chosen are not saved: the command line carries them.
     QVERIFY(doc.isModified());
+    QCOMPARE(doc.project().training.pipeline_schedule, std::string("gpipe"));
     QElapsedTimer clock;
     clock.start();
     QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
@@ -344,6 +349,7 @@ class TestProcessRun : public QObject {
     QCOMPARE(tab.progressBar()->value(), 5);
     VERIFY_CONTAINS(tab.findChild<QLabel*>("status")->text(), "Done: 5 steps");
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "over 2 processes");
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "--steps 5 --batch-size 128 --accumulate 1 --pipeline-schedule gpipe ");
     QVERIFY(!tab.isRunning());
     QVERIFY(button(tab, "start")->isEnabled());
     // Both processes' spans, merged into one trace the Trace tab opens: each device has its track.

@@ -2,6 +2,7 @@
 // live charts, progress and log filled from a real run on the worker thread, engine errors shown,
 // and the UI thread kept responsive while steps run.
 #include <QAbstractSpinBox>
+#include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -59,6 +60,36 @@ QString tinyProject(const QString& data = {}, const QString& lossOutput = "logit
   "data": %2,
   "training": {"batch_size": 32, "epochs": 2, "seed": 0}})")
       .arg(lossOutput, data.isEmpty() ? blobs : data);
+}
+
+// tests/engine/test_pipeline.cpp's model (an embedding Dense, a Repeat of 4 residual blocks, a head)
+// over two pipeline stages (mesh stage=2, rule layer=stage), 4 microbatches, the GPipe schedule.
+QString pipelineProject() {
+  return QStringLiteral(R"({"format": "shardlab.project", "version": 1, "name": "pipeline",
+  "graph": {
+    "nodes": [
+      {"name": "x", "type": "Input", "params": {"shape": [24]}},
+      {"name": "embed", "type": "Dense", "params": {"features": 32}},
+      {"name": "blocks", "type": "Repeat", "params": {"count": 4}, "body": {
+        "nodes": [{"name": "ln", "type": "LayerNorm"},
+                  {"name": "a", "type": "Dense", "params": {"features": 32}},
+                  {"name": "t", "type": "GELU"},
+                  {"name": "res", "type": "Add"}],
+        "edges": [{"from": "@in.out", "to": "ln.in"}, {"from": "ln.out", "to": "a.in"}, {"from": "a.out", "to": "t.in"},
+                  {"from": "t.out", "to": "res.a"}, {"from": "@in.out", "to": "res.b"}],
+        "output": "res"}},
+      {"name": "r", "type": "ReLU"},
+      {"name": "head", "type": "Dense", "params": {"features": 4}}
+    ],
+    "edges": [{"from": "x.out", "to": "embed.in"}, {"from": "embed.out", "to": "blocks.in"},
+              {"from": "blocks.out", "to": "r.in"}, {"from": "r.out", "to": "head.in"}]
+  },
+  "loss": {"type": "softmax_cross_entropy", "output": "head"},
+  "optimizer": {"type": "adam", "learning_rate": 0.01},
+  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [24], "classes": 4, "examples": 512, "seed": 3},
+  "training": {"batch_size": 32, "accumulate": 4, "pipeline_schedule": "gpipe", "steps": 2, "seed": 1, "eval": false},
+  "mesh": {"axes": {"stage": 2}},
+  "logical_axis_rules": [["layer", "stage"]]})");
 }
 
 // Types into a spin box or line edit as a person would: select all, type, Enter.
@@ -578,6 +609,61 @@ class TestTrainingDashboard : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 30000);
     QCOMPARE(failed.count(), 0);
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "batch 32 in 4 microbatches");
+  }
+
+  // The Pipeline schedule field is training.pipeline_schedule: it shows the project's, a change is
+  // one undoable edit of the project, and a run's options carry it.
+  void pipelineScheduleIsARunSettingOfTheProject() {
+    const QString path = writeProject("pipeline.shardlab.json", pipelineProject());
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    doc.open(path);
+    QVERIFY(doc.design().ok());
+    QComboBox* schedule = tab.form()->pipelineScheduleBox();
+    QCOMPARE(schedule->currentText(), QString("GPipe"));
+    VERIFY_CONTAINS(schedule->toolTip(), "layer=<mesh axis>");
+    RunSettings settings;
+    QString problem;
+    QVERIFY(tab.form()->settings(&settings, &problem));
+    QCOMPARE(settings.options.pipeline_schedule, std::string("gpipe"));
+
+    // Chosen from the keyboard: one edit, undone and redone as one.
+    const int edits = doc.undoStack()->count();
+    schedule->setFocus();
+    QTest::keyClick(schedule, Qt::Key_Up);
+    QCOMPARE(schedule->currentText(), QString("1F1B"));
+    QCOMPARE(doc.project().training.pipeline_schedule, std::string("1f1b"));
+    QCOMPARE(doc.project().training_json.value("pipeline_schedule", std::string()), std::string("1f1b"));
+    QCOMPARE(doc.undoStack()->count(), edits + 1);
+    QCOMPARE(doc.undoStack()->undoText(), QString("Change training pipeline schedule"));
+    QVERIFY(doc.isModified());
+    QVERIFY(tab.form()->settings(&settings, &problem));
+    QCOMPARE(settings.options.pipeline_schedule, std::string("1f1b"));
+    doc.undoStack()->undo();
+    QCOMPARE(doc.project().training.pipeline_schedule, std::string("gpipe"));
+    QCOMPARE(schedule->currentText(), QString("GPipe"));
+    QCOMPARE(doc.undoStack()->count(), edits + 1);  // the edit stays, to be redone
+    doc.undoStack()->redo();
+    QCOMPARE(schedule->currentText(), QString("1F1B"));
+    QCOMPARE(doc.project().training.pipeline_schedule, std::string("1f1b"));
+    doc.undoStack()->undo();
+
+    // Another project without the field shows the engine's default, and opening it is no edit.
+    doc.open(writeProject("no-pipeline.shardlab.json", tinyProject()));
+    QCOMPARE(schedule->currentData().toString(), QString("1f1b"));
+    QVERIFY(!doc.isModified());
+    QCOMPARE(doc.undoStack()->count(), 0);
+    doc.open(path);
+    QCOMPARE(schedule->currentData().toString(), QString("gpipe"));
+
+    // A run trains with it, over the project's two stages.
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 30000);
+    QVERIFY2(failed.isEmpty(), qPrintable(failed.isEmpty() ? QString() : failed.at(0).at(0).toString()));
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Pipeline: 2 stages over mesh axis 'stage', GPipe schedule");
+    VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Done: 2 steps");
   }
 
   void openingAnotherProjectResetsTheTab() {

@@ -138,7 +138,9 @@ void LayoutAdvisorDialog::showCandidates(std::vector<advisor::Candidate> ranked,
     set(FitsColumn, !c.runs() ? QString() : c.fits ? tr("yes") : tr("no"));
     set(PredictedColumn, c.runs() ? tr("%1 ms").arg(c.prediction.step_s * 1e3, 0, 'f', 1) : QString());
     set(BoundColumn, c.runs() ? q(c.prediction.bound_by) : tr("cannot run"));
-    set(RulesColumn, c.runs() ? q(c.rules) : q(c.error));
+    set(RulesColumn, !c.runs()            ? q(c.error)
+                     : c.microbatches > 0 ? tr("%1, %2 microbatches").arg(q(c.rules)).arg(c.microbatches)
+                                          : q(c.rules));
   }
   table_->resizeColumnsToContents();
   if (!error.isEmpty()) status_->setText(error);
@@ -159,6 +161,12 @@ bool LayoutAdvisorDialog::applyRow(int row) {
                       p.mesh = c.mesh.empty() ? graph::Json(nullptr) : sharding::mesh_to_json(sharding::parse_mesh(c.mesh));
                       p.logical_axis_rules = sharding::rules_to_json(c.rules.empty() ? sharding::LogicalRules{}
                                                                                       : sharding::parse_rules(c.rules));
+                      // A pipeline's microbatches are part of its layout.
+                      if (c.microbatches > 0) {
+                        p.training.accumulate = c.microbatches;
+                        if (!p.training_json.is_object()) p.training_json = graph::Json::object();
+                        p.training_json["accumulate"] = c.microbatches;
+                      }
                     });
 }
 

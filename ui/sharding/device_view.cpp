@@ -5,6 +5,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QSortFilterProxyModel>
+#include <QStringList>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -134,6 +135,27 @@ QString DeviceView::memorySummary() const {
     s += "\n" + tr("Gradient accumulation: each step runs %1 microbatches one after another; inputs and activations are "
                    "one microbatch's, and the arena holds the summed gradients besides")
                     .arg(report_.microbatches);
+  // Pipeline stages hold different layers, so their arenas differ: each stage's, this device's marked.
+  if (!report_.stages.empty()) {
+    const int axis = report_.mesh.axis_index(report_.pipeline_axis);
+    const int64_t here = axis >= 0 ? report_.mesh.coords(device_)[size_t(axis)] : -1;
+    for (size_t st = 0; st < report_.stages.size(); ++st) {
+      const sharding::ShardingReport::Stage& stage = report_.stages[st];
+      QStringList layers;
+      for (const std::string& l : stage.layers) layers << QString::fromStdString(l);
+      s += "\n" + tr("stage %1%2: layers %3, step arena %4 per device")
+                      .arg(st)
+                      .arg(int64_t(st) == here ? tr(" (this device)") : QString())
+                      .arg(layers.isEmpty() ? tr("(no parameters)") : layers.join(", "))
+                      .arg(shardfmt::bytesText(stage.arena));
+    }
+    s += "\n" + tr("%1 schedule over mesh axis '%2', %3 microbatches: each stage idles %4% of the step while the "
+                   "pipeline fills and drains")
+                    .arg(report_.pipeline_schedule == "gpipe" ? tr("GPipe") : tr("1F1B"))
+                    .arg(QString::fromStdString(report_.pipeline_axis))
+                    .arg(report_.microbatches)
+                    .arg(100.0 * report_.bubble, 0, 'f', 1);
+  }
   return s;
 }
 

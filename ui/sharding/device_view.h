@@ -1,6 +1,7 @@
 // The reverse of the grid: pick a device (from a list or the small mesh picture) and see every
-// block it holds, one row per array, with its memory by kind and in total; choosing a row asks for
-// that array to be drawn with this device's block outlined.
+// block it holds, one row per array, with its memory by kind and in total (and, with pipeline
+// stages, each stage's layers and arena); choosing a row asks for that array to be drawn with this
+// device's block outlined.
 #pragma once
 
 #include <QColor>

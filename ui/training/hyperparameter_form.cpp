@@ -1,5 +1,6 @@
 #include "ui/training/hyperparameter_form.h"
 
+#include <QComboBox>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -39,6 +40,14 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
                         tr("Gradient accumulation: each step runs the batch as this many equal microbatches, one after "
                            "another, and applies one update with their mean gradient. Activations need memory for one "
                            "microbatch only; the summed gradients need as much as the parameters."));
+  pipelineSchedule_ = new QComboBox(this);
+  pipelineSchedule_->setObjectName("pipelineSchedule");
+  pipelineSchedule_->addItem(tr("1F1B"), QStringLiteral("1f1b"));
+  pipelineSchedule_->addItem(tr("GPipe"), QStringLiteral("gpipe"));
+  pipelineSchedule_->setToolTip(
+      tr("How pipeline stages order the microbatches. 1F1B (one forward, one backward) starts each microbatch's "
+         "backward pass as soon as it can, so a stage holds fewer microbatches' activations at once; GPipe runs every "
+         "forward pass, then every backward pass. It matters only with pipeline stages: a rule layer=<mesh axis>."));
   learningRate_ = new QLineEdit(this);
   learningRate_->setObjectName("learningRate");
   learningRate_->setToolTip(tr("Overrides the project's learning rate for this run (the project is not changed)"));
@@ -64,6 +73,7 @@ HyperparameterForm::HyperparameterForm(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("&Epochs"), epochs_);
   form->addRow(tr("&Batch size"), batch_);
   form->addRow(tr("&Microbatches"), accumulate_);
+  form->addRow(tr("P&ipeline schedule"), pipelineSchedule_);
   form->addRow(tr("&Learning rate"), learningRate_);
   form->addRow(QString(), schedule_);
   form->addRow(tr("S&eed"), seed_);
@@ -89,7 +99,14 @@ void HyperparameterForm::showTraining(const project::TrainingSpec& t) {
   epochs_->setEnabled(steps_->value() == 0);
   show(batch_, clampInt(t.batch_size, 1, batch_->maximum()));
   show(accumulate_, clampInt(t.accumulate, 1, accumulate_->maximum()));
+  // The project only holds "1f1b" or "gpipe" (it is validated on load); anything else shows the default.
+  const int schedule = std::max(0, pipelineSchedule_->findData(QString::fromStdString(t.pipeline_schedule)));
+  if (pipelineSchedule_->currentIndex() != schedule) pipelineSchedule_->setCurrentIndex(schedule);
   show(seed_, int(std::min<uint64_t>(t.seed, uint64_t(INT_MAX))));
+}
+
+std::string HyperparameterForm::pipelineSchedule() const {
+  return pipelineSchedule_->currentData().toString().toStdString();
 }
 
 void HyperparameterForm::loadDefaults(const project::Project& p, int meshDevices) {
@@ -147,6 +164,7 @@ bool HyperparameterForm::settings(RunSettings* out, QString* error) const {
   }
   o.batch_size = batch_->value();
   o.accumulate = accumulate_->value();
+  o.pipeline_schedule = pipelineSchedule();
   o.seed = seed_->value();
   o.threads = threads_->value();
   o.devices = devices_->value();

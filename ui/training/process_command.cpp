@@ -34,6 +34,8 @@ QStringList trainArguments(const TrainCommand& c) {
     a << QStringLiteral("--epochs") << integer(o.epochs);
   if (o.batch_size > 0) a << QStringLiteral("--batch-size") << integer(o.batch_size);
   if (o.accumulate > 0) a << QStringLiteral("--accumulate") << integer(o.accumulate);
+  if (!o.pipeline_schedule.empty())
+    a << QStringLiteral("--pipeline-schedule") << QString::fromStdString(o.pipeline_schedule);
   if (o.seed >= 0) a << QStringLiteral("--seed") << integer(o.seed);
   if (o.learning_rate) a << QStringLiteral("--lr") << exact(*o.learning_rate);
   if (o.threads > 0) a << QStringLiteral("--threads") << integer(o.threads);

@@ -15,8 +15,9 @@ struct TrainCommand {
   QString mesh;     // "data=4,model=2"; "" leaves the project's (one device)
   QString rules;    // "batch=data,hidden=model"; "" leaves the project's (none)
   // What the Training tab would give an in-process run: steps or epochs, batch size,
-  // microbatches, seed, learning rate, CPU threads (0: the CLI's default), checkpoints and how a
-  // run in the checkpoint folder continues. Devices, trace and the rest are not passed.
+  // microbatches and their pipeline schedule, seed, learning rate, CPU threads (0: the CLI's
+  // default), checkpoints and how a run in the checkpoint folder continues. Devices, trace and the
+  // rest are not passed.
   runtime::TrainOptions options;
 };
 

@@ -1,5 +1,6 @@
 #include "ui/training/training_tab.h"
 
+#include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -54,13 +55,14 @@ QString bytesText(double bytes) { return QString::fromStdString(runtime::format_
 QString number(double v, int precision = 4) { return QString::number(v, 'g', precision); }
 
 // A project as shardlab-cli trains it from its file with the options `o` on its command line:
-// without what those options override (batch size, microbatches, seed; steps and epochs when steps
-// are given; checkpoints when a folder is) and without the editor's layout, which no run reads.
+// without what those options override (batch size, microbatches and their pipeline schedule, seed;
+// steps and epochs when steps are given; checkpoints when a folder is) and without the editor's
+// layout, which no run reads.
 graph::Json trainedPart(const project::Project& p, const runtime::TrainOptions& o) {
   graph::Json j = graph::Json::parse(project::to_json_string(p));
   j.erase("editor");
   if (auto t = j.find("training"); t != j.end() && t->is_object()) {
-    for (const char* key : {"batch_size", "accumulate", "seed", "epochs"}) t->erase(key);
+    for (const char* key : {"batch_size", "accumulate", "pipeline_schedule", "seed", "epochs"}) t->erase(key);
     if (o.steps > 0) t->erase("steps");
     if (!o.checkpoint_dir.empty()) t->erase("checkpoint");
   }
@@ -212,6 +214,8 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
                                                 {outputs_->saveEveryBox(), "save_every"}, {outputs_->keepBox(), "keep"}};
   for (const auto& [box, field] : kept)
     connect(box, &QSpinBox::valueChanged, this, [this, field] { storeRunSettings(field); });
+  connect(form_->pipelineScheduleBox(), &QComboBox::currentIndexChanged, this,
+          [this] { storeRunSettings("pipeline_schedule"); });
   connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, [this] { storeRunSettings("checkpoint"); });
 
   cliProgram_ = QCoreApplication::applicationDirPath() + QStringLiteral("/shardlab-cli");
@@ -295,6 +299,7 @@ void TrainingTab::storeRunSettings(const QString& field) {
   const int steps = form_->stepsBox()->value(), epochs = form_->epochsBox()->value();
   const int batch = form_->batchBox()->value(), seed = form_->seedBox()->value();
   const int accumulate = form_->accumulateBox()->value();
+  const std::string schedule = form_->pipelineSchedule();
   // The folder as the project writes it: relative to the project file when it lies beside or
   // below it (the project and its runs move together), absolute otherwise.
   const QString dir = outputs_->checkpointDir();
@@ -320,7 +325,10 @@ void TrainingTab::storeRunSettings(const QString& field) {
   const bool batchChanged = differs(form_->batchBox(), now.training.batch_size);
   const bool seedChanged = differs(form_->seedBox(), int64_t(std::min<uint64_t>(now.training.seed, INT_MAX)));
   const bool accumulateChanged = differs(form_->accumulateBox(), now.training.accumulate);
-  if (!stepsChanged && !epochsChanged && !batchChanged && !seedChanged && !accumulateChanged && sameCheckpoint) return;
+  const bool scheduleChanged = schedule != now.training.pipeline_schedule;
+  if (!stepsChanged && !epochsChanged && !batchChanged && !seedChanged && !accumulateChanged && !scheduleChanged &&
+      sameCheckpoint)
+    return;
   // Consecutive changes to one field merge into one undo step, as typing "250" is one edit.
   doc_->edit(
       tr("Change training %1").arg(QString(field).replace('_', ' ')),
@@ -333,6 +341,7 @@ void TrainingTab::storeRunSettings(const QString& field) {
         if (batchChanged) t["batch_size"] = batch;
         if (seedChanged) t["seed"] = seed;
         if (accumulateChanged) t["accumulate"] = accumulate;
+        if (scheduleChanged) t["pipeline_schedule"] = schedule;
         if (!sameCheckpoint) {
           if (checkpoint)
             t["checkpoint"] = {{"dir", checkpoint->dir}, {"save_every", checkpoint->save_every}, {"keep", checkpoint->keep}};
@@ -541,6 +550,10 @@ void TrainingTab::launch(const QString& resumeDir) {
                              : (processes > 1 ? tr("the cores shared by the processes") : tr("all cores")))
           .arg(o.devices)
           .arg(processes > 1 ? tr(", over %1 processes").arg(processes) : QString()));
+  if (const sharding::ShardingReport& r = design.sharding; !r.stages.empty())
+    log(tr("Pipeline: %1 stages over mesh axis '%2', %3 schedule")
+            .arg(qlonglong(r.stages.size()))
+            .arg(QString::fromStdString(r.pipeline_axis), o.pipeline_schedule == "gpipe" ? tr("GPipe") : tr("1F1B")));
   if (!resumeDir.isEmpty()) log(tr("Continuing from the checkpoint in %1").arg(resumeDir));
   if (runSavesCheckpoints_)
     log(tr("Checkpoints go to %1 (%2, keeping %3)")
