@@ -56,6 +56,7 @@ int run_advise(const AdviseArgs& a) {
     j["candidates"] = nlohmann::ordered_json::array();
     for (const advisor::Candidate& c : ranked) {
       nlohmann::ordered_json o{{"strategy", c.strategy}, {"mesh", c.mesh}, {"rules", c.rules}};
+      if (c.microbatches > 0) o["microbatches"] = c.microbatches;
       if (!c.runs()) {
         o["error"] = c.error;
       } else {
@@ -98,14 +99,16 @@ int run_advise(const AdviseArgs& a) {
       std::printf("%-4s %-28s %-22s cannot run: %s\n", "-", c.strategy.c_str(), c.mesh.c_str(), c.error.c_str());
       continue;
     }
+    const std::string rules = (c.rules.empty() ? std::string("-") : c.rules) +
+                              (c.microbatches > 0 ? "  (--microbatches " + std::to_string(c.microbatches) + ")" : "");
     std::printf("%-4d %-28s %-22s %12s %6s %13.2f %-14s %s\n", rank, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
                 util::format_bytes(c.bytes_per_device).c_str(), c.fits ? "yes" : "NO", c.prediction.step_s * 1e3,
-                c.prediction.bound_by.c_str(), c.rules.empty() ? "-" : c.rules.c_str());
+                c.prediction.bound_by.c_str(), rules.c_str());
   }
   std::printf("\nPredicted per instruction of each partitioned step from the profile's measured rates: GEMMs by shape,\n"
               "streaming primitives by bandwidth, fixed costs per instruction, collectives as latency + bytes / rate.\n"
               "tests/bench/advise_accuracy.py sets them beside measured steps. Try one with:\n"
-              "  shardlab-cli train %s --mesh MESH --rules RULES\n\n",
+              "  shardlab-cli train %s --mesh MESH --rules RULES [--microbatches M]\n\n",
               a.project.c_str());
   std::printf("Is a GPU worth it? One step on one device: %.2f ms on %s, %.2f ms on %s (%s-bound).\n", gpu.cpu.step_s * 1e3,
               gpu.cpu_name.c_str(), gpu.gpu.step_s * 1e3, gpu.gpu_name.c_str(), gpu.gpu.bound_by.c_str());

@@ -14,7 +14,16 @@ struct Layout {
   std::string strategy;
   sharding::Mesh mesh;
   sharding::LogicalRules rules;
+  int64_t microbatches = 0;  // a pipeline's (0: the project's training.accumulate)
 };
+
+// Microbatches for S stages beside d-way data parallelism: the most of 4S, 2S and S that splits the
+// batch evenly over microbatches and data (a bubble of at most (S-1)/(5S-1), under 20%), or 0.
+int64_t pipeline_microbatches(int64_t batch, int64_t stages, int64_t data) {
+  for (int64_t m : {4 * stages, 2 * stages, stages})
+    if (batch % m == 0 && (batch / m) % data == 0) return m;
+  return 0;
+}
 
 // Sets `logical`'s rule to `axes` (the first rule for it; appended when there is none).
 void set_rule(sharding::LogicalRules& rules, const std::string& logical, std::vector<std::string> axes) {
@@ -30,7 +39,8 @@ void set_rule(sharding::LogicalRules& rules, const std::string& logical, std::ve
 // seed 002's rules on data=d x model=m for every d * m = N with m >= 2; FSDP combined with Megatron
 // on the same meshes with d >= 2; hybrid FSDP (replicas of FSDP groups: batch over data and fsdp,
 // parameters over fsdp) on data x fsdp; and all three on data x fsdp x model.
-std::vector<Layout> layouts(const project::Project& p, const std::vector<std::string>& names, int64_t n) {
+std::vector<Layout> layouts(const project::Project& p, const graph::GraphReport& report, const std::vector<std::string>& names,
+                           int64_t n) {
   std::vector<Layout> out;
   auto with_preset = [&](const std::string& strategy, const std::string& preset, sharding::Mesh mesh) {
     project::Project q = p;
@@ -64,6 +74,19 @@ std::vector<Layout> layouts(const project::Project& p, const std::vector<std::st
         set_rule(l->rules, "batch", {"data", "fsdp"});
         set_rule(l->rules, "embed", {"fsdp"});
       }
+  // Pipeline stages over every Repeat's layers (S dividing them all), data parallel beside them.
+  std::vector<int64_t> repeats;
+  for (const graph::NodeReport& node : report.nodes)
+    if (node.type == "Repeat" && !node.params.empty()) repeats.push_back(node.params.front().layers);
+  for (int64_t stages = 2; stages <= n && !repeats.empty(); ++stages) {
+    if (n % stages != 0 || std::any_of(repeats.begin(), repeats.end(), [&](int64_t l) { return l % stages != 0; })) continue;
+    const int64_t data = n / stages, m = pipeline_microbatches(p.training.batch_size, stages, data);
+    if (m == 0) continue;
+    Layout* l = with_preset("pipeline", "data_parallel", sharding::Mesh({{"data", data}}));
+    l->mesh = sharding::Mesh({{"stage", stages}, {"data", data}});
+    set_rule(l->rules, "layer", {"stage"});
+    l->microbatches = m;
+  }
   try {  // the project's own, where its mesh has this many devices
     const sharding::Mesh own = sharding::project_mesh(p);
     if (own.device_count() == n) out.push_back({"the project's own", own, sharding::project_rules(p)});
@@ -82,7 +105,7 @@ std::vector<Candidate> advise(const project::Project& p, int64_t devices, const 
 
   std::vector<Layout> candidates;
   if (devices == 1) candidates.push_back({"one device", sharding::Mesh(), {}});
-  else candidates = layouts(p, sharding::logical_names_of(report), devices);
+  else candidates = layouts(p, report, sharding::logical_names_of(report), devices);
 
   std::vector<Candidate> out;
   for (const Layout& l : candidates) {
@@ -90,6 +113,7 @@ std::vector<Candidate> advise(const project::Project& p, int64_t devices, const 
     c.strategy = l.strategy;
     c.mesh = l.mesh.axes().empty() ? "" : l.mesh.str();
     c.rules = sharding::rules_str(l.rules);
+    c.microbatches = l.microbatches;
     // Two strategies can come to the same mesh and rules: one candidate, both names.
     const auto same = std::find_if(out.begin(), out.end(), [&](const Candidate& o) { return o.mesh == c.mesh && o.rules == c.rules; });
     if (same != out.end()) {
@@ -97,13 +121,15 @@ std::vector<Candidate> advise(const project::Project& p, int64_t devices, const 
       continue;
     }
     c.capacity_bytes = capacity_per_device;
-    const sharding::ShardingReport r = sharding::analyze_sharding(p, report, l.mesh, l.rules);
+    project::Project q = p;
+    if (l.microbatches > 0) q.training.accumulate = l.microbatches;
+    const sharding::ShardingReport r = sharding::analyze_sharding(q, report, l.mesh, l.rules);
     if (!r.errors.empty() || !r.plan) {
       c.error = r.errors.empty() ? "the step could not be partitioned" : r.errors.front();
       out.push_back(std::move(c));
       continue;
     }
-    c.bytes_per_device = r.devices.front().total();
+    for (const sharding::DeviceMemory& d : r.devices) c.bytes_per_device = std::max(c.bytes_per_device, d.total());
     c.fits = c.bytes_per_device <= capacity_per_device;
     c.prediction = predict(*r.plan, l.mesh, hw);
     out.push_back(std::move(c));

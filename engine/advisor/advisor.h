@@ -1,6 +1,7 @@
 // Which mesh and rules to use for a project on N devices, ranked before anything runs: every
 // factorization of N into a mesh, under each strategy (data parallel, FSDP, Megatron tensor
-// parallel, seed 002's 2-D rules, and the project's own), partitioned for real. A candidate's memory
+// parallel, seed 002's 2-D rules, pipeline stages over a Repeat's layers with data parallelism
+// beside them, and the project's own), partitioned for real. A candidate's memory
 // per device is its partitioned step's buffer plan (the same report the design check reads), so the
 // advisor and a run cannot disagree on what fits; its step time is predicted (advisor/step_cost).
 #pragma once
@@ -19,6 +20,9 @@ struct Candidate {
   std::string strategy;  // "data parallel", "FSDP", "Megatron", "2-D (seed 002)", "the project's own", "one device"
   std::string mesh;      // "data=2,model=4" (as --mesh takes it; "" for one device)
   std::string rules;     // "batch=data,mlp=model,..." (as --rules takes it)
+  // A pipeline (rules with layer=stage) runs each batch as this many microbatches, which applying
+  // the candidate sets as training.accumulate; 0 for every other strategy (the project's own).
+  int64_t microbatches = 0;
   std::string error;     // why this layout cannot run (a dimension its mesh does not divide); "" when it can
   bool fits = false;               // its plan fits each device's memory
   double bytes_per_device = 0;     // the plan's: parameters, optimizer state and step arena

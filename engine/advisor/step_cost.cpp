@@ -1,6 +1,7 @@
 #include "engine/advisor/step_cost.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "engine/ir/primitive.h"
 
@@ -67,9 +68,24 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
   const int devices = int(std::max<int64_t>(1, mesh.device_count()));
   const DeviceRates r = hw.rates_for(devices);
   const double peak = std::max({r.gemm_rows.at(1e9), r.gemm_inner.at(1e9), r.gemm_cols.at(1e9), 1.0});
-  Prediction p;
-  p.memory_s = r.run_s;
+  // A pipeline's stages each run their own instructions: one sum per stage.
+  const int64_t stages = std::max<int64_t>(prog.stages, 1);
+  std::vector<Prediction> per(static_cast<size_t>(stages));
+  int64_t microbatches = 1;
+  for (Prediction& p : per) p.memory_s = r.run_s;
   for (const ir::Instr& ins : prog.instrs) {
+    microbatches = std::max(microbatches, ins.microbatch + 1);
+    const int64_t lo = ins.stage >= 0 ? ins.stage : 0, hi = ins.stage >= 0 ? ins.stage : stages - 1;
+    auto add = [&](double Prediction::*part, double t) {
+      for (int64_t s = lo; s <= hi; ++s) per[size_t(s)].*part += t;
+    };
+    if (ins.op == ir::Op::Recv) continue;  // its send is counted
+    if (ins.op == ir::Op::Send) {
+      // Between neighbouring stages: rated as a gather of two devices across the pipeline's axis.
+      const CollectiveRate c = hw.collective("all_gather", devices, 2, crosses_nodes(mesh, {prog.stage_axis}, hw.devices_per_node));
+      add(&Prediction::communication_s, c.seconds(bytes_of(prog, ins.in)));
+      continue;
+    }
     const std::string kind = collective_kind(ins.op);
     if (!kind.empty()) {
       // The whole array: a gather's result, a reduction's operand; an in-place gather's buffer.
@@ -77,7 +93,7 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
       const int group = int(std::max<int64_t>(1, ins.attrs.group_size));
       if (group <= 1) continue;
       const CollectiveRate c = hw.collective(kind, devices, group, crosses_nodes(mesh, ins.attrs.mesh_axes, hw.devices_per_node));
-      p.communication_s += c.seconds(bytes);
+      add(&Prediction::communication_s, c.seconds(bytes));
       continue;
     }
     std::vector<Shape> in, out;
@@ -91,8 +107,17 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
     }
     const double t_flops = rate > 0 ? flops / rate : 0;
     const double t_bytes = instruction_bytes(prog, ins) / r.memory_bytes_per_s;
-    (t_flops >= t_bytes ? p.compute_s : p.memory_s) += std::max(t_flops, t_bytes);
-    p.memory_s += r.instruction_s;
+    add(t_flops >= t_bytes ? &Prediction::compute_s : &Prediction::memory_s, std::max(t_flops, t_bytes));
+    add(&Prediction::memory_s, r.instruction_s);
+  }
+  // The busiest stage sets the pace, and every stage idles (S-1)/(M+S-1) of the step while the
+  // pipeline fills and drains: its work takes (M+S-1)/M of its own time.
+  Prediction p = *std::max_element(per.begin(), per.end(), [](const Prediction& a, const Prediction& b) {
+    return a.compute_s + a.memory_s + a.communication_s < b.compute_s + b.memory_s + b.communication_s;
+  });
+  if (stages > 1) {
+    const double stretch = double(microbatches + stages - 1) / double(microbatches);
+    p.compute_s *= stretch, p.memory_s *= stretch, p.communication_s *= stretch;
   }
   p.step_s = p.compute_s + p.memory_s + p.communication_s;
   p.bound_by = p.communication_s >= std::max(p.compute_s, p.memory_s) ? "communication"

@@ -4,7 +4,8 @@
 // instruction; each collective as a latency plus its bytes over the rate of its kind and group;
 // plus the fixed cost of running the program. The rates are those of the mesh's device count
 // running at once, so devices taking turns on shared cores are in them. What bounds the step is
-// its largest part.
+// its largest part. With pipeline stages, each stage sums its own instructions (a send as a
+// two-device gather), and the busiest stage's time is stretched by the bubble, (M+S-1)/M.
 #pragma once
 
 #include <string>

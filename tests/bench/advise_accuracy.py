@@ -48,6 +48,8 @@ def measure(args, project, cand):
                "--devices", str(args.devices), "--rules", cand["rules"]]
         if cand["mesh"]:
             cmd += ["--mesh", cand["mesh"]]
+        if cand.get("microbatches"):  # a pipeline candidate runs with its microbatches
+            cmd += ["--microbatches", str(cand["microbatches"])]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         r = subprocess.run(cmd, capture_output=True, text=True)

@@ -71,6 +71,37 @@ class TestAdvisor : public QObject {
     // Both data=8 and two-axis meshes.
     QVERIFY(std::any_of(ranked.begin(), ranked.end(), [](const advisor::Candidate& c) { return c.mesh == "data=4,model=2"; }));
   }
+  // A model with a Repeat gets pipeline candidates, stages dividing its layers with data parallelism
+  // beside them, each with the microbatches it runs (the plan's memory is at that count); a model
+  // without one gets none.
+  void aRepeatGetsPipelineCandidates() {
+    const project::Project p = load("dot-relu-dot");
+    const graph::GraphReport report = project::analyze_project(p);
+    std::vector<std::string> meshes;
+    for (const advisor::Candidate& c : advisor::advise(p, 8, two_cores(), 1e12)) {
+      if (c.strategy.find("pipeline") == std::string::npos) {
+        QCOMPARE(c.microbatches, int64_t(0));
+        continue;
+      }
+      meshes.push_back(c.mesh);
+      QVERIFY2(c.runs(), c.error.c_str());
+      QVERIFY2(c.rules.find("layer=stage") != std::string::npos, c.rules.c_str());
+      const int64_t stages = sharding::parse_mesh(c.mesh).axis_size("stage");
+      QVERIFY2(c.microbatches >= stages && p.training.batch_size % c.microbatches == 0, c.mesh.c_str());
+      project::Project q = p;
+      q.training.accumulate = c.microbatches;
+      const sharding::ShardingReport r =
+          sharding::analyze_sharding(q, report, sharding::parse_mesh(c.mesh), sharding::parse_rules(c.rules));
+      QVERIFY2(r.plan && r.plan->pipeline.on(), c.mesh.c_str());
+      QCOMPARE(c.bytes_per_device, double(r.plan->memory.total_elems()) * 4);
+      QVERIFY(c.prediction.step_s > 0);
+    }
+    std::sort(meshes.begin(), meshes.end());
+    QCOMPARE(meshes, (std::vector<std::string>{"stage=2,data=4", "stage=4,data=2"}));  // 4 layers: 2 or 4 stages
+    for (const advisor::Candidate& c : advisor::advise(load("deep-mlp-small"), 8, two_cores(), 1e12))
+      QVERIFY2(c.strategy.find("pipeline") == std::string::npos, c.mesh.c_str());
+  }
+
   void whatFitsIsRankedFirstThenByPredictedStep() {
     const project::Project p = load("deep-mlp-small");
     const auto all = advisor::advise(p, 8, two_cores(), 1e12);
