@@ -11,9 +11,13 @@
 #include "engine/runtime/trainer.h"
 #include "engine/sharding/layout.h"
 #include "engine/sharding/partitioner.h"
+#include "microbatch_runs.h"
 #include "test_support.h"
 
 using namespace shardlab;
+using shardlab::testing::Batch;
+using shardlab::testing::batches;
+using shardlab::testing::relative_difference;
 
 namespace {
 
@@ -42,23 +46,6 @@ const char* kProject = R"({
 
 project::Project base_project() { return project::parse_project(kProject, "accumulation.shardlab.json"); }
 
-struct Batch {
-  Tensor x, y;
-};
-
-std::vector<Batch> batches(int n, int64_t batch) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  std::vector<Batch> out;
-  for (int i = 0; i < n; ++i) {
-    Batch b{Tensor({batch, 24}), Tensor({batch})};
-    for (int64_t k = 0; k < b.x.size(); ++k) b.x.ptr()[k] = normal(rng);
-    for (int64_t k = 0; k < batch; ++k) b.y.ptr()[k] = float(rng() % 4);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
-
 struct Run {
   std::vector<double> losses;
   std::map<std::string, Tensor> params;
@@ -74,15 +61,6 @@ Run train(int64_t accumulate, const std::string& mesh = "", const std::string& r
   for (const Batch& b : batches(3, 32)) r.losses.push_back(t.train_step(b.x, b.y));
   for (const std::string& path : t.parameter_paths()) r.params[path] = t.parameter(path);
   return r;
-}
-
-double relative_difference(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < a.size(); ++i) {
-    diff += std::pow(double(a.ptr()[i]) - double(b.ptr()[i]), 2);
-    norm += std::pow(double(b.ptr()[i]), 2);
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
 // The step's arena per device (bytes) with M microbatches, as the design check reads it.

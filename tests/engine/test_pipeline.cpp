@@ -14,61 +14,26 @@
 #include "engine/runtime/trainer.h"
 #include "engine/sharding/layout.h"
 #include "engine/sharding/partitioner.h"
+#include "microbatch_runs.h"
 #include "test_support.h"
 
 using namespace shardlab;
+using shardlab::testing::Batch;
+using shardlab::testing::batches;
+using shardlab::testing::relative_difference;
 
 namespace {
 
-// An embedding Dense before the Repeat and a head after it (each on one stage), a residual block
-// with a LayerNorm inside, and 8 layers: 4 or 2 per stage with 2 or 4 stages.
-const char* kProject = R"({
-  "format": "shardlab.project", "version": 1,
-  "graph": {
-    "nodes": [
-      {"name": "x", "type": "Input", "params": {"shape": [24]}},
-      {"name": "embed", "type": "Dense", "params": {"features": 32}},
-      {"name": "blocks", "type": "Repeat", "params": {"count": 8}, "body": {
-        "nodes": [{"name": "ln", "type": "LayerNorm"},
-                  {"name": "a", "type": "Dense", "params": {"features": 32, "kernel_init": {"type": "normal", "stddev": 0.1}}},
-                  {"name": "t", "type": "GELU"},
-                  {"name": "res", "type": "Add"}],
-        "edges": [{"from": "@in.out", "to": "ln.in"}, {"from": "ln.out", "to": "a.in"}, {"from": "a.out", "to": "t.in"},
-                  {"from": "t.out", "to": "res.a"}, {"from": "@in.out", "to": "res.b"}],
-        "output": "res"}},
-      {"name": "r", "type": "ReLU"},
-      {"name": "head", "type": "Dense", "params": {"features": 4}}
-    ],
-    "edges": [{"from": "x.out", "to": "embed.in"}, {"from": "embed.out", "to": "blocks.in"},
-              {"from": "blocks.out", "to": "r.in"}, {"from": "r.out", "to": "head.in"}]
-  },
-  "loss": {"type": "softmax_cross_entropy", "output": "head"},
-  "optimizer": {"type": "adam", "learning_rate": 0.01},
-  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [24], "classes": 4, "examples": 512, "seed": 3},
-  "training": {"batch_size": 32, "steps": 3, "seed": 1, "eval": false}
-})";
-
+// tests/data/pipeline.shardlab.json (an embedding Dense before the Repeat and a head after it, each
+// on one stage; 8 residual blocks with a LayerNorm inside: 4 or 2 per stage with 2 or 4 stages), on
+// one device unless a test gives a mesh, one microbatch unless it asks for more.
 project::Project base_project(const std::string& schedule = "1f1b") {
-  project::Project p = project::parse_project(kProject, "pipeline.shardlab.json");
+  project::Project p = project::load_project(SHARDLAB_SOURCE_DIR "/tests/data/pipeline.shardlab.json");
+  p.mesh = nullptr;
+  p.logical_axis_rules = graph::Json::array();
+  p.training.accumulate = 1;
   p.training.pipeline_schedule = schedule;
   return p;
-}
-
-struct Batch {
-  Tensor x, y;
-};
-
-std::vector<Batch> batches(int n, int64_t batch) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  std::vector<Batch> out;
-  for (int i = 0; i < n; ++i) {
-    Batch b{Tensor({batch, 24}), Tensor({batch})};
-    for (int64_t k = 0; k < b.x.size(); ++k) b.x.ptr()[k] = normal(rng);
-    for (int64_t k = 0; k < batch; ++k) b.y.ptr()[k] = float(rng() % 4);
-    out.push_back(std::move(b));
-  }
-  return out;
 }
 
 struct Run {
@@ -87,15 +52,6 @@ Run train(int64_t accumulate, const std::string& mesh = "", const std::string& r
   for (const Batch& b : batches(3, 32)) r.losses.push_back(t.train_step(b.x, b.y));
   for (const std::string& path : t.parameter_paths()) r.params[path] = t.parameter(path);
   return r;
-}
-
-double relative_difference(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < a.size(); ++i) {
-    diff += std::pow(double(a.ptr()[i]) - double(b.ptr()[i]), 2);
-    norm += std::pow(double(b.ptr()[i]), 2);
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
 sharding::ShardingReport design(project::Project p, int64_t accumulate, const std::string& mesh, const std::string& rules) {
@@ -217,32 +173,40 @@ class TestPipeline : public QObject {
     QVERIFY2(backward > 0, "the Chrome trace lost the spans' microbatches");
   }
 
+  // The same, measured: a traced step's memory samples (each device's live step buffers as it
+  // runs) peak lower on the first stage under 1F1B than under GPipe.
+  void oneFOneBsTracedPeakIsBelowGPipes() {
+    auto peak = [](const std::string& schedule) {
+      project::Project p = base_project(schedule);
+      p.training.batch_size = 256;
+      p.training.accumulate = 8;
+      runtime::SpmdSession s(p, sharding::parse_mesh("stage=2"), sharding::parse_rules("layer=stage"), 256, 1);
+      profiler::Trace trace(profiler::Trace::Mode::Detailed);
+      const Batch b = batches(1, 256).front();
+      s.train_step(b.x, b.y, 0.01, &trace);
+      double most = 0;
+      for (const profiler::MemorySample& m : profiler::parse_chrome_trace(trace.to_chrome_json(), "trace").memory)
+        if (m.device == 0) most = std::max(most, m.bytes);
+      return most;
+    };
+    const double gpipe = peak("gpipe"), onef = peak("1f1b");
+    QVERIFY2(onef > 0 && onef < gpipe, qPrintable(QString("stage 0 peaks at %1 bytes under 1F1B, %2 under GPipe").arg(onef).arg(gpipe)));
+  }
+
   // Bad layouts are refused before anything runs, naming what is at fault.
   void badPipelinesAreRefused() {
-    // 8 layers do not divide among 3 stages.
-    {
+    auto refusal = [](const std::string& mesh, const std::string& rules) {
       runtime::TrainOptions o;
-      o.mesh = "stage=3";
-      o.rules = "layer=stage";
-      try {
-        runtime::Trainer t(base_project(), o);
-        QFAIL("8 layers on 3 stages was accepted");
-      } catch (const Error& e) {
-        QVERIFY2(QString(e.what()).contains("blocks/a/kernel") && QString(e.what()).contains("2 or 4"), e.what());
-      }
-    }
+      o.mesh = mesh;
+      o.rules = rules;
+      return shardlab::testing::error_of([&] { runtime::Trainer t(base_project(), o); });
+    };
+    // 8 layers do not divide among 3 stages: the parameters are named, and the counts that would do.
+    const QString layers = refusal("stage=3", "layer=stage");
+    VERIFY_CONTAINS(layers, "blocks/a/kernel");
+    VERIFY_CONTAINS(layers, "2 or 4");
     // The batch cannot also split over the pipeline's axis.
-    {
-      runtime::TrainOptions o;
-      o.mesh = "stage=2";
-      o.rules = "layer=stage,batch=stage";
-      try {
-        runtime::Trainer t(base_project(), o);
-        QFAIL("batch=stage beside layer=stage was accepted");
-      } catch (const Error& e) {
-        QVERIFY2(QString(e.what()).contains("carries the pipeline"), e.what());
-      }
-    }
+    VERIFY_CONTAINS(refusal("stage=2", "layer=stage,batch=stage"), "carries the pipeline");
     QCOMPARE(sharding::bubble_fraction(4, 8), 3.0 / 11.0);
     QCOMPARE(sharding::bubble_fraction(1, 8), 0.0);
   }

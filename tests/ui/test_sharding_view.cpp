@@ -41,36 +41,6 @@ namespace {
 
 QString projectPath(const char* name) { return QStringLiteral(SHARDLAB_SOURCE_DIR "/projects/") + name; }
 
-// tests/engine/test_pipeline.cpp's model (an embedding Dense, a Repeat of 8 residual blocks, a head)
-// as a project of two pipeline stages: mesh stage=2, rule layer=stage, 4 microbatches.
-const char* kPipelineProject = R"({
-  "format": "shardlab.project", "version": 1, "name": "pipeline",
-  "graph": {
-    "nodes": [
-      {"name": "x", "type": "Input", "params": {"shape": [24]}},
-      {"name": "embed", "type": "Dense", "params": {"features": 32}},
-      {"name": "blocks", "type": "Repeat", "params": {"count": 8}, "body": {
-        "nodes": [{"name": "ln", "type": "LayerNorm"},
-                  {"name": "a", "type": "Dense", "params": {"features": 32}},
-                  {"name": "t", "type": "GELU"},
-                  {"name": "res", "type": "Add"}],
-        "edges": [{"from": "@in.out", "to": "ln.in"}, {"from": "ln.out", "to": "a.in"}, {"from": "a.out", "to": "t.in"},
-                  {"from": "t.out", "to": "res.a"}, {"from": "@in.out", "to": "res.b"}],
-        "output": "res"}},
-      {"name": "r", "type": "ReLU"},
-      {"name": "head", "type": "Dense", "params": {"features": 4}}
-    ],
-    "edges": [{"from": "x.out", "to": "embed.in"}, {"from": "embed.out", "to": "blocks.in"},
-              {"from": "blocks.out", "to": "r.in"}, {"from": "r.out", "to": "head.in"}]
-  },
-  "loss": {"type": "softmax_cross_entropy", "output": "head"},
-  "optimizer": {"type": "adam", "learning_rate": 0.01},
-  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [24], "classes": 4, "examples": 512, "seed": 3},
-  "training": {"batch_size": 32, "accumulate": 4, "steps": 3, "seed": 1, "eval": false},
-  "mesh": {"axes": {"stage": 2}},
-  "logical_axis_rules": [["layer", "stage"]]
-})";
-
 // What the grid should hold, straight from the engine: for every (row block, column block) of the
 // two drawn dimensions, "CPU " and the devices of every block that falls there.
 std::map<std::pair<int64_t, int64_t>, QString> engineCells(const sharding::ArraySharding& a, const sharding::Mesh& mesh,
@@ -675,14 +645,8 @@ void TestShardingView::pipelineStagesShowTheirLayersArenaAndBubble() {
   VERIFY_LACKS(dv->memorySummary(), "stage 0");
   VERIFY_LACKS(dv->memorySummary(), "fills and drains");
 
-  QTemporaryDir dir;
-  QVERIFY(dir.isValid());
-  const QString path = dir.filePath("pipeline.shardlab.json");
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(kPipelineProject);
-  f.close();
-  doc_->open(path);
+  // Two stages (mesh stage=2, rule layer=stage), 4 microbatches, GPipe.
+  doc_->open(QStringLiteral(SHARDLAB_SOURCE_DIR "/tests/data/pipeline.shardlab.json"));
   QVERIFY2(doc_->design().ok(), doc_->design().errors.empty() ? "" : doc_->design().errors.front().c_str());
   const sharding::ShardingReport& r = doc_->design().sharding;
   QCOMPARE(r.stages.size(), size_t(2));
@@ -692,7 +656,7 @@ void TestShardingView::pipelineStagesShowTheirLayersArenaAndBubble() {
   VERIFY_CONTAINS(summary, "\nstage 0 (this device): layers embed, blocks[0:4], step arena " + arena0 + " per device\n");
   VERIFY_CONTAINS(summary, "\nstage 1: layers blocks[4:8], head, step arena " + arena1 + " per device\n");
   // (S-1)/(M+S-1) = 1/5 with 2 stages and 4 microbatches.
-  VERIFY_CONTAINS(summary, "1F1B schedule over mesh axis 'stage', 4 microbatches: each stage idles 20.0% of the step "
+  VERIFY_CONTAINS(summary, "GPipe schedule over mesh axis 'stage', 4 microbatches: each stage idles 20.0% of the step "
                            "while the pipeline fills and drains");
   // Device 1 is stage 1.
   dv->deviceCombo()->setCurrentIndex(1);
@@ -702,13 +666,13 @@ void TestShardingView::pipelineStagesShowTheirLayersArenaAndBubble() {
   VERIFY_CONTAINS(dv->findChild<QLabel*>("deviceMemory")->text(), "stage 1 (this device)");
 
   // The schedule and the microbatches follow the project.
-  QVERIFY(doc_->edit("gpipe", [](project::Project& p) {
-    p.training_json["pipeline_schedule"] = "gpipe";
+  QVERIFY(doc_->edit("1f1b", [](project::Project& p) {
+    p.training_json["pipeline_schedule"] = "1f1b";
     p.training_json["accumulate"] = 8;
   }));
-  VERIFY_CONTAINS(dv->memorySummary(), "GPipe schedule over mesh axis 'stage', 8 microbatches: each stage idles 11.1% of the step");
+  VERIFY_CONTAINS(dv->memorySummary(), "1F1B schedule over mesh axis 'stage', 8 microbatches: each stage idles 11.1% of the step");
   doc_->undoStack()->undo();
-  VERIFY_CONTAINS(dv->memorySummary(), "1F1B schedule over mesh axis 'stage', 4 microbatches");
+  VERIFY_CONTAINS(dv->memorySummary(), "GPipe schedule over mesh axis 'stage', 4 microbatches");
 
   // The same mesh used for data parallelism instead: no pipeline, no stage lines.
   QVERIFY(doc_->edit("data parallel", [](project::Project& p) {

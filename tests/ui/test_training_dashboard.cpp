@@ -62,36 +62,6 @@ QString tinyProject(const QString& data = {}, const QString& lossOutput = "logit
       .arg(lossOutput, data.isEmpty() ? blobs : data);
 }
 
-// tests/engine/test_pipeline.cpp's model (an embedding Dense, a Repeat of 4 residual blocks, a head)
-// over two pipeline stages (mesh stage=2, rule layer=stage), 4 microbatches, the GPipe schedule.
-QString pipelineProject() {
-  return QStringLiteral(R"({"format": "shardlab.project", "version": 1, "name": "pipeline",
-  "graph": {
-    "nodes": [
-      {"name": "x", "type": "Input", "params": {"shape": [24]}},
-      {"name": "embed", "type": "Dense", "params": {"features": 32}},
-      {"name": "blocks", "type": "Repeat", "params": {"count": 4}, "body": {
-        "nodes": [{"name": "ln", "type": "LayerNorm"},
-                  {"name": "a", "type": "Dense", "params": {"features": 32}},
-                  {"name": "t", "type": "GELU"},
-                  {"name": "res", "type": "Add"}],
-        "edges": [{"from": "@in.out", "to": "ln.in"}, {"from": "ln.out", "to": "a.in"}, {"from": "a.out", "to": "t.in"},
-                  {"from": "t.out", "to": "res.a"}, {"from": "@in.out", "to": "res.b"}],
-        "output": "res"}},
-      {"name": "r", "type": "ReLU"},
-      {"name": "head", "type": "Dense", "params": {"features": 4}}
-    ],
-    "edges": [{"from": "x.out", "to": "embed.in"}, {"from": "embed.out", "to": "blocks.in"},
-              {"from": "blocks.out", "to": "r.in"}, {"from": "r.out", "to": "head.in"}]
-  },
-  "loss": {"type": "softmax_cross_entropy", "output": "head"},
-  "optimizer": {"type": "adam", "learning_rate": 0.01},
-  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [24], "classes": 4, "examples": 512, "seed": 3},
-  "training": {"batch_size": 32, "accumulate": 4, "pipeline_schedule": "gpipe", "steps": 2, "seed": 1, "eval": false},
-  "mesh": {"axes": {"stage": 2}},
-  "logical_axis_rules": [["layer", "stage"]]})");
-}
-
 // Types into a spin box or line edit as a person would: select all, type, Enter.
 void typeInto(QWidget* field, const QString& text) {
   field->setFocus();
@@ -614,7 +584,11 @@ class TestTrainingDashboard : public QObject {
   // The Pipeline schedule field is training.pipeline_schedule: it shows the project's, a change is
   // one undoable edit of the project, and a run's options carry it.
   void pipelineScheduleIsARunSettingOfTheProject() {
-    const QString path = writeProject("pipeline.shardlab.json", pipelineProject());
+    // Two stages (mesh stage=2, rule layer=stage), 4 microbatches, GPipe; 2 steps. A copy: a run
+    // writes beside its project.
+    QFile shared(QStringLiteral(SHARDLAB_SOURCE_DIR "/tests/data/pipeline.shardlab.json"));
+    QVERIFY(shared.open(QIODevice::ReadOnly));
+    const QString path = writeProject("pipeline.shardlab.json", QString::fromUtf8(shared.readAll()));
     ProjectDocument doc;
     TrainingTab tab(&doc);
     doc.open(path);
