@@ -19,6 +19,7 @@
 #include "engine/backends/cpu/collectives.h"
 #include "engine/backends/cpu/thread_budget.h"
 #include "engine/util/error.h"
+#include "test_support.h"
 
 using shardlab::Error;
 using shardlab::backends::cpu::ThreadCollectives;
@@ -513,6 +514,46 @@ class TestCollectives : public QObject {
     for (const auto& e : errors) QVERIFY2(e.find("disagrees") != std::string::npos, e.c_str());
     const auto self = run_devices(coll2, 1, [&](int) { coll2.send(0, 0, buf, 8); });
     QVERIFY2(self[0].find("names itself") != std::string::npos, self[0].c_str());
+  }
+
+  // Buffered messages between pipeline stages: both neighbours post before either takes (1F1B's
+  // steady state, which rendezvous sends would deadlock), messages are matched by tag whatever the
+  // order they are taken in, a take waits for its post, and a count the receiver does not expect is
+  // an error naming the message.
+  void postedMessagesNeitherSideWaitsFor() {
+    ThreadCollectives coll(2);
+    std::vector<std::vector<float>> got(2, std::vector<float>(3, -1.f)), first(2, std::vector<float>(3, -1.f));
+    auto errors = run_devices(coll, 2, [&](int r) {
+      const float a[3] = {float(r), 1, 2}, b[3] = {float(r), 10, 20};
+      coll.post(r, 1 - r, 7, a, 3);
+      coll.post(r, 1 - r, 8, b, 3);
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // device 0 takes before 1 posts more
+      coll.take(r, 1 - r, 8, got[size_t(r)].data(), 3);  // the later tag first
+      coll.take(r, 1 - r, 7, first[size_t(r)].data(), 3);
+    });
+    QVERIFY2(first_error(errors).isEmpty(), qPrintable(first_error(errors)));
+    QCOMPARE(got[0], (std::vector<float>{1, 10, 20}));
+    QCOMPARE(got[1], (std::vector<float>{0, 10, 20}));
+    QCOMPARE(first[0], (std::vector<float>{1, 1, 2}));
+    errors = run_devices(coll, 2, [&](int r) {
+      float x[4] = {};
+      if (r == 0) coll.post(0, 1, 9, x, 4);
+      else coll.take(1, 0, 9, x, 2);
+    });
+    QVERIFY2(errors[1].find("message 9 from device 0 to device 1") != std::string::npos, errors[1].c_str());
+  }
+
+  // A take whose post never comes throws once the collectives abort, instead of hanging.
+  void aTakeWithoutItsPostIsAborted() {
+    ThreadCollectives coll(2);
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      coll.abort("stage 0 failed");
+    });
+    float x[2];
+    const QString e = shardlab::testing::error_of([&] { coll.take(1, 0, 3, x, 2); });
+    stopper.join();
+    VERIFY_CONTAINS(e, "stage 0 failed");
   }
 
   // With more devices than cores, waiting devices lend their core to a ThreadBudget: results are the
