@@ -243,6 +243,26 @@ class TestMeshRules : public QObject {
     f.doc.undoStack()->undo();
     QCOMPARE(f.meshText(), before);
 
+    // A pipeline over the Repeat's layers comes with its microbatches, which Apply sets as well.
+    int pipe = -1;
+    for (int r = 0; r < int(dlg->candidates().size()) && pipe < 0; ++r)
+      if (dlg->candidates()[size_t(r)].runs() && dlg->candidates()[size_t(r)].mesh == "stage=2,data=4") pipe = r;
+    QVERIFY2(pipe >= 0, "no runnable stage=2,data=4 pipeline");
+    const advisor::Candidate piped = dlg->candidates()[size_t(pipe)];
+    QVERIFY(piped.microbatches >= 2);
+    VERIFY_CONTAINS(dlg->table()->item(pipe, dlg->table()->columnCount() - 1)->text(),
+                    QString("%1 microbatches").arg(piped.microbatches));
+    const int64_t accumulate = f.doc.project().training.accumulate;
+    QVERIFY(dlg->applyRow(pipe));
+    QCOMPARE(f.doc.undoStack()->count(), steps + 1);
+    QCOMPARE(sharding::project_mesh(f.doc.project()).str(), piped.mesh);
+    QCOMPARE(f.doc.project().training.accumulate, piped.microbatches);
+    QVERIFY(f.doc.design().ok());
+    QCOMPARE(f.doc.design().sharding.stages.size(), size_t(2));
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.doc.project().training.accumulate, accumulate);
+    QCOMPARE(f.meshText(), before);
+
     // On a written profile: every device of an H100 node holds 80 GB.
     const int h100 = dlg->hardwareCombo()->findData("h100-sxm-node");
     QVERIFY(h100 > 0);

@@ -36,7 +36,8 @@ class LayoutAdvisorDialog : public QDialog {
 
   // Ranks the layouts for the spin box's device count (in the background; candidatesReady follows).
   void suggest();
-  // Sets the project's mesh and rules to candidate `row`'s, as one undo step; false if it cannot run.
+  // Sets the project's mesh and rules (and a pipeline's microbatches) to candidate `row`'s, as one undo
+  // step; false if it cannot run.
   bool applyRow(int row);
 
  signals:
