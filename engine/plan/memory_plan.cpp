@@ -45,7 +45,7 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
       }
 
   // Live ranges per stage (one stage, 0, without a pipeline): a value is live on a stage from the
-  // first to the last of that stage's instructions touching it; inputs and targets from the start.
+  // first to the last of that stage's instructions touching it.
   const int64_t S = std::max<int64_t>(p.stages, 1);
   auto at = [&](int64_t s, size_t v) { return size_t(s) * nv + v; };
   std::vector<int> first(size_t(S) * nv, end), last(size_t(S) * nv, -1);
@@ -58,10 +58,7 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     const ir::Instr& ins = p.instrs[size_t(i)];
     for (int v : ins.out) ++writers[size_t(v)];
     touch(ins, i, [&](int64_t s, int t) {
-      for (int v : ins.in) {
-        const ir::ValueKind k = p.values[size_t(v)].kind;
-        last[at(s, size_t(v))] = std::max(last[at(s, size_t(v))], t);
-      }
+      for (int v : ins.in) last[at(s, size_t(v))] = std::max(last[at(s, size_t(v))], t);
       for (int v : ins.out) first[at(s, size_t(v))] = std::min(first[at(s, size_t(v))], t), last[at(s, size_t(v))] = std::max(last[at(s, size_t(v))], t);
     });
   }
