@@ -1,5 +1,6 @@
 // `shardlab-cli check`: refuses what `train` would refuse, with train's words (runtime::preflight);
 // for a project that would train, the per-layer table, like Flax's tabulate or MATLAB's analyzeNetwork.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -145,8 +146,12 @@ int run_check(const CheckArgs& a) {
                 (long long)p.training.accumulate, (long long)(p.training.batch_size / p.training.accumulate));
   else
     std::printf("%s — batch %lld\n\n", p.display_name().c_str(), (long long)p.training.batch_size);
-  std::printf("%-18s %-10s %-34s %-44s %12s %10s\n", "layer", "type", "output", "parameters", "params", "FLOPs");
-  std::printf("%s\n", std::string(133, '-').c_str());
+  // The type column grows to the longest type (MultiHeadAttention).
+  int tw = 10;
+  for (const Row& row : rows) tw = std::max(tw, int(row.node->type.size()));
+  const std::string rule(size_t(133 + tw - 10), '-');
+  std::printf("%-18s %-*s %-34s %-44s %12s %10s\n", "layer", tw, "type", "output", "parameters", "params", "FLOPs");
+  std::printf("%s\n", rule.c_str());
   for (const Row& row : rows) {
     const graph::NodeReport* n = row.node;
     const std::string name = std::string(size_t(2 * row.depth), ' ') + n->name;
@@ -155,14 +160,14 @@ int run_check(const CheckArgs& a) {
     if (plines.empty()) plines.push_back("");
     for (size_t i = 0; i < plines.size(); ++i) {
       if (i == 0)
-        std::printf("%-18s %-10s %-34s %-44s %12s %10s\n", name.c_str(), n->type.c_str(),
+        std::printf("%-18s %-*s %-34s %-44s %12s %10s\n", name.c_str(), tw, n->type.c_str(),
                     graph::describe(n->output).c_str(), plines[0].c_str(),
                     n->param_count ? si(double(n->param_count)).c_str() : "", n->flops ? si(n->flops).c_str() : "");
       else
-        std::printf("%-18s %-10s %-34s %-44s\n", "", "", "", plines[i].c_str());
+        std::printf("%-18s %-*s %-34s %-44s\n", "", tw, "", "", plines[i].c_str());
     }
   }
-  std::printf("%s\n", std::string(133, '-').c_str());
+  std::printf("%s\n", rule.c_str());
   std::printf("total: %lld parameters (%s), forward %sFLOPs, training step %sFLOPs\n", (long long)total_params,
               runtime::format_bytes(double(total_params) * bytes).c_str(), si(total_flops).c_str(),
               si(step.step_flops).c_str());

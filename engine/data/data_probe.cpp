@@ -45,9 +45,10 @@ std::string cache_key(const DataSpec& s, const std::filesystem::path& base) {
 SourceShape synthetic_shape(const DataSpec& s) {
   SplitShape one;
   one.features = s.feature_shape;
-  if (s.kind == "blobs") {
+  if (s.kind == "blobs" || s.kind == "copy") {
     one.integer_labels = true;
     one.num_classes = s.classes;
+    if (s.kind == "copy") one.targets = s.feature_shape;  // a label per token
   } else {
     one.targets = s.target_shape;
   }

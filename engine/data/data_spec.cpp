@@ -166,17 +166,19 @@ DataSpec parse_data_spec(const ordered_json& j, const std::string& where) {
   } else {  // synthetic
     p.require("kind", "type 'synthetic'");
     s.kind = p.str("kind");
-    if (s.kind != "ones" && s.kind != "normal" && s.kind != "blobs")
-      p.fail("kind", "unknown synthetic kind '" + s.kind + "' (expected ones, normal or blobs)");
+    if (s.kind != "ones" && s.kind != "normal" && s.kind != "blobs" && s.kind != "copy")
+      p.fail("kind", "unknown synthetic kind '" + s.kind + "' (expected ones, normal, blobs or copy)");
     p.require("feature_shape", "type 'synthetic'");
     p.require("examples", "type 'synthetic'");
     s.feature_shape = p.shape("feature_shape");
     s.examples = p.integer("examples", 1);
-    if (s.kind == "blobs") {
+    if (s.kind == "blobs" || s.kind == "copy") {
       if (p.has("target_shape"))
-        p.fail("target_shape", "not used by synthetic kind 'blobs' (its targets are integer labels; set classes)");
-      p.require("classes", "synthetic kind 'blobs'");
-      s.classes = p.integer("classes", 1);
+        p.fail("target_shape", "not used by synthetic kind '" + s.kind + "' (its targets are integer labels; set classes)");
+      p.require("classes", "synthetic kind '" + s.kind + "'");
+      s.classes = p.integer("classes", s.kind == "copy" ? 2 : 1);
+      if (s.kind == "copy" && (s.feature_shape.size() != 1 || s.feature_shape[0] % 2 || s.feature_shape[0] < 2))
+        p.fail("feature_shape", "synthetic kind 'copy' makes token sequences: one even length, e.g. [16]");
     } else {
       if (p.has("classes"))
         p.fail("classes", "not used by synthetic kind '" + s.kind + "' (set target_shape instead)");

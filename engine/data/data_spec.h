@@ -17,7 +17,9 @@ struct DataSpec {
   std::string dir;   // fashion_mnist: folder with the four IDX files; default kFashionMnistDefaultDir
   std::string train_images, train_labels, test_images, test_labels;  // idx (relative to the project dir allowed)
   std::string features, targets;  // npy: features [N,...]; targets [N] integer dtype = labels, float dtype = regression
-  std::string kind;               // synthetic: "ones" | "normal" | "blobs"
+  // synthetic: "ones" | "normal" | "blobs" | "copy" (token sequences: tokens then as many blanks (0)
+  // in, 0s then the same tokens out)
+  std::string kind;
   Shape feature_shape;            // synthetic: per-example shape, e.g. [1024]
   Shape target_shape;             // synthetic ones/normal: per-example target shape, e.g. [10]
   int64_t classes = 0;            // synthetic blobs: number of classes (targets are integer labels)
@@ -28,7 +30,7 @@ struct DataSpec {
 };
 
 // Parses and validates the JSON object. `where` prefixes every error, e.g. with where = "p.shardlab.json: data":
-//   "p.shardlab.json: data.kind: unknown synthetic kind 'zeros' (expected ones, normal or blobs)".
+//   "p.shardlab.json: data.kind: unknown synthetic kind 'zeros' (expected ones, normal, blobs or copy)".
 // Unknown keys, keys that the chosen type does not use, wrong value types and missing required fields
 // are all errors (shardlab::Error) naming the key.
 DataSpec parse_data_spec(const nlohmann::ordered_json& j, const std::string& where);

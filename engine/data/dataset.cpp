@@ -153,6 +153,21 @@ DataSplits load_synthetic(const DataSpec& spec) {
     ds.targets = Tensor(with_batch(n, spec.target_shape));
     for (int64_t i = 0; i < ds.targets.size(); ++i)
       ds.targets.data[size_t(i)] = float(hash_normal(spec.seed, kStreamTargets, uint64_t(i)));
+  } else if (spec.kind == "copy") {
+    // First half: tokens in [1, classes), targets 0. Second half: blanks (0) in, the first half's
+    // tokens out, so the answer is only in the past and a causal model must look half a sequence back.
+    const int64_t half = d / 2;
+    ds.features = Tensor(with_batch(n, spec.feature_shape), 0.0f);
+    ds.targets = Tensor(with_batch(n, spec.feature_shape), 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t t = 0; t < half; ++t) {
+        const uint64_t h = hash64(spec.seed, kStreamFeatures, uint64_t(i * d + t));
+        const float token = float(1 + int64_t(h % uint64_t(spec.classes - 1)));
+        ds.features.data[size_t(i * d + t)] = token;
+        ds.targets.data[size_t(i * d + t + half)] = token;
+      }
+    ds.integer_labels = true;
+    ds.num_classes = spec.classes;
   } else {  // blobs
     const int64_t k = spec.classes;
     std::vector<double> centres(size_t(k * d));
@@ -174,7 +189,7 @@ DataSplits load_synthetic(const DataSpec& spec) {
   scale_features(ds, spec.scale);
   DataSplits s = split(std::move(ds), spec.test_fraction, spec.seed, "synthetic data");
   // Blobs declare their class count; it must not shrink if a split happens to miss the last class.
-  if (spec.kind == "blobs") s.test.num_classes = s.train.num_classes = spec.classes;
+  if (spec.kind == "blobs" || spec.kind == "copy") s.test.num_classes = s.train.num_classes = spec.classes;
   return s;
 }
 

@@ -1,11 +1,31 @@
 // The ONNX exporter proper, built where CMake found ONNX and protobuf (onnx_unavailable.cpp stands in
 // elsewhere). It walks the analysed layer graph, not the lowered primitives, so the ONNX graph keeps
 // the project's node names and reads like the model that was drawn.
+//
+// Besides the layers onnx_export.h lists:
+//   Softmax            Softmax(axis=-1)
+//   Reshape            Reshape to (0, shape...): the batch dimension kept
+//   Embed              Cast of the (float) ids to INT64, then Gather(embedding, ids, axis=0)
+//   PatchEmbed         as the layer lowers: Reshape (batch, H/p, p, W/p, p, C), Transpose (0, 1, 3, 2, 4, 5),
+//                      Reshape (batch, patches, p*p*C), MatMul by the kernel reshaped (p*p*C, F), Add the bias
+//   PositionEmbedding  Add of the (seq, F) embedding, broadcast over the batch
+//   MultiHeadAttention q, k, v: MatMul by the (E, H, D) kernel reshaped (E, H*D), Reshape (batch, S, H, D),
+//                      Add the (H, D) bias, Transpose to (batch, H, S, D); q times 1/sqrt(D); scores
+//                      q @ k^T (k transposed to (batch, H, D, S)); causal: Add of a constant (S, S) mask,
+//                      0 where key <= query and -inf elsewhere; Softmax over the keys (no dropout);
+//                      @ v, Transpose back to (batch, S, H, D), Reshape (batch, S, H*D), MatMul by the
+//                      (H, D, out) kernel reshaped (H*D, out), Add the out bias
+//   MeanPool           ReduceMean(axes=[1], keepdims=0)
+// Parameters keep the project's shapes as initializers (reshaped in the graph where an op needs it);
+// shapes for Reshape are INT64 initializers "const/shape/<dims>".
 #include "engine/export/onnx_export.h"
 
 #include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include <onnx/onnx_pb.h>
@@ -148,6 +168,45 @@ class Exporter {
       return y;
     }
     if (type == "Dropout") return op("Identity", name + "/Identity", {in.at(0)}, name);  // off at inference
+    if (type == "Softmax") {
+      const std::string y = op("Softmax", name + "/Softmax", {in.at(0)}, name);
+      attr_int("axis", -1);
+      return y;
+    }
+    if (type == "Reshape") {
+      Shape to{0};  // Reshape's 0: the input's batch dimension, whatever it is
+      to.insert(to.end(), r.output.shape.begin() + 1, r.output.shape.end());
+      return op("Reshape", name + "/Reshape", {in.at(0), shape_const(to)}, name);
+    }
+    if (type == "Embed") {
+      const std::string ids = op("Cast", name + "/Cast", {in.at(0)}, name + "/ids");
+      attr_int("to", onnx::TensorProto_DataType_INT64);
+      const std::string y = op("Gather", name + "/Gather", {param("embedding"), ids}, name);
+      attr_int("axis", 0);
+      return y;
+    }
+    if (type == "PatchEmbed") {
+      const Shape& xs = r.inputs.at(0).shape;
+      const Shape& ks = param_shape(r, "kernel");  // (p, p, C, F)
+      const int64_t p = ks.at(0), c = ks.at(2), f = ks.at(3), gh = xs.at(1) / p, gw = xs.at(2) / p;
+      const std::string tiles = op("Reshape", name + "/tiles", {in.at(0), shape_const({0, gh, p, gw, p, c})}, name + "/tiles");
+      const std::string grid = op("Transpose", name + "/grid", {tiles}, name + "/grid");
+      attr_ints("perm", {0, 1, 3, 2, 4, 5});  // (batch, gh, gw, p, p, C)
+      const std::string rows = op("Reshape", name + "/rows", {grid, shape_const({0, gh * gw, p * p * c})}, name + "/rows");
+      const std::string kernel =
+          op("Reshape", name + "/kernel/Reshape", {param("kernel"), shape_const({p * p * c, f})}, name + "/kernel/flat");
+      if (!has_param(r, "bias")) return op("MatMul", name + "/MatMul", {rows, kernel}, name);
+      const std::string y = op("MatMul", name + "/MatMul", {rows, kernel}, name + "/MatMul");
+      return op("Add", name + "/Add", {y, param("bias")}, name);
+    }
+    if (type == "PositionEmbedding") return op("Add", name + "/Add", {in.at(0), param("embedding")}, name);
+    if (type == "MeanPool") {
+      const std::string y = op("ReduceMean", name + "/ReduceMean", {in.at(0)}, name);
+      attr_ints("axes", {1});  // an attribute up to opset 17 (an input from 18)
+      attr_int("keepdims", 0);
+      return y;
+    }
+    if (type == "MultiHeadAttention") return attention(r, node, name, in.at(0), param);
     if (type == "Repeat") {
       if (!node.body) throw unsupported(r, "a Repeat without a block");
       const int64_t count = field(node, "count").get<int64_t>();
@@ -173,10 +232,70 @@ class Exporter {
     throw unsupported(r, "");
   }
 
+  // Self-attention as attention.cpp lowers it, at inference (no dropout on the weights).
+  std::string attention(const NodeReport& r, const graph::Node& node, const std::string& name, const std::string& x,
+                        const std::function<std::string(const std::string&)>& param) {
+    const Shape& qs = param_shape(r, "query/kernel");  // (E, H, D)
+    const Shape& os = param_shape(r, "out/kernel");    // (H, D, out)
+    const int64_t e = qs.at(0), h = qs.at(1), d = qs.at(2), out = os.at(2), s = r.inputs.at(0).shape.at(1);
+    // (batch, S, E) @ (E, H*D) [+ (H, D)] -> (batch, H, S, D); k as (batch, H, D, S), ready for q @ k^T.
+    auto project = [&](const std::string& proj, const std::vector<int64_t>& perm) {
+      const std::string base = name + "/" + proj;
+      const std::string kernel =
+          op("Reshape", base + "/kernel/Reshape", {param(proj + "/kernel"), shape_const({e, h * d})}, base + "/kernel/flat");
+      const std::string y = op("MatMul", base + "/MatMul", {x, kernel}, base + "/MatMul");
+      std::string heads = op("Reshape", base + "/heads", {y, shape_const({0, s, h, d})}, base + "/heads");
+      if (has_param(r, proj + "/bias")) heads = op("Add", base + "/Add", {heads, param(proj + "/bias")}, base + "/Add");
+      const std::string t = op("Transpose", base + "/Transpose", {heads}, base);
+      attr_ints("perm", perm);
+      return t;
+    };
+    const std::string q0 = project("query", {0, 2, 1, 3});
+    const std::string q = op("Mul", name + "/query/scale", {q0, scalar_exact(1.0 / std::sqrt(double(d)))}, name + "/query/scaled");
+    const std::string kt = project("key", {0, 2, 3, 1});
+    const std::string v = project("value", {0, 2, 1, 3});
+    std::string scores = op("MatMul", name + "/scores", {q, kt}, name + "/scores");
+    if (field(node, "causal").get<bool>())
+      scores = op("Add", name + "/causal", {scores, causal_mask(s)}, name + "/masked_scores");
+    const std::string w = op("Softmax", name + "/Softmax", {scores}, name + "/weights");
+    attr_int("axis", -1);
+    const std::string o = op("MatMul", name + "/context", {w, v}, name + "/context");
+    const std::string ot = op("Transpose", name + "/context/Transpose", {o}, name + "/context/Transpose");
+    attr_ints("perm", {0, 2, 1, 3});  // (batch, S, H, D)
+    const std::string merged = op("Reshape", name + "/context/Reshape", {ot, shape_const({0, s, h * d})}, name + "/merged");
+    const std::string kernel =
+        op("Reshape", name + "/out/kernel/Reshape", {param("out/kernel"), shape_const({h * d, out})}, name + "/out/kernel/flat");
+    if (!has_param(r, "out/bias")) return op("MatMul", name + "/out/MatMul", {merged, kernel}, name);
+    const std::string y = op("MatMul", name + "/out/MatMul", {merged, kernel}, name + "/out/MatMul");
+    return op("Add", name + "/out/Add", {y, param("out/bias")}, name);
+  }
+
+  // A parameter's shape as the project gives it (one layer's inside a Repeat).
+  static const Shape& param_shape(const NodeReport& r, const std::string& pname) {
+    for (const graph::ParamInfo& p : r.params)
+      if (p.name == pname) return p.shape;
+    throw Error("node " + in_quotes(r.name) + ": no parameter " + in_quotes(pname));
+  }
+
+  // Attributes of the node emitted last.
+  void attr_int(const std::string& name, int64_t v) {
+    auto* a = g_.mutable_node(g_.node_size() - 1)->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto_AttributeType_INT);
+    a->set_i(v);
+  }
+  void attr_ints(const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = g_.mutable_node(g_.node_size() - 1)->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto_AttributeType_INTS);
+    for (int64_t i : v) a->add_ints(i);
+  }
+
   Error unsupported(const NodeReport& r, const std::string& what) const {
     return Error("node " + in_quotes(r.name) + " (type " + in_quotes(r.type) + "): ONNX export does not support " +
                  (what.empty() ? "this layer type" : what) +
-                 " (it exports Input, Dense, ReLU, GELU, Tanh, LayerNorm, Add, Flatten, Dropout and Repeat)");
+                 " (it exports Input, Dense, ReLU, GELU, Tanh, Softmax, LayerNorm, Add, Flatten, Reshape, Dropout, Embed, "
+                 "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool and Repeat)");
   }
 
   std::string op(const std::string& type, const std::string& name, const std::vector<std::string>& inputs,
@@ -213,6 +332,41 @@ class Exporter {
     const std::string full = "const/" + name;
     add_initializer(full, {}, &v);
     return full;
+  }
+
+  // The float nearest `v`, named after its bits so different values never share a name.
+  std::string scalar_exact(double v) {
+    const float f = float(v);
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", std::bit_cast<uint32_t>(f));
+    return scalar(std::string("f32/") + hex, f);
+  }
+
+  // A shape for Reshape, as an INT64 initializer shared by every node that needs it.
+  std::string shape_const(const Shape& dims) {
+    std::string name = "const/shape/";
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (i) name += '_';
+      name += std::to_string(dims[i]);
+    }
+    if (!initializers_.insert(name).second) return name;
+    auto* t = g_.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto_DataType_INT64);
+    t->add_dims(int64_t(dims.size()));
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t)));
+    return name;
+  }
+
+  // (s, s): 0 where query i may see key j (j <= i), -inf elsewhere, added to the scores before the
+  // softmax so masked keys get exactly 0 weight, as the engine's causal softmax gives them.
+  std::string causal_mask(int64_t s) {
+    const std::string name = "const/causal_mask/" + std::to_string(s);
+    std::vector<float> m(size_t(s * s), 0.0f);
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = i + 1; j < s; ++j) m[size_t(i * s + j)] = -std::numeric_limits<float>::infinity();
+    add_initializer(name, {s, s}, m.data());
+    return name;
   }
 
   std::string ones(const std::string& name, int64_t n) {

@@ -10,7 +10,16 @@
 //              Gelu, or 0.5 * x * (1 + erf(x / sqrt 2))), which differs from it by up to 4.7e-4 (at |x| = 2.7)
 //   LayerNorm  LayerNormalization over the last axis with the layer's epsilon (a ones scale when
 //              the layer learns none)
-//   Add        Add;  Flatten: Flatten(axis=1);  Dropout: Identity
+//   Add        Add;  Flatten: Flatten(axis=1);  Dropout: Identity;  Softmax: Softmax(axis=-1)
+//   Reshape    Reshape to [0, shape...] (the batch kept)
+//   Embed      Cast of the ids to int64, then Gather of the table's rows
+//   PatchEmbed Reshape into tiles, Transpose to the patch grid, Reshape to (batch, patches, p*p*C),
+//              MatMul by the kernel flattened to (p*p*C, features), Add of the bias
+//   PositionEmbedding  Add of the (seq, features) array, broadcast over the batch
+//   MultiHeadAttention q, k, v projections (MatMul, Add, Reshape, Transpose), q scaled by 1/sqrt(kv),
+//              MatMul scores, Add of a constant -inf mask above the diagonal when causal, Softmax,
+//              MatMul by v, Transpose and Reshape back, the output projection
+//   MeanPool   ReduceMean over axis 1
 //   Repeat     unrolled: layer i's nodes are "<repeat>/<i>/<node>" and its parameters the i-th
 //              slices of the stacked ones, "<repeat>/<i>/<node>/<param>"
 // Every tensor between nodes is named after the node that makes it; the graph output is the

@@ -225,6 +225,7 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     }
     try {
       r.output = r.layer->infer(r.inputs, r.params);
+      r.inner = r.layer->inner_arrays(r.inputs);
       checked_elements(r.output.shape, n.type == "Input" ? "output (batch_size x shape)" : "output");
       if (!n.output_axes.is_null()) {
         auto axes = fields::names(n.output_axes, "output_axes");

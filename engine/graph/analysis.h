@@ -20,6 +20,7 @@ struct NodeReport {
   std::vector<ArrayInfo> inputs;
   ArrayInfo output;
   std::vector<ParamInfo> params;
+  std::vector<InnerArray> inner;  // arrays made inside the layer (attention's weights)
   int64_t param_count = 0;
   double flops = 0;   // forward FLOPs of one step at this batch size
   std::string error;  // the node's own error; empty when it is fine

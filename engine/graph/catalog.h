@@ -17,12 +17,13 @@ struct LayerInfo {
   std::vector<FieldInfo> fields;
 };
 
-// Every registered layer type, in registry order.
+// Every registered layer type, in registry order, then the ready-made blocks ("TransformerBlock":
+// a Repeat with a transformer block inside).
 std::vector<LayerInfo> layer_catalog();
 // Throws Error for an unknown type.
 LayerInfo layer_info(const std::string& type);
 // A node of `type` named `name` that configures: required fields at their starting values; a
-// Repeat gets a one-node block (ReLU) so it is valid as dropped.
+// Repeat gets a one-node block (ReLU) so it is valid as dropped; a ready-made block is a Repeat.
 Node new_node(const std::string& type, const std::string& name);
 // `base` if no node of `g` has that name, else the first free of base2, base3, ... (a trailing
 // number of `base` is dropped first: dense3 -> dense4).

@@ -1,5 +1,6 @@
 #include "engine/graph/init.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/util/error.h"
@@ -45,10 +46,10 @@ InitSpec parse_init(const Json& j) {
   } else {
     throw Error("initializer must be a name or {\"type\": ..., \"stddev\": ...}");
   }
-  static const char* known[] = {"lecun_normal", "xavier_normal", "xavier_uniform", "normal", "zeros", "ones"};
+  static const char* known[] = {"lecun_normal", "xavier_normal", "xavier_uniform", "normal", "embed_normal", "zeros", "ones"};
   for (const char* k : known)
     if (s.type == k) return s;
-  throw Error("unknown initializer '" + s.type + "' (expected lecun_normal, xavier_normal, xavier_uniform, normal, zeros or ones)");
+  throw Error("unknown initializer '" + s.type + "' (expected lecun_normal, xavier_normal, xavier_uniform, normal, embed_normal, zeros or ones)");
 }
 
 Json init_to_json(const InitSpec& s) {
@@ -59,9 +60,11 @@ Json init_to_json(const InitSpec& s) {
 void initialize(float* out, const Shape& shape, int64_t count, const InitSpec& spec, const std::string& path,
                 uint64_t seed) {
   const int64_t n = numel(shape);
-  // Flax's variance scaling: fan_in = product of all but the last dim, fan_out = last dim.
-  const double fan_out = shape.empty() ? 1.0 : double(shape.back());
-  const double fan_in = shape.empty() ? 1.0 : double(n) / fan_out;
+  // Flax's variance scaling: fan_in = product of all but the last dim, fan_out = last dim (or the
+  // product of the dims after in_dims).
+  const size_t in_dims = spec.in_dims >= 0 ? std::min(size_t(spec.in_dims), shape.size()) : shape.empty() ? 0 : shape.size() - 1;
+  const double fan_in = double(numel(Shape(shape.begin(), shape.begin() + in_dims)));
+  const double fan_out = shape.empty() ? 1.0 : double(n) / fan_in;
   // Stddev of the standard normal truncated to [-2, 2]; Flax divides by it to keep the variance.
   constexpr double kTruncStd = 0.87962566103423978;
   for (int64_t layer = 0; layer < count; ++layer) {
@@ -72,6 +75,7 @@ void initialize(float* out, const Shape& shape, int64_t count, const InitSpec& s
       if (spec.type == "zeros") v = 0.0;
       else if (spec.type == "ones") v = 1.0;
       else if (spec.type == "normal") v = spec.stddev * normal(key, uint64_t(i), 0);
+      else if (spec.type == "embed_normal") v = normal(key, uint64_t(i), 0) / std::sqrt(fan_out);  // nn.Embed's default
       else if (spec.type == "lecun_normal") v = std::sqrt(1.0 / fan_in) / kTruncStd * truncated_normal(key, uint64_t(i));
       else if (spec.type == "xavier_normal") v = std::sqrt(2.0 / (fan_in + fan_out)) / kTruncStd * truncated_normal(key, uint64_t(i));
       else if (spec.type == "xavier_uniform") v = std::sqrt(6.0 / (fan_in + fan_out)) * (2.0 * uniform01(key, uint64_t(i)) - 1.0);

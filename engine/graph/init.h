@@ -12,8 +12,12 @@
 namespace shardlab::graph {
 
 struct InitSpec {
-  std::string type = "zeros";  // lecun_normal, xavier_normal, xavier_uniform, normal, zeros, ones
+  // lecun_normal, xavier_normal, xavier_uniform, normal, embed_normal (stddev 1/sqrt(last dim)), zeros, ones
+  std::string type = "zeros";
   double stddev = 0.01;        // normal only
+  // How many leading dims make the fan-in (the rest the fan-out); -1: all but the last. Set by a
+  // layer, not read from JSON: Flax's DenseGeneral initialises (embed, heads, kv) as (embed, heads * kv).
+  int in_dims = -1;
 };
 
 // Parses "lecun_normal" or {"type": "normal", "stddev": 0.02}; throws Error naming the reason.

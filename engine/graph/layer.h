@@ -23,6 +23,13 @@ struct ArrayInfo {
 // "(batch 128, embed 784)": a shape with its logical axis names, as the editor and errors show it.
 std::string describe(const ArrayInfo& a);
 
+// An array a layer makes inside itself that is worth showing beside its output (attention's
+// per-head query and weights): "<node>/<name>" in the sharding view.
+struct InnerArray {
+  std::string name;
+  ArrayInfo array;
+};
+
 struct ParamInfo {
   std::string name;  // "kernel"; the full path is "<node>/<name>"
   Shape shape;       // full shape; a Repeat's parameters lead with the 'layer' axis
@@ -67,6 +74,8 @@ class Layer {
   // Output and parameters from the inputs (one per port); throws Error on a shape mismatch.
   virtual ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const = 0;
   virtual int lower(LowerContext& ctx, const std::vector<int>& in) const = 0;
+  // The arrays inside it, from its inputs; lower() names their values in ctx.outputs.
+  virtual std::vector<InnerArray> inner_arrays(const std::vector<ArrayInfo>&) const { return {}; }
 };
 
 // Creates a layer of the given type, or nullptr if there is none.

@@ -11,6 +11,8 @@ std::vector<Primitive> build_table() {
   register_elementwise(all);
   register_rowwise(all);
   register_structural(all);
+  register_axis(all);
+  register_indexing(all);
   register_losses(all);
   register_optimizers(all);
   register_communication(all);

@@ -39,6 +39,8 @@ void register_matmul(std::vector<Primitive>&);
 void register_elementwise(std::vector<Primitive>&);
 void register_rowwise(std::vector<Primitive>&);
 void register_structural(std::vector<Primitive>&);
+void register_axis(std::vector<Primitive>&);
+void register_indexing(std::vector<Primitive>&);
 void register_losses(std::vector<Primitive>&);
 void register_optimizers(std::vector<Primitive>&);
 void register_communication(std::vector<Primitive>&);

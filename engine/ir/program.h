@@ -13,6 +13,7 @@ namespace shardlab::ir {
 enum class Op {
   // dense algebra
   MatMul,        // op(a) @ op(b); a and b viewed as 2-D (leading dims folded into rows)
+  BatchMatMul,   // op(a) @ op(b) over the last two dims, one product per index of the leading dims
   // elementwise
   Add, Sub, Mul, Scale,
   Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad,
@@ -20,8 +21,13 @@ enum class Op {
   // row broadcasts and reductions over the last dimension
   BiasAdd, MulRow, ReduceRows,
   LayerNorm, LayerNormGrad,
+  Softmax, SoftmaxGrad,  // over the last dimension; `causal` masks keys after the query (attention)
+  // over one dimension `dim`: sum it away, or broadcast along a new one
+  ReduceAxis, Broadcast,
+  // embedding lookups: rows of a table by index, and their gradient summed back into the table
+  Gather, ScatterAdd,
   // structure
-  Reshape, Stack, Unstack, Fill,
+  Reshape, Transpose, Stack, Unstack, Fill,
   // losses and metrics
   SoftmaxXent, SoftmaxXentGrad, Mse, MseGrad, Accuracy,
   // optimizer updates: read the gradient, update parameter and state in place
@@ -53,7 +59,9 @@ struct Attrs {
   double alpha = 1.0;                      // Scale factor, Fill value, Dropout rate
   double eps = 0.0;                        // LayerNorm epsilon
   uint64_t seed = 0;                       // Dropout stream key
-  Shape shape;                             // Reshape/Fill target shape
+  Shape shape;                             // Reshape/Fill/Broadcast/ScatterAdd result shape
+  std::vector<int64_t> perm;               // Transpose: result dim d is operand dim perm[d]
+  bool causal = false;                     // Softmax: query i sees keys 0..i only
   // optimizer hyper-parameters (learning rate comes from the step context: schedules vary it)
   double b1 = 0.9, b2 = 0.999, opt_eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
   bool nesterov = false;
@@ -64,6 +72,9 @@ struct Attrs {
   int64_t group_size = 1;
   int64_t dim = 0;
   int64_t split_dim = 0;  // AllToAll: `dim` is gathered, `split_dim` scattered
+  // Dropout on a device's block: the mesh axes splitting each dim of `shape`, the whole array's
+  // shape (empty: the operand is the whole array).
+  std::vector<std::vector<std::string>> layout;
   int64_t peer = -1;      // Send: the stage it goes to; Recv: the stage it comes from
   int64_t tag = 0;        // Send/Recv: pairs one send with its recv
 };

@@ -17,9 +17,9 @@ namespace {
 int inplace_operand(Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Scale: case Op::Relu: case Op::Tanh:
-    case Op::Gelu: case Op::Dropout: case Op::BiasAdd: case Op::MulRow: case Op::Reshape:
+    case Op::Gelu: case Op::Dropout: case Op::BiasAdd: case Op::MulRow: case Op::Reshape: case Op::Softmax:
       return 0;
-    case Op::ReluGrad: case Op::TanhGrad: case Op::GeluGrad:
+    case Op::ReluGrad: case Op::TanhGrad: case Op::GeluGrad: case Op::SoftmaxGrad:
       return 1;
     default:
       return -1;

@@ -228,7 +228,10 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
     if (n.type == "Input") add(n.name, n.name, ArrayKind::Input, n.output.axes, n.output.shape);
   std::vector<const graph::NodeReport*> acts;
   collect_activations(report.nodes, acts);
-  for (const graph::NodeReport* n : acts) add(n->name, n->name, ArrayKind::Activation, n->output.axes, n->output.shape);
+  for (const graph::NodeReport* n : acts) {
+    add(n->name, n->name, ArrayKind::Activation, n->output.axes, n->output.shape);
+    for (const graph::InnerArray& a : n->inner) add(n->name + "/" + a.name, n->name, ArrayKind::Activation, a.array.axes, a.array.shape);
+  }
 
   r.diagnostics = problems.diagnostics();
   // Every layout divides: partition the step for real and read what it runs with.

@@ -225,6 +225,82 @@ std::function<Instance(Rng&)> update(int states, double momentum, bool nesterov,
   };
 }
 
+// (batch..., m, k) @ (batch..., k, n), either side transposed: attention's per-head products.
+std::function<Instance(Rng&)> batch_matmul(bool ta, bool tb) {
+  return [=](Rng& r) {
+    Instance in;
+    in.attrs.trans_a = ta;
+    in.attrs.trans_b = tb;
+    const Shape batch = shape(r, 1, 2);
+    const int64_t m = dim(r), k = dim(r), n = dim(r);
+    Shape a = batch, b = batch;
+    a.insert(a.end(), {ta ? k : m, ta ? m : k});
+    b.insert(b.end(), {tb ? n : k, tb ? k : n});
+    in.operands = {Operand{a}, Operand{b}};
+    return in;
+  };
+}
+
+Instance transpose(Rng& r) {
+  const Shape s = shape(r, 2, 4);
+  Instance in;
+  in.operands = {Operand{s}};
+  in.attrs.perm.resize(s.size());
+  for (size_t d = 0; d < s.size(); ++d) in.attrs.perm[d] = int64_t(d);
+  std::shuffle(in.attrs.perm.begin(), in.attrs.perm.end(), r);
+  return in;
+}
+
+// Rank >= 2 for the causal mask over (queries, keys).
+std::function<Instance(Rng&)> softmax(int operands, bool causal) {
+  return [=](Rng& r) {
+    const Shape s = shape(r, 2, 3);
+    Instance in;
+    in.operands.assign(size_t(operands), Operand{s});
+    in.attrs.causal = causal;
+    return in;
+  };
+}
+
+Instance reduce_axis(Rng& r) {
+  const Shape s = shape(r, 1, 3);
+  Instance in;
+  in.operands = {Operand{s}};
+  in.attrs.dim = int64_t(r() % s.size());
+  return in;
+}
+
+Instance broadcast(Rng& r) {
+  const Shape s = shape(r, 0, 2);
+  Instance in;
+  in.operands = {Operand{s}};
+  in.attrs.dim = int64_t(r() % (s.size() + 1));
+  in.attrs.shape = s;
+  in.attrs.shape.insert(in.attrs.shape.begin() + in.attrs.dim, dim(r));
+  return in;
+}
+
+// A (vocab, features...) table and ids below the table's last dim (draw's class count), which the
+// vocabulary exceeds.
+Instance gather(Rng& r) {
+  Shape table = shape(r, 1, 2);
+  table.insert(table.begin(), table.back() + dim(r));
+  Instance in;
+  in.operands = {Operand{table}, Operand{shape(r, 1, 2), Gen::Labels}};
+  return in;
+}
+
+Instance scatter_add(Rng& r) {
+  const Shape ids = shape(r, 1, 2), features = shape(r, 0, 1);
+  Shape rows = ids;
+  rows.insert(rows.end(), features.begin(), features.end());
+  Instance in;
+  in.operands = {Operand{ids, Gen::Labels}, Operand{rows}};
+  in.attrs.shape = features;
+  in.attrs.shape.insert(in.attrs.shape.begin(), ids.back() + dim(r));
+  return in;
+}
+
 const Gen N = Gen::Normal, Z = Gen::AwayFromZero;
 
 std::vector<Case> cases() {
@@ -277,6 +353,18 @@ std::vector<Case> cases() {
       {"adam step 7", Op::AdamUpdate, update(2, 0, false, 0.0), 7, 0.1},
       {"adamw", Op::AdamUpdate, update(2, 0, false, 0.01), 2, 0.1},
       {"adam threaded", Op::AdamUpdate, update(2, 0, false, 0.0, threaded), 1, 0.1},
+      {"batch_matmul", Op::BatchMatMul, batch_matmul(false, false)},
+      {"batch_matmul trans_a", Op::BatchMatMul, batch_matmul(true, false)},
+      {"batch_matmul trans_b", Op::BatchMatMul, batch_matmul(false, true)},
+      {"batch_matmul trans_a trans_b", Op::BatchMatMul, batch_matmul(true, true)},
+      {"transpose", Op::Transpose, transpose},
+      {"softmax", Op::Softmax, softmax(1, false)},
+      {"softmax causal", Op::Softmax, softmax(1, true)},
+      {"softmax_grad", Op::SoftmaxGrad, softmax(2, false)},
+      {"reduce_axis", Op::ReduceAxis, reduce_axis},
+      {"broadcast", Op::Broadcast, broadcast},
+      {"gather", Op::Gather, gather},
+      {"scatter_add", Op::ScatterAdd, scatter_add},
   };
 }
 

@@ -13,11 +13,15 @@ using graph::Json;
 
 namespace {
 
-// input (Input [12]) -> node (the layer under test, both ports fed by the input for Add).
+// input (Input [12], or what the layer takes: an image, a sequence of features, token ids) ->
+// node (the layer under test, both ports fed by the input for Add).
 graph::Graph wired(const graph::Node& n) {
   graph::Graph g;
   graph::Node in = graph::new_node("Input", "x");
   in.params["shape"] = Json::array({12});
+  if (n.type == "PatchEmbed") in.params["shape"] = Json::array({8, 8});
+  if (n.type == "MultiHeadAttention" || n.type == "PositionEmbedding" || n.type == "MeanPool") in.params["shape"] = Json::array({6, 16});
+  if (n.type == "Reshape") in.params["shape"] = Json::array({16, 16});
   g.nodes.push_back(in);
   if (n.type == "Input") return g;
   g.nodes.push_back(n);
@@ -42,7 +46,7 @@ class TestCatalog : public QObject {
  private slots:
   void everyRegisteredTypeIsListedWithASummaryAndGroup() {
     const auto cat = graph::layer_catalog();
-    QCOMPARE(cat.size(), graph::layer_types().size());
+    QCOMPARE(cat.size(), graph::layer_types().size() + 1);  // and the ready-made TransformerBlock
     for (const auto& info : cat) {
       QVERIFY2(!info.summary.empty(), info.type.c_str());
       QVERIFY2(!info.category.empty(), info.type.c_str());
@@ -88,6 +92,30 @@ class TestCatalog : public QObject {
     QVERIFY(r.body);
     QCOMPARE(r.body->output, std::string("relu"));
     QCOMPARE(r.params["count"].get<int>(), 2);
+  }
+
+  // The palette's ready-made block: a Repeat of pre-norm transformer blocks, valid as dropped on a
+  // (batch, seq, 64) input, with a named error where the features differ.
+  void transformerBlockIsARepeatOfEncoderBlocks() {
+    const graph::Node b = graph::new_node("TransformerBlock", "blocks");
+    QCOMPARE(b.type, std::string("Repeat"));
+    QVERIFY(b.body);
+    QCOMPARE(b.body->output, std::string("res2"));
+    QVERIFY(b.body->find("attn") && b.body->find("attn")->type == "MultiHeadAttention");
+    graph::Graph g;
+    graph::Node in = graph::new_node("Input", "x");
+    in.params["shape"] = Json::array({6, 64});
+    g.nodes = {in, b};
+    g.edges.push_back({{"x", "out"}, {"blocks", "in"}});
+    graph::GraphReport r = graph::analyze(g, 4);
+    QVERIFY2(r.ok(), r.errors.empty() ? "" : r.errors.front().c_str());
+    QCOMPARE(r.find("blocks")->output.shape, (Shape{4, 6, 64}));
+    QVERIFY(r.find("blocks/attn/weights") == nullptr);  // inner arrays are the layer's, not nodes
+    QCOMPARE(r.find("blocks")->body.size(), size_t(8));
+    g.nodes[0].params["shape"] = Json::array({6, 32});
+    r = graph::analyze(g, 4);
+    QVERIFY(!r.ok());
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "blocks");
   }
 
   void uniqueNamesCountUpFromTheStem() {

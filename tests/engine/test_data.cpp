@@ -402,7 +402,7 @@ class TestData : public QObject {
 
   void specUnknownSyntheticKindMessage() {
     const QString msg = error_of([] { spec_of(R"({"type": "synthetic", "kind": "zeros"})"); });
-    QCOMPARE(msg, QString("p.json: data.kind: unknown synthetic kind 'zeros' (expected ones, normal or blobs)"));
+    QCOMPARE(msg, QString("p.json: data.kind: unknown synthetic kind 'zeros' (expected ones, normal, blobs or copy)"));
   }
 
   void specBadValuesAreNamed() {

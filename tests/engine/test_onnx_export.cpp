@@ -2,7 +2,14 @@
 // LayerNorm, a Repeat of LayerNorm, Dense, GELU, Dropout, Dense and a residual Add, Tanh, ReLU)
 // becomes an IR 8 / opset 17 model whose nodes and initializers are what the project and its
 // parameters say, which ONNX's checker accepts and onnxruntime runs to Shardlab's own forward pass
-// within 1e-5; what cannot be exported is refused naming the node and its type.
+// within 1e-5; what cannot be exported is refused naming the node and its type. The transformer
+// layers likewise, through projects/vit-fashion (PatchEmbed, PositionEmbedding, a Repeat of blocks
+// with MultiHeadAttention, MeanPool), projects/copy-transformer (Embed, causal attention) and a
+// small project for the rest (Reshape, PatchEmbed over channels without a bias, causal attention
+// without biases and with other qkv and out features, Softmax): each checkpoint, its parameters all
+// moved off their initial values, exported by the CLI, passes ONNX's checker and strict shape
+// inference, holds the parameters (a Repeat's layer i its slice i), and runs in onnxruntime to
+// Shardlab's forward pass.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -17,12 +24,14 @@
 #include "engine/export/onnx_export.h"
 #include "engine/runtime/inference.h"
 #include "engine/runtime/trainer.h"
+#include "engine/util/error.h"
 #include "tests/engine/python_runner.h"
 #include "tests/engine/test_support.h"
 
 #ifdef SHARDLAB_HAVE_ONNX
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 #endif
 
 using namespace shardlab;
@@ -85,6 +94,175 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   for (size_t i = 0; i < a.data.size(); ++i) m = std::max(m, double(std::fabs(a.data[i] - b.data[i])));
   return m;
 }
+
+double max_abs(const Tensor& a) {
+  double m = 0;
+  for (float v : a.data) m = std::max(m, double(std::fabs(v)));
+  return m;
+}
+
+// The layers the two example projects leave out: Reshape, PatchEmbed over channels without a bias,
+// causal attention without biases (qkv 6 over 3 heads of 2, out 10, a dropout that inference
+// skips), Softmax; then MeanPool and a Dense.
+const char* kOtherLayers = R"({
+  "format": "shardlab.project", "version": 1, "name": "other-layers",
+  "graph": {"nodes": [
+      {"name": "x", "type": "Input", "params": {"shape": [48]}},
+      {"name": "image", "type": "Reshape", "params": {"shape": [4, 4, 3], "axes": ["height", "width", "channels"]}},
+      {"name": "patches", "type": "PatchEmbed", "params": {"patch": 2, "features": 12, "use_bias": false}},
+      {"name": "attn", "type": "MultiHeadAttention",
+       "params": {"num_heads": 3, "qkv_features": 6, "out_features": 10, "use_bias": false, "causal": true, "dropout_rate": 0.5}},
+      {"name": "probs", "type": "Softmax"},
+      {"name": "pool", "type": "MeanPool"},
+      {"name": "out", "type": "Dense", "params": {"features": 5}}],
+    "edges": [{"from": "x.out", "to": "image.in"}, {"from": "image.out", "to": "patches.in"}, {"from": "patches.out", "to": "attn.in"},
+              {"from": "attn.out", "to": "probs.in"}, {"from": "probs.out", "to": "pool.in"}, {"from": "pool.out", "to": "out.in"}]},
+  "loss": {"type": "softmax_cross_entropy", "output": "out"},
+  "optimizer": {"type": "adam", "learning_rate": 0.01},
+  "data": {"type": "synthetic", "kind": "blobs", "feature_shape": [48], "classes": 5, "examples": 64},
+  "training": {"batch_size": 8, "steps": 1, "eval": false, "seed": 5}
+})";
+
+// A project exported as a user would: its initial parameters, each moved by noise (so no bias is
+// zero and no LayerNorm scale one), saved as a checkpoint, and that exported by the CLI.
+struct Exported {
+  project::Project project;
+  std::map<std::string, Tensor> params;
+  fs::path model;
+  QString cli_error;  // empty when the CLI succeeded
+};
+
+Exported export_through_cli(project::Project project, const fs::path& dir, uint32_t seed) {
+  Exported e;
+  project.training.batch_size = 4;  // the export does not depend on it; the trainer's buffers do
+  runtime::Trainer t(project);
+  for (const std::string& path : t.parameter_paths()) {
+    Tensor v = t.parameter(path);
+    const Tensor noise = random_tensor(v.shape, seed++, 0.05f);
+    for (size_t i = 0; i < v.data.size(); ++i) v.data[i] += noise.data[i];
+    t.set_parameter(path, v);
+  }
+  e.project = t.project();
+  e.params = parameters(t);
+  t.save_checkpoint((dir / "ckpt").string(), 0);
+  e.model = dir / (project.name + ".onnx");
+  const auto step = checkpoint::latest(dir / "ckpt");
+  if (!step) {
+    e.cli_error = "no checkpoint was saved";
+    return e;
+  }
+  QProcess p;
+  p.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli",
+          {"export", QString::fromStdString(step->string()), "--format", "onnx", "--out", QString::fromStdString(e.model.string())});
+  if (!p.waitForFinished(120000)) e.cli_error = "the CLI did not finish";
+  else if (p.exitCode() != 0) e.cli_error = p.readAllStandardError();
+  return e;
+}
+
+// onnxruntime (run_onnx.py, graph optimisations off and on) on `x` against Shardlab's predict(),
+// within `tol` of the largest output; "" when it ran, else why it was skipped (failures are QVERIFY's).
+QString compare_with_onnxruntime(const Exported& e, const Tensor& x, const fs::path& dir, double tol) {
+  const Tensor want = runtime::predict(e.project, e.params, x);
+  const fs::path xp = dir / "x.npy", prefix = dir / "y";
+  data::save_npy(xp, x);
+  const PyResult r = run_python({SHARDLAB_SOURCE_DIR "/tests/reference/onnx/run_onnx.py", QString::fromStdString(e.model.string()),
+                                 QString::fromStdString(xp.string()), QString::fromStdString(prefix.string())});
+  if (r.exit_code == 3 || !r.started) return r.out.trimmed().isEmpty() ? QString("python3 did not start") : r.out.trimmed();
+  qInfo().noquote() << r.out.trimmed();
+  [&] { QVERIFY2(r.exit_code == 0, qPrintable(r.out)); }();
+  if (r.exit_code != 0) return "";
+  const double scale = std::max(1.0, max_abs(want));
+  for (const char* run : {"plain", "optimised"}) {
+    const Tensor got = data::load_npy(prefix.string() + "." + run + ".npy");
+    [&] { QCOMPARE(got.shape, want.shape); }();
+    if (got.shape != want.shape) return "";
+    const double diff = max_abs_diff(got, want);
+    qInfo().noquote() << QString("%1: onnxruntime (%2) vs Shardlab on %3: max abs diff %4 (outputs up to %5)")
+                             .arg(QString::fromStdString(e.project.name), run, QString::fromStdString(shape_str(x.shape)))
+                             .arg(diff, 0, 'g', 3)
+                             .arg(max_abs(want), 0, 'g', 3);
+    [&] { QVERIFY2(diff <= tol * scale, qPrintable(QString("%1: max abs diff %2").arg(run).arg(diff))); }();
+  }
+  return "";
+}
+
+#ifdef SHARDLAB_HAVE_ONNX
+// The model as ONNX reads it, checked by its checker, and its shapes inferred in strict mode (every
+// node's inference must succeed and agree with the declared input and output); throws otherwise.
+onnx::ModelProto checked_model(const fs::path& path) {
+  onnx::ModelProto m;
+  std::ifstream in(path, std::ios::binary);
+  if (!m.ParseFromIstream(&in)) throw Error(path.string() + ": not a ModelProto");
+  onnx::checker::check_model(m);
+  onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
+                                     onnx::ShapeInferenceOptions(/*check_type=*/true, /*strict=*/1, /*data_prop=*/true));
+  return m;
+}
+
+// A tensor's inferred (or declared) shape, -1 for a symbolic dimension; empty when unknown.
+std::vector<int64_t> shape_of(const onnx::GraphProto& g, const std::string& name) {
+  auto dims = [](const onnx::ValueInfoProto& v) {
+    std::vector<int64_t> d;
+    if (!v.type().tensor_type().has_shape()) return d;
+    for (const auto& x : v.type().tensor_type().shape().dim()) d.push_back(x.has_dim_value() ? x.dim_value() : -1);
+    return d;
+  };
+  for (const auto& v : g.value_info())
+    if (v.name() == name) return dims(v);
+  for (const auto& v : g.output())
+    if (v.name() == name) return dims(v);
+  return {};
+}
+
+std::map<std::string, Tensor> float_initializers(const onnx::GraphProto& g) {
+  std::map<std::string, Tensor> inits;
+  for (const auto& t : g.initializer()) {
+    if (t.data_type() != onnx::TensorProto_DataType_FLOAT) continue;
+    Tensor v(Shape(t.dims().begin(), t.dims().end()));
+    if (t.raw_data().size() != v.data.size() * sizeof(float)) throw Error(t.name() + ": raw data of the wrong size");
+    std::memcpy(v.ptr(), t.raw_data().data(), t.raw_data().size());
+    inits[t.name()] = v;
+  }
+  return inits;
+}
+
+std::map<std::string, int> op_counts(const onnx::GraphProto& g) {
+  std::map<std::string, int> ops;
+  for (const auto& n : g.node()) ++ops[n.op_type()];
+  return ops;
+}
+
+// Lookups that throw naming what is missing (the tests catch it and fail with that message).
+bool has_node(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& n : g.node())
+    if (n.name() == name) return true;
+  return false;
+}
+
+const onnx::NodeProto& node_named(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& n : g.node())
+    if (n.name() == name) return n;
+  throw Error("the model has no node '" + name + "'");
+}
+
+const onnx::AttributeProto& attr_of(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a;
+  throw Error("node '" + n.name() + "' has no attribute '" + name + "'");
+}
+
+const Tensor& init(const std::map<std::string, Tensor>& inits, const std::string& name) {
+  auto it = inits.find(name);
+  if (it == inits.end()) throw Error("the model has no float initializer '" + name + "'");
+  return it->second;
+}
+
+// Slice `layer` of a Repeat's stacked parameter.
+std::vector<float> slice(const Tensor& stacked, int64_t layer) {
+  const int64_t n = numel(Shape(stacked.shape.begin() + 1, stacked.shape.end()));
+  return std::vector<float>(stacked.data.begin() + layer * n, stacked.data.begin() + (layer + 1) * n);
+}
+#endif
 
 }  // namespace
 
@@ -252,6 +430,173 @@ class TestOnnxExport : public QObject {
     ds.num_classes = 5;
     const double got = trainer_->evaluate(ds).loss;
     QVERIFY2(std::fabs(got - want) < 1e-5, qPrintable(QString("%1 vs %2").arg(got).arg(want)));
+  }
+
+  // projects/vit-fashion: PatchEmbed, PositionEmbedding, 4 blocks of pre-norm attention and MLP,
+  // MeanPool, a classifier.
+  void vitExportMatchesTheForwardPass() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("vit").toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/projects/vit-fashion.shardlab.json"), dir, 100);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(g.input(0).name(), std::string("image"));
+      QCOMPARE(shape_of(g, "head"), (std::vector<int64_t>{-1, 10}));
+      QCOMPARE(shape_of(g, "patches"), (std::vector<int64_t>{-1, 16, 64}));  // 4 x 4 patches of 7 x 7
+      QCOMPARE(shape_of(g, "patches/grid"), (std::vector<int64_t>{-1, 4, 4, 7, 7, 1}));
+      QCOMPARE(shape_of(g, "blocks/3/attn/query"), (std::vector<int64_t>{-1, 4, 16, 16}));  // (batch, heads, seq, kv)
+      QCOMPARE(shape_of(g, "blocks/3/attn/key"), (std::vector<int64_t>{-1, 4, 16, 16}));    // (batch, heads, kv, seq)
+      QCOMPARE(shape_of(g, "blocks/0/attn/weights"), (std::vector<int64_t>{-1, 4, 16, 16}));
+      QCOMPARE(shape_of(g, "blocks/0/attn"), (std::vector<int64_t>{-1, 16, 64}));
+      QCOMPARE(shape_of(g, "pool"), (std::vector<int64_t>{-1, 64}));
+
+      std::map<std::string, int> ops = op_counts(g);
+      QCOMPARE(ops["MatMul"], 1 + 4 * (6 + 2) + 1);  // patches; q, k, v, scores, context, out and the MLP per block; head
+      QCOMPARE(ops["Softmax"], 4);
+      QCOMPARE(ops["ReduceMean"], 1);
+      QCOMPARE(ops["Transpose"], 1 + 4 * 4);  // the patch grid; q, k, v and the context per block
+      QCOMPARE(ops["Gather"], 0);
+      QVERIFY(!has_node(g, "blocks/0/attn/causal"));  // not causal
+      QCOMPARE(attr_of(node_named(g, "patches/grid"), "perm").ints_size(), 6);
+      QCOMPARE(attr_of(node_named(g, "pool/ReduceMean"), "keepdims").i(), int64_t(0));
+      QCOMPARE(attr_of(node_named(g, "pool/ReduceMean"), "axes").ints(0), int64_t(1));
+      QCOMPARE(attr_of(node_named(g, "blocks/2/attn/Softmax"), "axis").i(), int64_t(-1));
+
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      QCOMPARE(init(inits, "patches/kernel").shape, (Shape{7, 7, 1, 64}));
+      QCOMPARE(init(inits, "patches/kernel").data, e.params.at("patches/kernel").data);
+      QCOMPARE(init(inits, "patches/bias").data, e.params.at("patches/bias").data);
+      QCOMPARE(init(inits, "pos/embedding").shape, (Shape{16, 64}));
+      QCOMPARE(init(inits, "pos/embedding").data, e.params.at("pos/embedding").data);
+      for (int layer = 0; layer < 4; ++layer) {
+        const std::string at = "blocks/" + std::to_string(layer) + "/attn/";
+        QCOMPARE(init(inits, at + "query/kernel").shape, (Shape{64, 4, 16}));
+        QCOMPARE(init(inits, at + "value/bias").shape, (Shape{4, 16}));
+        QCOMPARE(init(inits, at + "out/kernel").shape, (Shape{4, 16, 64}));
+        for (const char* p :
+             {"query/kernel", "query/bias", "key/kernel", "key/bias", "value/kernel", "value/bias", "out/kernel", "out/bias"})
+          QCOMPARE(init(inits, at + p).data, slice(e.params.at(std::string("blocks/attn/") + p), layer));
+      }
+      QCOMPARE(init(inits, "const/f32/3e800000").data, std::vector<float>{0.25f});  // 1/sqrt(16), q's scale
+      QCOMPARE(node_named(g, "blocks/1/attn/query/scale").input(1), std::string("const/f32/3e800000"));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 28, 28}, 7, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
+  // projects/copy-transformer: Embed of token ids, 2 blocks of causal attention, per-token logits.
+  void copyTransformerExportMatchesTheForwardPass() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("copy").toStdString());
+    fs::create_directories(dir);
+    const Exported e =
+        export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/projects/copy-transformer.shardlab.json"), dir, 200);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(g.input(0).name(), std::string("tokens"));
+      QCOMPARE(g.input(0).type().tensor_type().elem_type(), int32_t(onnx::TensorProto_DataType_FLOAT));  // ids as floats
+      QCOMPARE(shape_of(g, "embed/ids"), (std::vector<int64_t>{-1, 16}));
+      QCOMPARE(shape_of(g, "embed"), (std::vector<int64_t>{-1, 16, 64}));
+      QCOMPARE(shape_of(g, "blocks/1/attn/masked_scores"), (std::vector<int64_t>{-1, 4, 16, 16}));
+      QCOMPARE(shape_of(g, "logits"), (std::vector<int64_t>{-1, 16, 16}));
+
+      std::map<std::string, int> ops = op_counts(g);
+      QCOMPARE(ops["Cast"], 1);
+      QCOMPARE(ops["Gather"], 1);
+      QCOMPARE(ops["Softmax"], 2);
+      QCOMPARE(ops["MatMul"], 2 * (6 + 2) + 1);
+      QCOMPARE(attr_of(node_named(g, "embed/Cast"), "to").i(), int64_t(onnx::TensorProto_DataType_INT64));
+      QCOMPARE(attr_of(node_named(g, "embed/Gather"), "axis").i(), int64_t(0));
+      QCOMPARE(node_named(g, "embed/Gather").input(0), std::string("embed/embedding"));
+      QCOMPARE(node_named(g, "embed/Gather").input(1), std::string("embed/ids"));
+      for (const char* layer : {"blocks/0", "blocks/1"}) {
+        const onnx::NodeProto& mask = node_named(g, std::string(layer) + "/attn/causal");
+        QCOMPARE(mask.op_type(), std::string("Add"));
+        QCOMPARE(mask.input(1), std::string("const/causal_mask/16"));
+      }
+
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      const Tensor& mask = init(inits, "const/causal_mask/16");
+      QCOMPARE(mask.shape, (Shape{16, 16}));
+      for (int64_t q = 0; q < 16; ++q)
+        for (int64_t k = 0; k < 16; ++k) {
+          const float v = mask.data[size_t(q * 16 + k)];
+          QVERIFY2(k <= q ? v == 0.0f : std::isinf(v) && v < 0, qPrintable(QString("mask[%1][%2] = %3").arg(q).arg(k).arg(v)));
+        }
+      QCOMPARE(init(inits, "embed/embedding").shape, (Shape{16, 64}));
+      QCOMPARE(init(inits, "embed/embedding").data, e.params.at("embed/embedding").data);
+      QCOMPARE(init(inits, "pos/embedding").data, e.params.at("pos/embedding").data);
+      QCOMPARE(init(inits, "blocks/1/attn/key/kernel").data, slice(e.params.at("blocks/attn/key/kernel"), 1));
+      QCOMPARE(init(inits, "blocks/0/attn/out/bias").data, slice(e.params.at("blocks/attn/out/bias"), 0));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    // Token ids in [0, 16), as floats.
+    Tensor x({6, 16});
+    std::mt19937 rng(9);
+    for (float& v : x.data) v = float(rng() % 16);
+    const QString skipped = compare_with_onnxruntime(e, x, dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
+  // Reshape, PatchEmbed over channels without a bias, causal attention without biases and with its
+  // own qkv and out features, Softmax.
+  void otherNewLayersExportMatchTheForwardPass() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("other").toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::parse_project(kOtherLayers, "other-layers.shardlab.json"), dir, 300);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(shape_of(g, "image"), (std::vector<int64_t>{-1, 4, 4, 3}));
+      QCOMPARE(shape_of(g, "patches"), (std::vector<int64_t>{-1, 4, 12}));  // 2 x 2 patches of 2 x 2 x 3
+      QCOMPARE(shape_of(g, "attn/query"), (std::vector<int64_t>{-1, 3, 4, 2}));
+      QCOMPARE(shape_of(g, "attn/merged"), (std::vector<int64_t>{-1, 4, 6}));
+      QCOMPARE(shape_of(g, "attn"), (std::vector<int64_t>{-1, 4, 10}));
+      QCOMPARE(shape_of(g, "probs"), (std::vector<int64_t>{-1, 4, 10}));
+      QCOMPARE(shape_of(g, "pool"), (std::vector<int64_t>{-1, 10}));
+      QCOMPARE(node_named(g, "image/Reshape").op_type(), std::string("Reshape"));
+      QCOMPARE(node_named(g, "probs/Softmax").op_type(), std::string("Softmax"));
+      QCOMPARE(node_named(g, "attn/out/MatMul").output(0), std::string("attn"));  // no bias to add
+      QCOMPARE(node_named(g, "patches/MatMul").output(0), std::string("patches"));
+      QCOMPARE(op_counts(g)["Dropout"], 0);
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      QVERIFY(!inits.count("patches/bias"));
+      QVERIFY(!inits.count("attn/query/bias"));
+      QVERIFY(!inits.count("attn/out/bias"));
+      QCOMPARE(init(inits, "patches/kernel").shape, (Shape{2, 2, 3, 12}));
+      QCOMPARE(init(inits, "attn/out/kernel").shape, (Shape{3, 2, 10}));
+      QCOMPARE(init(inits, "attn/out/kernel").data, e.params.at("attn/out/kernel").data);
+      QVERIFY(inits.count("const/causal_mask/4"));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    const QString skipped = compare_with_onnxruntime(e, random_tensor({7, 48}, 11, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
   }
 
   // A node the exporter has no mapping for, at the top level or inside a Repeat's block, is refused

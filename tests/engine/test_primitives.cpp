@@ -22,6 +22,7 @@ struct Case {
   std::vector<Gen> gen;     // how to draw each input
   std::vector<bool> diff;   // which inputs are differentiable
   ir::Attrs attrs;
+  int64_t classes = 0;      // Labels draw from [0, classes); 0: the first input's last dim
 };
 
 ir::Attrs mm(bool ta, bool tb) {
@@ -47,6 +48,25 @@ ir::Attrs with_shape(Shape s) {
 ir::Attrs with_eps(double e) {
   ir::Attrs a;
   a.eps = e;
+  return a;
+}
+
+ir::Attrs with_perm(std::vector<int64_t> perm) {
+  ir::Attrs a;
+  a.perm = std::move(perm);
+  return a;
+}
+
+ir::Attrs causal() {
+  ir::Attrs a;
+  a.causal = true;
+  return a;
+}
+
+ir::Attrs along(int64_t dim, Shape shape = {}) {
+  ir::Attrs a;
+  a.dim = dim;
+  a.shape = std::move(shape);
   return a;
 }
 
@@ -79,13 +99,27 @@ std::vector<Case> cases() {
       {"fill", Op::Fill, {}, {}, {}, with_shape({2, 2})},
       {"softmax_cross_entropy", Op::SoftmaxXent, {{4, 5}, {4}}, {N, L}, {true, false}, {}},
       {"mean_squared_error", Op::Mse, {{3, 4}, {3, 4}}, {N, N}, {true, true}, {}},
+      {"batch_matmul", Op::BatchMatMul, {{2, 3, 4}, {2, 4, 5}}, {N, N}, {true, true}, mm(false, false)},
+      {"batch_matmul trans_b", Op::BatchMatMul, {{2, 2, 3, 4}, {2, 2, 5, 4}}, {N, N}, {true, true}, mm(false, true)},
+      {"batch_matmul trans_a", Op::BatchMatMul, {{2, 4, 3}, {2, 4, 5}}, {N, N}, {true, true}, mm(true, false)},
+      {"batch_matmul trans_a trans_b", Op::BatchMatMul, {{3, 4, 2}, {3, 5, 4}}, {N, N}, {true, true}, mm(true, true)},
+      {"transpose", Op::Transpose, {{2, 3, 4, 5}}, {N}, {true}, with_perm({0, 2, 1, 3})},
+      {"transpose reversed", Op::Transpose, {{2, 3, 4}}, {N}, {true}, with_perm({2, 1, 0})},
+      {"softmax", Op::Softmax, {{3, 5}}, {N}, {true}, {}},
+      {"softmax causal", Op::Softmax, {{2, 4, 4}}, {N}, {true}, causal()},
+      {"softmax causal fewer queries", Op::Softmax, {{2, 5}}, {N}, {true}, causal()},
+      {"softmax causal more queries", Op::Softmax, {{4, 2}}, {N}, {true}, causal()},
+      {"reduce_axis", Op::ReduceAxis, {{2, 3, 4}}, {N}, {true}, along(1)},
+      {"broadcast", Op::Broadcast, {{2, 4}}, {N}, {true}, along(1, {2, 3, 4})},
+      {"gather", Op::Gather, {{5, 3}, {2, 4}}, {N, L}, {true, false}, {}, 5},
+      {"scatter_add", Op::ScatterAdd, {{2, 4}, {2, 4, 3}}, {L, N}, {false, true}, along(0, {5, 3}), 5},
   };
 }
 
 // Primitives that only appear in backward programs or as metrics and updates; none of them is
 // ever differentiated by the engine (second derivatives are out of scope).
 // Collectives are inserted by the partitioner after autodiff, so they need no VJP either.
-const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxXentGrad, Op::MseGrad,
+const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxGrad, Op::SoftmaxXentGrad, Op::MseGrad,
                                          Op::Accuracy,  Op::SgdUpdate,     Op::AdamUpdate,      Op::AllReduce,
                                          Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice,
                                          Op::AllGatherInPlace, Op::Send,    Op::Recv};
@@ -167,7 +201,7 @@ void TestPrimitives::vjpMatchesFiniteDifferences() {
   std::vector<int> keep;
   for (size_t v = 0; v < p.values.size(); ++v) keep.push_back(int(v));
   backends::cpu::Executor<double> ex(p, plan::plan_memory(p, keep));
-  const int64_t classes = c.inputs.empty() ? 1 : c.inputs[0].back();
+  const int64_t classes = c.classes ? c.classes : c.inputs.empty() ? 1 : c.inputs[0].back();
   for (size_t i = 0; i < x.size(); ++i)
     for (int64_t j = 0; j < numel(c.inputs[i]); ++j) ex.data(x[i])[j] = draw(c.gen[i], 100 + i, uint64_t(j), classes);
   for (size_t k = 0; k < w.size(); ++k)

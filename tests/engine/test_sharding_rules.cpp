@@ -152,6 +152,38 @@ std::vector<Case> cases() {
   reshape("(batch, seq, embed) -> (tokens, embed)", arg("x", {B, S, E}, {"batch", "seq", "embed"}), {B * S, E}, {"tokens", "embed"});
   reshape("(batch, embed) -> (embed, batch)", arg("x", {B, E}, {"batch", "embed"}), {E, B}, {"rows", "cols"});
   reshape("to its own shape", arg("x", {B, E}, {"batch", "embed"}), {B, E}, {"batch", "embed"});
+  reshape("(batch, seq, heads * kv) -> (batch, seq, heads, kv)", arg("x", {B, S, H * M}, {"batch", "seq", "qkv"}), {B, S, H, M},
+          {"batch", "seq", "heads", "kv"});
+  reshape("(batch, seq, heads, kv) -> (batch, seq, heads * kv)", arg("x", {B, S, H, M}, {"batch", "seq", "heads", "kv"}), {B, S, H * M},
+          {"batch", "seq", "qkv"});
+  reshape("(embed, heads, kv) -> (embed, heads * kv)", arg("w", {E, H, M}, {"embed", "heads", "kv"}), {E, H * M}, {"embed", "qkv"});
+  c.push_back({"transpose (batch, seq, heads, kv) -> (batch, heads, seq, kv)", Op::Transpose,
+               {arg("x", {B, S, H, M}, {"batch", "seq", "heads", "kv"})}, {{"batch", "heads", "seq", "kv"}},
+               attrs([](ir::Attrs& a) { a.perm = {0, 2, 1, 3}; })});
+  // attention: scores q @ k^T per example and head, then the weighted values
+  c.push_back({"batch_matmul (batch, heads, seq, kv) @ (batch, heads, keys, kv)^T", Op::BatchMatMul,
+               {arg("q", {B, H, S, M}, {"batch", "heads", "seq", "kv"}), arg("k", {B, H, S, M}, {"batch", "heads", "keys", "kv"})},
+               {{"batch", "heads", "seq", "keys"}}, attrs([](ir::Attrs& a) { a.trans_b = true; })});
+  c.push_back({"batch_matmul (batch, heads, seq, keys) @ (batch, heads, keys, kv)", Op::BatchMatMul,
+               {arg("w", {B, H, S, S}, {"batch", "heads", "seq", "keys"}), arg("v", {B, H, S, M}, {"batch", "heads", "keys", "kv"})},
+               {{"batch", "heads", "seq", "kv"}}});
+  c.push_back({"batch_matmul (batch, seq, embed)^T @ (batch, seq, mlp)", Op::BatchMatMul,
+               {arg("x", {B, S, E}, {"batch", "seq", "embed"}), arg("g", {B, S, M}, {"batch", "seq", "mlp"})}, {{"batch", "embed", "mlp"}},
+               attrs([](ir::Attrs& a) { a.trans_a = true; })});
+  c.push_back({"softmax", Op::Softmax, {arg("x", {B, H, S, S}, {"batch", "heads", "seq", "keys"})}, {{"batch", "heads", "seq", "keys"}}});
+  c.push_back({"softmax causal", Op::Softmax, {arg("x", {B, H, S, S}, {"batch", "heads", "seq", "keys"})},
+               {{"batch", "heads", "seq", "keys"}}, attrs([](ir::Attrs& a) { a.causal = true; })});
+  c.push_back({"softmax_grad", Op::SoftmaxGrad,
+               {arg("y", {B, S, E}, {"batch", "seq", "embed"}), arg("g", {B, S, E}, {"rows", "heads_b", "cols"})}, {{"batch", "seq", "embed"}}});
+  c.push_back({"reduce_axis (batch, seq, embed) over seq", Op::ReduceAxis, {arg("x", {B, S, E}, {"batch", "seq", "embed"})},
+               {{"batch", "embed"}}, attrs([](ir::Attrs& a) { a.dim = 1; })});
+  c.push_back({"broadcast (batch, embed) along seq", Op::Broadcast, {arg("x", {B, E}, {"batch", "embed"})}, {{"batch", "seq", "embed"}},
+               attrs([&](ir::Attrs& a) { a.dim = 1; a.shape = {B, S, E}; })});
+  c.push_back({"gather (vocab, embed) by (batch, seq)", Op::Gather,
+               {arg("table", {C, E}, {"vocab", "embed"}), labels("ids", {B, S}, {"batch", "seq"}, C)}, {{"batch", "seq", "embed"}}});
+  c.push_back({"scatter_add (batch, seq) rows into (vocab, embed)", Op::ScatterAdd,
+               {labels("ids", {B, S}, {"batch", "seq"}, C), arg("g", {B, S, E}, {"rows", "seq_b", "embed"})}, {{"vocab", "embed"}},
+               attrs([&](ir::Attrs& a) { a.shape = {C, E}; })});
   c.push_back({"stack (same names)", Op::Stack,
                {arg("w0", {E, M}, {"embed", "mlp"}), arg("w1", {E, M}, {"embed", "mlp"}), arg("w2", {E, M}, {"embed", "mlp"})},
                {{"layer", "embed", "mlp"}}});

@@ -3,7 +3,7 @@
 
 For each model this writes, under tests/reference/data/<model>/:
   x.npy              the fixed input batch (float32)
-  y.npy              the targets (int32 labels for fashion-mlp, float32 for dot-relu-dot)
+  y.npy              the targets (int32 labels for fashion-mlp and vit-tiny, float32 for dot-relu-dot)
   init/<name>.npy    Flax's own model.init parameters (PRNGKey(0)), float32
   step3/<name>.npy   the parameters after 3 optax.adam(1e-3) steps on that batch, float32
   losses.json        {"losses": [loss before update 1, 2, 3], "loss_after": loss with step3 params,
@@ -15,6 +15,7 @@ The model names, shapes and parameter paths are the contract with the C++ side.
 Run from the repository root:
     python3 tests/reference/make_reference.py            # writes tests/reference/data/
     python3 tests/reference/make_reference.py --out DIR  # somewhere else
+    python3 tests/reference/make_reference.py --model vit-tiny  # one model only
 """
 from __future__ import annotations
 
@@ -153,7 +154,120 @@ def dot_relu_dot():
     return model, x, y, loss_fn, paths, shapes, description
 
 
-MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot}
+# ----------------------------------------------------------------------------------------------
+# (c) vit-tiny: tests/reference/vit-tiny.shardlab.json, a small pre-norm ViT.
+# ----------------------------------------------------------------------------------------------
+VIT_IMAGE, VIT_PATCH, VIT_EMBED, VIT_HEADS, VIT_MLP, VIT_LAYERS, VIT_CLASSES = 12, 4, 16, 2, 32, 2, 10
+VIT_TOKENS = (VIT_IMAGE // VIT_PATCH) ** 2  # 9
+VIT_BATCH = 16
+
+
+class PositionEmbedding(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        emb = self.param("embedding", nn.initializers.normal(0.02), x.shape[1:])  # (9, 16)
+        return x + emb[None]
+
+
+class EncoderBlock(nn.Module):
+    """Pre-norm transformer block; the carry is x, as Shardlab's Repeat body."""
+
+    @nn.compact
+    def __call__(self, x, _):
+        y = nn.LayerNorm(name="ln1")(x)
+        y = nn.MultiHeadDotProductAttention(num_heads=VIT_HEADS, name="attn")(y)  # self-attention
+        x = x + y  # res1
+        y = nn.LayerNorm(name="ln2")(x)
+        y = nn.Dense(VIT_MLP, name="mlp1")(y)
+        y = nn.gelu(y)  # approximate=True (tanh), Flax's default
+        y = nn.Dense(VIT_EMBED, name="mlp2")(y)
+        return x + y, None  # res2
+
+
+class ViTTiny(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        b = x.shape[0]
+        x = nn.Conv(VIT_EMBED, (VIT_PATCH, VIT_PATCH), strides=(VIT_PATCH, VIT_PATCH), padding="VALID",
+                    name="patches")(x[..., None])  # (B, 3, 3, 16)
+        x = x.reshape((b, -1, VIT_EMBED))  # (B, 9, 16), row-major over the patch grid
+        x = PositionEmbedding(name="pos")(x)
+        blocks = nn.scan(
+            EncoderBlock,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=VIT_LAYERS,
+        )(name="blocks")
+        x, _ = blocks(x, None)
+        x = nn.LayerNorm(name="norm")(x)
+        x = jnp.mean(x, axis=1)  # mean over the 9 tokens
+        return nn.Dense(VIT_CLASSES, name="head")(x)
+
+
+def vit_tiny():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((VIT_BATCH, VIT_IMAGE, VIT_IMAGE), dtype=np.float32)
+    y = rng.integers(0, VIT_CLASSES, size=(VIT_BATCH,), dtype=np.int32)  # same rng, drawn after x
+    model = ViTTiny()
+
+    def loss_fn(params, x, y):
+        logits = model.apply({"params": params}, x)
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+
+    E, H, K, M, L, C = VIT_EMBED, VIT_HEADS, VIT_EMBED // VIT_HEADS, VIT_MLP, VIT_LAYERS, VIT_CLASSES
+    shapes = {
+        "patches/kernel": (VIT_PATCH, VIT_PATCH, 1, E),
+        "patches/bias": (E,),
+        "pos/embedding": (VIT_TOKENS, E),
+        "blocks/ln1/scale": (L, E),
+        "blocks/ln1/bias": (L, E),
+    }
+    for proj in ("query", "key", "value"):
+        shapes[f"blocks/attn/{proj}/kernel"] = (L, E, H, K)
+        shapes[f"blocks/attn/{proj}/bias"] = (L, H, K)
+    shapes.update({
+        "blocks/attn/out/kernel": (L, H, K, E),
+        "blocks/attn/out/bias": (L, E),
+        "blocks/ln2/scale": (L, E),
+        "blocks/ln2/bias": (L, E),
+        "blocks/mlp1/kernel": (L, E, M),
+        "blocks/mlp1/bias": (L, M),
+        "blocks/mlp2/kernel": (L, M, E),
+        "blocks/mlp2/bias": (L, E),
+        "norm/scale": (E,),
+        "norm/bias": (E,),
+        "head/kernel": (E, C),
+        "head/bias": (C,),
+    })
+    # The Flax path inside "params" is Shardlab's path split at '/'.
+    paths = {tuple(p.split("/")): p for p in shapes}
+    description = (
+        "vit-tiny (tests/reference/vit-tiny.shardlab.json): x float32 (16,12,12) = "
+        "default_rng(3).standard_normal(dtype=float32), y int32 (16,) = same rng .integers(0,10); "
+        "nn.Conv(16, (4,4), strides=(4,4), padding='VALID') 'patches' on x[..., None] -> reshape (16,9,16) "
+        "-> 'pos' (param 'embedding' normal(0.02) (9,16), x + emb[None]) -> nn.scan 'blocks' over 2 layers "
+        "(variable_axes={'params':0}, split_rngs={'params':True}) of a pre-norm block: "
+        "x + MultiHeadDotProductAttention(num_heads=2) 'attn'(LayerNorm 'ln1'(x)), then "
+        "x + Dense(16) 'mlp2'(gelu(Dense(32) 'mlp1'(LayerNorm 'ln2'(x)))) (gelu approximate=True) -> "
+        "LayerNorm 'norm' -> mean over the 9 tokens -> nn.Dense(10) 'head'; Flax default inits; "
+        "loss = mean(optax.softmax_cross_entropy_with_integer_labels(logits, y)); model.init(PRNGKey(0)); "
+        "3 x optax.adam(1e-3) steps on the same batch; float32, jax_default_matmul_precision=highest, CPU. "
+        "Stacked params (blocks/...) lead with the layer axis. blocks/attn/key/bias has an identically "
+        "zero gradient (softmax over the keys is invariant to q . b), so its step-3 values are float32 "
+        "rounding noise amplified by Adam (listed in zero_gradient)."
+    )
+    return model, x, y, loss_fn, paths, shapes, description
+
+
+MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny}
+
+# Parameters whose exact gradient is identically zero, so that their float32 gradient is rounding
+# noise (~1e-9, below Adam's eps) which Adam turns into updates of up to ~lr per step in an arbitrary
+# direction: two correct float32 implementations then disagree on them completely. losses.json lists
+# them under "zero_gradient" (only where there are any) and the C++ test checks them differently.
+#   vit-tiny blocks/attn/key/bias: softmax(q . (k_j + b)) = softmax(q . k_j + q . b) over the keys j,
+#   and q . b is the same for every key, so the attention weights do not depend on the key bias.
+ZERO_GRADIENT = {"vit-tiny": ["blocks/attn/key/bias"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -188,10 +302,16 @@ def build(name: str, out_root: Path):
     opt_state = tx.init(params)
     vg = jax.value_and_grad(loss_fn)
     xj, yj = jnp.asarray(x), jnp.asarray(y)
+    zero_gradient = ZERO_GRADIENT.get(name, [])
     losses = []
     for _ in range(STEPS):
         loss, grads = vg(params, xj, yj)
         losses.append(float(loss))
+        flat_grads = flatten_params(grads, paths, shapes)
+        largest = max(float(np.abs(g).max()) for g in flat_grads.values())
+        for p in zero_gradient:  # rounding noise only
+            if float(np.abs(flat_grads[p]).max()) > 1e-6 * largest:
+                raise SystemExit(f"{name} {p}: gradient {np.abs(flat_grads[p]).max()} is not ~0")
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
     loss_after = float(loss_fn(params, xj, yj))
@@ -217,6 +337,7 @@ def build(name: str, out_root: Path):
         "steps": STEPS,
         "init_seed": SEED,
         "params": {p: list(s) for p, s in shapes.items()},
+        **({"zero_gradient": zero_gradient} if zero_gradient else {}),
         "x": {"shape": list(x.shape), "dtype": str(x.dtype)},
         "y": {"shape": list(y.shape), "dtype": str(y.dtype)},
     }

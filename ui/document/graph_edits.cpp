@@ -91,11 +91,12 @@ graph::Node& node_at(project::Project& p, const std::string& path) {
 std::string add_node(project::Project& p, const std::string& type, const std::string& parent, double x, double y) {
   graph::Graph& g = graph_at(p, parent);
   if (!parent.empty() && type == "Input") throw Error("an Input cannot go inside a block: the block's input is its '@in'");
-  if (!parent.empty() && type == "Repeat") throw Error("a Repeat cannot go inside another Repeat's block");
   std::string base = type;
   for (char& c : base) c = char(std::tolower(static_cast<unsigned char>(c)));
-  const std::string name = graph::unique_node_name(g, base);
-  g.nodes.push_back(graph::new_node(type, name));
+  graph::Node node = graph::new_node(type, graph::unique_node_name(g, base));
+  if (!parent.empty() && node.type == "Repeat") throw Error("a Repeat cannot go inside another Repeat's block");
+  const std::string name = node.name;
+  g.nodes.push_back(std::move(node));
   const std::string path = parent.empty() ? name : parent + "/" + name;
   set_position(p, path, x, y);
   return path;

@@ -176,7 +176,7 @@ std::vector<std::string> namesOf(const Json& j) {
 }
 
 const QStringList& initializerNames() {
-  static const QStringList names{"lecun_normal", "xavier_normal", "xavier_uniform", "normal", "zeros", "ones"};
+  static const QStringList names{"lecun_normal", "xavier_normal", "xavier_uniform", "normal", "embed_normal", "zeros", "ones"};
   return names;
 }
 

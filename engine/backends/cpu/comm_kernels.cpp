@@ -46,6 +46,23 @@ int64_t block_index(const sharding::Mesh& mesh, int device, const std::vector<st
   return idx;
 }
 
+ShardIndex shard_index(const Shape& local, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device) {
+  ShardIndex s;
+  if (attrs.layout.empty() || local == attrs.shape) return s;
+  if (!mesh) throw Error("internal: a sharded dropout outside an SPMD run");
+  if (local.size() != attrs.shape.size() || local.size() > size_t(ShardIndex::kMaxRank))
+    throw Error("internal: dropout block " + shape_str(local) + " of " + shape_str(attrs.shape));
+  s.rank = int(local.size());
+  int64_t stride = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    s.local[d] = local[size_t(d)];
+    s.offset[d] = block_index(*mesh, device, attrs.layout[size_t(d)]) * local[size_t(d)];
+    s.stride[d] = stride;
+    stride *= attrs.shape[size_t(d)];
+  }
+  return s;
+}
+
 UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device) {
   UpdateBlock b;
   if (attrs.group_size <= 1) {

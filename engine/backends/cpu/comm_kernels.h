@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backends/cpu/kernels.h"
+#include "engine/backends/shard_index.h"
 
 namespace shardlab::backends::cpu {
 
@@ -20,6 +21,11 @@ struct UpdateBlock {
   int64_t runs = 1, len = 0, stride = 0, offset = 0;
 };
 UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device);
+
+// Where this device's block (of shape `local`) of a Dropout's operand sits in the whole array
+// (attrs.shape split by attrs.layout); rank 0 where the operand is whole. The CUDA backend's
+// dropout uses it too.
+ShardIndex shard_index(const Shape& local, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device);
 
 template <class T>
 void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx);

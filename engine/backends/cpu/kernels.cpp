@@ -1,6 +1,7 @@
 #include "engine/backends/cpu/kernels.h"
 #include "engine/backends/cpu/comm_kernels.h"
 #include "engine/backends/cpu/gemm.h"
+#include "engine/backends/cpu/openmp.h"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -64,6 +65,156 @@ void matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epi
   const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
   const int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
   gemm(ta, tb, m, n, k, a.in[0], ca, a.in[1], cb, a.out[0], n, epilogue);
+}
+
+// One GEMM per index of the leading dims. Many small products (attention's per-head scores) run
+// side by side on the threads, each single-threaded; a few large ones each use them all.
+template <class T>
+void batch_matmul(const ir::Instr& ins, const KernelArgs<T>& a) {
+  const Shape& sa = *a.in_shapes[0];
+  const Shape& sb = *a.in_shapes[1];
+  const size_t r = sa.size();
+  const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
+  const int64_t m = ta ? sa[r - 1] : sa[r - 2], k = ta ? sa[r - 2] : sa[r - 1], n = tb ? sb[r - 2] : sb[r - 1];
+  const int64_t stride_a = sa[r - 2] * sa[r - 1], stride_b = sb[r - 2] * sb[r - 1], batch = numel(sa) / std::max<int64_t>(stride_a, 1);
+  const T* A = a.in[0];
+  const T* B = a.in[1];
+  T* C = a.out[0];
+  const bool across = batch >= 2 * openmp::max_threads();
+#pragma omp parallel for schedule(static) if (across)
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(ta, tb, m, n, k, A + i * stride_a, sa[r - 1], B + i * stride_b, sb[r - 1], C + i * m * n, n);
+}
+
+// Result dim d is operand dim perm[d]: each output row (last dim) is read with the stride its
+// operand dim has.
+template <class T>
+void transpose(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const Shape& s = *a.in_shapes[0];
+  const size_t r = s.size();
+  if (r == 0) {
+    a.out[0][0] = a.in[0][0];
+    return;
+  }
+  std::vector<int64_t> in_stride(r, 1), stride(r), out(r);
+  for (size_t d = r - 1; d > 0; --d) in_stride[d - 1] = in_stride[d] * s[d];
+  for (size_t d = 0; d < r; ++d) stride[d] = in_stride[size_t(at.perm[d])], out[d] = s[size_t(at.perm[d])];
+  const int64_t inner = out[r - 1], step = stride[r - 1], rows = numel(s) / std::max<int64_t>(inner, 1);
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(rows, inner, [&](int64_t q) {
+    int64_t off = 0, rest = q;
+    for (size_t d = r - 1; d-- > 0;) off += (rest % out[d]) * stride[d], rest /= out[d];
+    T* yr = y + q * inner;
+    for (int64_t j = 0; j < inner; ++j) yr[j] = x[off + j * step];
+  });
+}
+
+// Over the last dim; a causal row q of a (queries, keys) block keeps keys 0..q + keys - queries
+// (the queries are the last of the keys' positions).
+// In place is safe: each row is read before it is written.
+template <class T>
+void softmax(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const Shape& s = *a.in_shapes[0];
+  const int64_t n = s.back(), rows = numel(s) / n, queries = at.causal ? s[s.size() - 2] : 1;
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(rows, n, [&](int64_t row) {
+    // A query before every key (more queries than keys) sees none: its row is all zeros.
+    const int64_t valid = at.causal ? std::clamp<int64_t>(row % queries + 1 + n - queries, 0, n) : n;
+    const T* xr = x + row * n;
+    T* yr = y + row * n;
+    if (valid == 0) {
+      std::fill(yr, yr + n, T(0));
+      return;
+    }
+    T m = *std::max_element(xr, xr + valid), sum = 0;
+    for (int64_t j = 0; j < valid; ++j) sum += (yr[j] = std::exp(xr[j] - m));
+    const T inv = T(1) / sum;
+    for (int64_t j = 0; j < valid; ++j) yr[j] *= inv;
+    std::fill(yr + valid, yr + n, T(0));
+  });
+}
+
+// dx = y * (g - <g, y>) per row, from the softmax's output y; may overwrite g.
+template <class T>
+void softmax_grad(const KernelArgs<T>& a) {
+  const Shape& s = *a.in_shapes[0];
+  const int64_t n = s.back(), rows = numel(s) / n;
+  for_rows(rows, n, [&](int64_t row) {
+    const T* yr = a.in[0] + row * n;
+    const T* gr = a.in[1] + row * n;
+    T* dr = a.out[0] + row * n;
+    T dot = 0;
+    for (int64_t j = 0; j < n; ++j) dot += gr[j] * yr[j];
+    for (int64_t j = 0; j < n; ++j) dr[j] = yr[j] * (gr[j] - dot);
+  });
+}
+
+// A shape as (outer, len, inner) around dim d.
+struct AroundDim { int64_t outer = 1, len = 1, inner = 1; };
+AroundDim around(const Shape& s, int64_t d) {
+  AroundDim r;
+  for (size_t i = 0; i < s.size(); ++i) (int64_t(i) < d ? r.outer : int64_t(i) == d ? r.len : r.inner) *= s[i];
+  return r;
+}
+
+template <class T>
+void reduce_axis(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const AroundDim g = around(*a.in_shapes[0], at.dim);
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(g.outer, g.len * g.inner, [&](int64_t o) {
+    T* yr = y + o * g.inner;
+    std::fill(yr, yr + g.inner, T(0));
+    for (int64_t l = 0; l < g.len; ++l) {
+      const T* xr = x + (o * g.len + l) * g.inner;
+      for (int64_t i = 0; i < g.inner; ++i) yr[i] += xr[i];
+    }
+  });
+}
+
+template <class T>
+void broadcast(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const AroundDim g = around(*a.out_shapes[0], at.dim);
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(g.outer, g.len * g.inner, [&](int64_t o) {
+    for (int64_t l = 0; l < g.len; ++l) std::copy(x + o * g.inner, x + (o + 1) * g.inner, y + (o * g.len + l) * g.inner);
+  });
+}
+
+// An id as a row index of a table of `rows` rows, or an error naming it.
+template <class T>
+int64_t row_of(const T* ids, int64_t i, int64_t rows) {
+  const int64_t id = int64_t(ids[i]);
+  if (id < 0 || id >= rows || T(id) != ids[i])
+    throw Error("id " + std::to_string(double(ids[i])) + " at position " + std::to_string(i) +
+                " is not a row of the table [0, " + std::to_string(rows) + ")");
+  return id;
+}
+
+template <class T>
+void gather(const KernelArgs<T>& a) {
+  const Shape& st = *a.in_shapes[0];
+  const int64_t rows = st[0], width = numel(st) / std::max<int64_t>(rows, 1), n = numel(*a.in_shapes[1]);
+  for (int64_t i = 0; i < n; ++i) {
+    const T* src = a.in[0] + row_of(a.in[1], i, rows) * width;
+    std::copy(src, src + width, a.out[0] + i * width);
+  }
+}
+
+template <class T>
+void scatter_add(const KernelArgs<T>& a) {
+  const Shape& st = *a.out_shapes[0];
+  const int64_t rows = st[0], width = numel(st) / std::max<int64_t>(rows, 1), n = numel(*a.in_shapes[0]);
+  T* y = a.out[0];
+  std::fill(y, y + numel(st), T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    T* dst = y + row_of(a.in[0], i, rows) * width;
+    const T* g = a.in[1] + i * width;
+    for (int64_t j = 0; j < width; ++j) dst[j] += g[j];
+  }
 }
 
 template <class T>
@@ -196,6 +347,14 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
   const T* x1 = a.in.size() > 1 ? a.in[1] : nullptr;
   switch (ins.op) {
     case Op::MatMul: matmul(ins, a); return;
+    case Op::BatchMatMul: batch_matmul(ins, a); return;
+    case Op::Transpose: transpose(ins.attrs, a); return;
+    case Op::Softmax: softmax(ins.attrs, a); return;
+    case Op::SoftmaxGrad: softmax_grad(a); return;
+    case Op::ReduceAxis: reduce_axis(ins.attrs, a); return;
+    case Op::Broadcast: broadcast(ins.attrs, a); return;
+    case Op::Gather: gather(a); return;
+    case Op::ScatterAdd: scatter_add(a); return;
     case Op::Add: for_each(n, [=](int64_t i) { y[i] = x[i] + x1[i]; }); return;
     case Op::Sub: for_each(n, [=](int64_t i) { y[i] = x[i] - x1[i]; }); return;
     case Op::Mul: for_each(n, [=](int64_t i) { y[i] = x[i] * x1[i]; }); return;
@@ -214,7 +373,14 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
       const double rate = ins.attrs.alpha;
       const T keep_scale = T(1.0 / (1.0 - rate));
       const uint64_t key = util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step)));
-      for_each(n, [=](int64_t i) { y[i] = util::counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
+      const ShardIndex where = shard_index(*a.out_shapes[0], ins.attrs, ctx.mesh, ctx.device);
+      if (where.rank == 0) {
+        for_each(n, [=](int64_t i) { y[i] = util::counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : T(0); });
+      } else {
+        for_each(n, [=](int64_t i) {
+          y[i] = util::counter_uniform(key, uint64_t(global_index(where, i))) >= rate ? x[i] * keep_scale : T(0);
+        });
+      }
       return;
     }
     case Op::BiasAdd:

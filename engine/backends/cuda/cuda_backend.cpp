@@ -170,6 +170,17 @@ void copy(float* dst, const float* src, int64_t n, cudaStream_t s) {
     check(cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
 }
 
+// The attention and embedding primitives run on the CPU backend only, so far.
+bool has_kernel(Op op) {
+  switch (op) {
+    case Op::BatchMatMul: case Op::Transpose: case Op::Softmax: case Op::SoftmaxGrad: case Op::ReduceAxis:
+    case Op::Broadcast: case Op::Gather: case Op::ScatterAdd:
+      return false;
+    default:
+      return true;
+  }
+}
+
 class CudaExecutable final : public Executable {
  public:
   CudaExecutable(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
@@ -398,7 +409,8 @@ class CudaExecutable final : public Executable {
       case Op::MulRow: ew(Elementwise::MulRow); return;
       case Op::Fill: elementwise(Elementwise::Fill, n, nullptr, nullptr, out(0), float(ins.attrs.alpha), 1, s); return;
       case Op::Dropout:
-        dropout(n, in(0), out(0), ins.attrs.alpha, util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step))), s);
+        dropout(n, in(0), out(0), ins.attrs.alpha, util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step))),
+                cpu::shard_index(program_.shape(ins.out[0]), ins.attrs, &mesh_, global(d)), s);
         return;
       case Op::ReduceRows: reduce_rows(rows, cols, in(0), out(0), s); return;
       case Op::LayerNorm: layer_norm(rows, cols, in(0), nullptr, out(0), ins.attrs.eps, s); return;
@@ -461,10 +473,13 @@ class CudaExecutable final : public Executable {
       case Op::AllGatherInPlace:
       case Op::Send:
       case Op::Recv:
+      case Op::BatchMatMul: case Op::Transpose: case Op::Softmax: case Op::SoftmaxGrad: case Op::ReduceAxis:
+      case Op::Broadcast: case Op::Gather: case Op::ScatterAdd:
       case Op::kCount: break;
     }
     throw Error(std::string("internal: no CUDA kernel for ") + ir::op_name(ins.op));
   }
+
 
   // (rows, k) @ (k, cols) with both operands viewed as row-major matrices, as the CPU's matmul.
   void matmul(int d, const Step& step, const ir::Instr& ins, cudaStream_t s) {
@@ -635,6 +650,10 @@ class CudaBackend final : public Backend {
     if (program.stages > 1)
       throw Error("the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
                   "); train this layout on the CPU backend, or map layer to None");
+    for (const ir::Instr& ins : program.instrs)
+      if (!has_kernel(ins.op))
+        throw Error("the CUDA backend has no kernel for " + std::string(ir::op_name(ins.op)) + " yet" +
+                    (ins.node.empty() ? std::string() : " (node '" + ins.node + "')") + "; train this model on the CPU backend");
     const int n = int(mesh.device_count());
     if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);

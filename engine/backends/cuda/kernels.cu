@@ -54,8 +54,9 @@ __global__ void elementwise_kernel(Elementwise op, int64_t n, const float* x, co
   }
 }
 
-__global__ void dropout_kernel(int64_t n, const float* x, float* y, double rate, float keep_scale, uint64_t key) {
-  FOR_EACH(i, n) y[i] = util::counter_uniform(key, uint64_t(i)) >= rate ? x[i] * keep_scale : 0.f;
+__global__ void dropout_kernel(int64_t n, const float* x, float* y, double rate, float keep_scale, uint64_t key,
+                               ShardIndex where) {
+  FOR_EACH(i, n) y[i] = util::counter_uniform(key, uint64_t(global_index(where, i))) >= rate ? x[i] * keep_scale : 0.f;
 }
 
 __global__ void reduce_rows_kernel(int64_t rows, int64_t cols, const float* x, float* y) {
@@ -212,8 +213,8 @@ void elementwise(Elementwise op, int64_t n, const float* x, const float* x1, flo
   if (n > 0) elementwise_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, n, x, x1, y, alpha, cols);
 }
 
-void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, cudaStream_t s) {
-  if (n > 0) dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, y, rate, float(1.0 / (1.0 - rate)), key);
+void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, const ShardIndex& where, cudaStream_t s) {
+  if (n > 0) dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, y, rate, float(1.0 / (1.0 - rate)), key, where);
 }
 
 void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, cudaStream_t s) {

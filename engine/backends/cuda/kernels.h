@@ -9,7 +9,11 @@
 
 #include <cstdint>
 
+#include "engine/backends/shard_index.h"
+
 namespace shardlab::backends::cuda {
+
+using backends::ShardIndex;
 
 // Elementwise primitives, y[i] from x[i] (and x1[i]); BiasAdd and MulRow read x1[i % cols].
 enum class Elementwise : int { Add, Sub, Mul, Scale, Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad, Fill, BiasAdd, MulRow };
@@ -17,7 +21,8 @@ enum class Elementwise : int { Add, Sub, Mul, Scale, Relu, ReluGrad, Gelu, GeluG
 void elementwise(Elementwise op, int64_t n, const float* x, const float* x1, float* y, float alpha, int64_t cols,
                  cudaStream_t s);
 // y = x / (1 - rate) where counter_uniform(key, i) >= rate, else 0 (the CPU's stream of numbers).
-void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, cudaStream_t s);
+// `where`: the device's block of the whole array, whose global indices key the mask.
+void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, const ShardIndex& where, cudaStream_t s);
 // y[c] = sum over rows of x[r, c], rows added in order.
 void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, cudaStream_t s);
 // Normalises each row (g null) or, with g, its gradient.

@@ -17,5 +17,12 @@ std::unique_ptr<Layer> make_dropout();
 std::unique_ptr<Layer> make_add();
 std::unique_ptr<Layer> make_flatten();
 std::unique_ptr<Layer> make_repeat();
+std::unique_ptr<Layer> make_softmax();
+std::unique_ptr<Layer> make_reshape();
+std::unique_ptr<Layer> make_embed();
+std::unique_ptr<Layer> make_patch_embed();
+std::unique_ptr<Layer> make_position_embedding();
+std::unique_ptr<Layer> make_attention();
+std::unique_ptr<Layer> make_mean_pool();
 
 }  // namespace shardlab::graph

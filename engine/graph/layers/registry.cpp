@@ -9,7 +9,9 @@ using Factory = std::unique_ptr<Layer> (*)();
 const std::pair<const char*, Factory> kLayers[] = {
     {"Input", make_input},     {"Dense", make_dense},         {"ReLU", make_relu},       {"GELU", make_gelu},
     {"Tanh", make_tanh},       {"LayerNorm", make_layer_norm}, {"Dropout", make_dropout}, {"Add", make_add},
-    {"Flatten", make_flatten}, {"Repeat", make_repeat},
+    {"Flatten", make_flatten}, {"Repeat", make_repeat},   {"Softmax", make_softmax}, {"Reshape", make_reshape},
+    {"Embed", make_embed},     {"PatchEmbed", make_patch_embed}, {"PositionEmbedding", make_position_embedding},
+    {"MultiHeadAttention", make_attention}, {"MeanPool", make_mean_pool},
 };
 }  // namespace
 

@@ -121,10 +121,14 @@ void register_elementwise(std::vector<Primitive>& t) {
 
   // Inverted dropout; the mask is a pure function of (seed, step, element), so the VJP regenerates it.
   Primitive dropout = ew(Op::Dropout, "dropout", 1);
-  // Its mask is indexed by global element, so it runs on the whole array.
+  // Its mask is indexed by global element: each device masks its own block, told where the block
+  // sits in the whole array.
   dropout.partition = [](PartitionContext& c, const Instr& ins) {
-    Layout r = Layout::replicated(c.shape(ins.in[0]).size());
-    c.produce(ins, {c.reshard(ins.in[0], r, ins.node)}, {r}, ins.attrs);
+    Layout s = c.layout(ins.in[0]).without_partial();
+    Attrs a = ins.attrs;
+    a.shape = c.shape(ins.in[0]);
+    a.layout = s.dims;
+    c.produce(ins, {c.reshard(ins.in[0], s, ins.node)}, {s}, a);
   };
   dropout.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     return Cotangents{p.apply1(Op::Dropout, {*ct[0]}, ins.attrs, ins.node)};

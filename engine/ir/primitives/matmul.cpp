@@ -1,6 +1,9 @@
 // MatMul: C = op(A) @ op(B) with both operands viewed as 2-D matrices whose leading dims fold into
 // rows, so a Dense layer on (batch, seq, embed) and its weight gradient are one GEMM each.
+// BatchMatMul: one such product per index of the leading (batch) dims, which both operands share:
+// attention's scores (q @ k^T) and its weighted values, per example and head.
 #include <algorithm>
+#include <set>
 
 #include "engine/ir/primitives/common.h"
 
@@ -84,6 +87,64 @@ void matmul_rule(PartitionContext& c, const Instr& ins) {
   c.produce(ins, {c.reshard(a, sa, ins.node), c.reshard(b, sb, ins.node)}, {o}, ins.attrs);
 }
 
+// Batched: the batch dims pass through and must agree (the larger operand's split wins), then as
+// MatMul: rows from A, columns from B, a split contracting dim leaves a partial sum. A mesh axis
+// may serve one role only; later roles give it up.
+void batch_matmul_rule(PartitionContext& c, const Instr& ins) {
+  const int a = ins.in[0], b = ins.in[1];
+  const size_t r = c.shape(a).size();
+  const size_t a_row = ins.attrs.trans_a ? r - 1 : r - 2, a_con = ins.attrs.trans_a ? r - 2 : r - 1;
+  const size_t b_con = ins.attrs.trans_b ? r - 1 : r - 2, b_col = ins.attrs.trans_b ? r - 2 : r - 1;
+  Layout sa = c.layout(a).without_partial(), sb = c.layout(b).without_partial();
+  const bool a_larger = numel(c.shape(a)) >= numel(c.shape(b));
+  auto unify = [&](size_t da, size_t db) {
+    if (sa.dims[da] != sb.dims[db]) (a_larger ? sb.dims[db] : sa.dims[da]) = a_larger ? sa.dims[da] : sb.dims[db];
+  };
+  for (size_t d = 0; d + 2 < r; ++d) unify(d, d);
+  unify(a_con, b_con);
+  std::set<std::string> used;
+  // Clears the dims whose axes an earlier role took; else claims them.
+  auto claim = [&](std::vector<std::vector<std::string>*> dims) {
+    bool clash = false;
+    for (auto* ax : dims)
+      for (const std::string& m : *ax) clash |= used.count(m) > 0;
+    if (clash) {
+      for (auto* ax : dims) ax->clear();
+      return;
+    }
+    for (const std::string& m : *dims[0]) used.insert(m);
+  };
+  for (size_t d = 0; d + 2 < r; ++d) claim({&sa.dims[d], &sb.dims[d]});
+  claim({&sa.dims[a_row]});
+  claim({&sb.dims[b_col]});
+  claim({&sa.dims[a_con], &sb.dims[b_con]});
+
+  Layout o;
+  for (size_t d = 0; d + 2 < r; ++d) o.dims.push_back(sa.dims[d]);
+  o.dims.push_back(sa.dims[a_row]);
+  o.dims.push_back(sb.dims[b_col]);
+  o.partial.insert(sa.dims[a_con].begin(), sa.dims[a_con].end());
+  c.produce(ins, {c.reshard(a, sa, ins.node), c.reshard(b, sb, ins.node)}, {o}, ins.attrs);
+}
+
+struct BatchDims { Shape batch; int64_t m, k, n; };
+
+BatchDims batch_dims(const Shape& a, const Shape& b, const Attrs& at) {
+  if (a.size() < 2 || b.size() != a.size())
+    throw Error("operands must have the same rank >= 2: " + shape_str(a) + " @ " + shape_str(b));
+  const size_t r = a.size();
+  BatchDims d{Shape(a.begin(), a.end() - 2), 0, 0, 0};
+  if (Shape(b.begin(), b.end() - 2) != d.batch)
+    throw Error("batch dims differ: " + shape_str(a) + " @ " + shape_str(b));
+  d.m = at.trans_a ? a[r - 1] : a[r - 2];
+  d.k = at.trans_a ? a[r - 2] : a[r - 1];
+  const int64_t kb = at.trans_b ? b[r - 1] : b[r - 2];
+  d.n = at.trans_b ? b[r - 2] : b[r - 1];
+  if (d.k != kb)
+    throw Error("contracting sizes differ: " + shape_str(a) + " @ " + shape_str(b) + " (" + std::to_string(d.k) +
+                " vs " + std::to_string(kb) + ")");
+  return d;
+}
 
 }  // namespace
 
@@ -130,6 +191,39 @@ void register_matmul(std::vector<Primitive>& t) {
     return 2.0 * double(numel(d.rows)) * double(d.inner_a) * double(d.cols);
   };
   t.push_back(mm);
+
+  Primitive bmm;
+  bmm.op = Op::BatchMatMul;
+  bmm.name = "batch_matmul";
+  bmm.num_inputs = 2;
+  bmm.shapes = [](const std::vector<Shape>& in, const Attrs& at) {
+    BatchDims d = batch_dims(in[0], in[1], at);
+    Shape out = d.batch;
+    out.push_back(d.m);
+    out.push_back(d.n);
+    return std::vector<Shape>{out};
+  };
+  // As MatMul's, per batch index; the shapes match exactly, so no reshape.
+  bmm.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
+    const int a = ins.in[0], b = ins.in[1], g = *ct[0];
+    const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
+    auto mm_ = [&](int x, int y, bool tx, bool ty) {
+      Attrs at;
+      at.trans_a = tx;
+      at.trans_b = ty;
+      return p.apply1(Op::BatchMatMul, {x, y}, at, ins.node);
+    };
+    Cotangents r(2);
+    if (needs[0]) r[0] = ta ? mm_(b, g, tb, true) : mm_(g, b, false, !tb);
+    if (needs[1]) r[1] = tb ? mm_(g, a, true, ta) : mm_(a, g, !ta, false);
+    return r;
+  };
+  bmm.partition = batch_matmul_rule;
+  bmm.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs& at) {
+    BatchDims d = batch_dims(in[0], in[1], at);
+    return 2.0 * double(numel(d.batch)) * double(d.m) * double(d.k) * double(d.n);
+  };
+  t.push_back(bmm);
 }
 
 }  // namespace shardlab::ir

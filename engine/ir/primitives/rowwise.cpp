@@ -1,5 +1,6 @@
 // Primitives that broadcast a row vector over, or reduce over, all leading dimensions:
-// bias add, per-feature scale, their gradients, and layer normalisation over the last axis.
+// bias add, per-feature scale, their gradients, and layer normalisation and softmax over the last
+// axis.
 #include "engine/ir/primitives/common.h"
 
 namespace shardlab::ir {
@@ -26,6 +27,24 @@ void layer_norm_rule(PartitionContext& c, const Instr& ins) {
   std::vector<int> ops;
   for (int v : ins.in) ops.push_back(c.reshard(v, s, ins.node));
   c.produce(ins, ops, {s}, ins.attrs);
+}
+
+// Softmax needs whole rows; a causal one also whole columns, since the mask compares a row's
+// query index with the key index.
+void softmax_rule(PartitionContext& c, const Instr& ins) {
+  Layout s = c.layout(ins.in[0]).without_partial();
+  s.dims.back().clear();
+  if (ins.attrs.causal) s.dims[s.dims.size() - 2].clear();
+  std::vector<int> ops;
+  for (int v : ins.in) ops.push_back(c.reshard(v, s, ins.node));
+  c.produce(ins, ops, {s}, ins.attrs);
+}
+
+std::vector<Shape> softmax_shape(const std::vector<Shape>& in, const Attrs& a) {
+  if (in[0].size() < (a.causal ? 2u : 1u)) throw Error(a.causal ? "a causal softmax needs (..., queries, keys)" : "needs rank >= 1");
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i] != in[0]) throw Error("operands have different shapes " + shape_str(in[0]) + " and " + shape_str(in[i]));
+  return {in[0]};
 }
 
 }  // namespace
@@ -109,6 +128,28 @@ void register_rowwise(std::vector<Primitive>& t) {
   ln_grad.partition = layer_norm_rule;
   ln_grad.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 10.0 * double(numel(in[0])); };
   t.push_back(ln_grad);
+
+  Primitive softmax;
+  softmax.op = Op::Softmax;
+  softmax.name = "softmax";
+  softmax.num_inputs = 1;
+  softmax.shapes = softmax_shape;
+  softmax.partition = softmax_rule;
+  softmax.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 5.0 * double(numel(in[0])); };
+  // From the output alone (masked entries are 0 there, so their gradient is too).
+  softmax.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
+    return Cotangents{p.apply1(Op::SoftmaxGrad, {ins.out[0], *ct[0]}, ins.attrs, ins.node)};
+  };
+  t.push_back(softmax);
+
+  Primitive softmax_grad;  // backward only: dx = y * (g - sum(g * y)) per row
+  softmax_grad.op = Op::SoftmaxGrad;
+  softmax_grad.name = "softmax_grad";
+  softmax_grad.num_inputs = 2;
+  softmax_grad.shapes = softmax_shape;
+  softmax_grad.partition = softmax_rule;
+  softmax_grad.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 4.0 * double(numel(in[0])); };
+  t.push_back(softmax_grad);
 }
 
 }  // namespace shardlab::ir

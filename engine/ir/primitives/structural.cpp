@@ -1,5 +1,5 @@
-// Primitives that move or create data without arithmetic: reshape, stacking the per-layer
-// parameters of a Repeat block along its leading 'layer' axis, and constant fills.
+// Primitives that move or create data without arithmetic: reshape, transpose, stacking the
+// per-layer parameters of a Repeat block along its leading 'layer' axis, and constant fills.
 #include <algorithm>
 
 #include "engine/ir/primitives/common.h"
@@ -8,6 +8,43 @@ namespace shardlab::ir {
 
 namespace {
 double no_flops(const std::vector<Shape>&, const std::vector<Shape>&, const Attrs&) { return 0.0; }
+
+// Reshape splits the dims into groups that merge or split into each other ((28, 28) -> 784,
+// (seq, heads * kv) -> (seq, heads, kv)). In row-major order a group's outermost dim indexes
+// contiguous blocks, so a split of it carries over to the other side's outermost dim of the group
+// where that divides evenly; any other split in a group is gathered first. Linear, so a pending
+// sum stays pending (a kernel's gradient is reshaped before its sum is reduced, once, stacked).
+void reshape_rule(PartitionContext& c, const Instr& ins) {
+  const int x = ins.in[0];
+  const Shape& from = c.shape(x);
+  const Shape& to = ins.attrs.shape;
+  Layout s = c.layout(x);
+  Layout o{std::vector<std::vector<std::string>>(to.size()), s.partial};
+  size_t i = 0, j = 0;
+  while (i < from.size() || j < to.size()) {
+    std::vector<size_t> fs, ts;
+    int64_t pf = 1, pt = 1;
+    if (i < from.size()) pf *= from[i], fs.push_back(i++);
+    if (j < to.size()) pt *= to[j], ts.push_back(j++);
+    while (pf != pt) {
+      if (pf < pt && i < from.size()) pf *= from[i], fs.push_back(i++);
+      else if (pf > pt && j < to.size()) pt *= to[j], ts.push_back(j++);
+      else break;
+    }
+    bool inner_split = false;
+    for (size_t k = 1; k < fs.size(); ++k) inner_split |= !s.dims[fs[k]].empty();
+    const bool carries = !fs.empty() && !ts.empty() && !inner_split && !s.dims[fs[0]].empty() &&
+                         to[ts[0]] % c.group_size(s.dims[fs[0]]) == 0;
+    if (carries) {
+      o.dims[ts[0]] = s.dims[fs[0]];
+    } else {
+      for (size_t f : fs) s.dims[f].clear();
+    }
+  }
+  Attrs a = ins.attrs;
+  a.shape = c.local_shape(to, o);
+  c.produce(ins, {c.reshard(x, s, ins.node)}, {o}, a);
+}
 }  // namespace
 
 void register_structural(std::vector<Primitive>& t) {
@@ -21,30 +58,42 @@ void register_structural(std::vector<Primitive>& t) {
     return std::vector<Shape>{a.shape};
   };
   reshape.flops = no_flops;
-  // Keeps the split of a leading dimension both shapes share (Flatten and back); anything else
-  // is reshaped whole.
-  reshape.partition = [](PartitionContext& c, const Instr& ins) {
-    const int x = ins.in[0];
-    const Shape& from = c.shape(x);
-    const Shape& to = ins.attrs.shape;
-    Layout s = c.layout(x).without_partial();
-    Layout o = Layout::replicated(to.size());
-    if (from == to) {
-      o = s;
-    } else if (!from.empty() && !to.empty() && from[0] == to[0]) {
-      for (size_t d = 1; d < s.dims.size(); ++d) s.dims[d].clear();
-      o.dims[0] = s.dims[0];
-    } else {
-      s = Layout::replicated(from.size());
-    }
-    Attrs a = ins.attrs;
-    a.shape = c.local_shape(to, o);
-    c.produce(ins, {c.reshard(x, s, ins.node)}, {o}, a);
-  };
+  reshape.partition = reshape_rule;
   reshape.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     return Cotangents{reshape_to(p, *ct[0], p.shape(ins.in[0]), ins.node)};
   };
   t.push_back(reshape);
+
+  Primitive transpose;
+  transpose.op = Op::Transpose;
+  transpose.name = "transpose";
+  transpose.num_inputs = 1;
+  transpose.shapes = [](const std::vector<Shape>& in, const Attrs& a) {
+    std::vector<bool> seen(in[0].size(), false);
+    if (a.perm.size() != in[0].size()) throw Error("permutation of " + std::to_string(a.perm.size()) + " dims for " + shape_str(in[0]));
+    Shape out;
+    for (int64_t d : a.perm) {
+      if (d < 0 || d >= int64_t(seen.size()) || seen[size_t(d)]) throw Error("not a permutation of the dims of " + shape_str(in[0]));
+      seen[size_t(d)] = true;
+      out.push_back(in[0][size_t(d)]);
+    }
+    return std::vector<Shape>{out};
+  };
+  transpose.flops = no_flops;
+  // Each dim keeps its split wherever it moves; linear, so a pending sum stays pending.
+  transpose.partition = [](PartitionContext& c, const Instr& ins) {
+    const Layout& s = c.layout(ins.in[0]);
+    Layout o{{}, s.partial};
+    for (int64_t d : ins.attrs.perm) o.dims.push_back(s.dims[size_t(d)]);
+    c.produce(ins, {c.reshard(ins.in[0], s, ins.node)}, {o}, ins.attrs);
+  };
+  transpose.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
+    Attrs inv;
+    inv.perm.resize(ins.attrs.perm.size());
+    for (size_t d = 0; d < inv.perm.size(); ++d) inv.perm[size_t(ins.attrs.perm[d])] = int64_t(d);
+    return Cotangents{p.apply1(Op::Transpose, {*ct[0]}, inv, ins.node)};
+  };
+  t.push_back(transpose);
 
   Primitive stack;
   stack.op = Op::Stack;
