@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "engine/graph/layer.h"
+#include "engine/graph/layers/shape_fields.h"
 #include "engine/util/error.h"
 
 namespace shardlab::graph::fields {
@@ -46,6 +47,28 @@ std::vector<std::string> names(const Json& j, const std::string& what) {
     out.push_back(e.get<std::string>());
   }
   return out;
+}
+
+Shape per_example_shape(const Json& p, const std::string& example) {
+  if (!p.contains("shape")) throw Error("shape: missing (the per-example shape, e.g. " + example + ")");
+  const Json& s = p["shape"];
+  if (!s.is_array()) throw Error("shape: expected a list of positive integers, got " + s.dump());
+  Shape out;
+  for (const Json& d : s) {
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+      throw Error("shape: bad dimension " + d.dump() + " (expected a positive integer)");
+    out.push_back(d.get<int64_t>());
+  }
+  return out;
+}
+
+std::vector<std::string> axis_names(const Json& p, size_t rank) {
+  std::vector<std::string> axes = p.contains("axes") ? names(p["axes"], "axes") : std::vector<std::string>{};
+  if (axes.empty())
+    for (size_t i = 0; i < rank; ++i) axes.push_back(i + 1 == rank ? "embed" : "dim" + std::to_string(i));
+  if (axes.size() != rank)
+    throw Error("axes: " + std::to_string(axes.size()) + " names for a shape of rank " + std::to_string(rank));
+  return axes;
 }
 
 void only(const Json& p, std::initializer_list<const char*> allowed) {

@@ -1,6 +1,7 @@
 // Reshape: a new per-example shape (the batch dimension stays) with a logical name per new
 // dimension, so the sharding rules can address what the reshape made.
 #include "engine/graph/layers/layers.h"
+#include "engine/graph/layers/shape_fields.h"
 #include "engine/util/error.h"
 
 namespace shardlab::graph {
@@ -18,20 +19,9 @@ class ReshapeLayer : public Layer {
   }
   void configure(const Node& node) override {
     fields::only(node.params, {"shape", "axes"});
-    if (!node.params.contains("shape")) throw Error("shape: missing (the per-example shape, e.g. [16, 49])");
-    const Json& s = node.params["shape"];
-    if (!s.is_array() || s.empty()) throw Error("shape: expected a list of positive integers, got " + s.dump());
-    shape_.clear();
-    for (const Json& d : s) {
-      if (!d.is_number_integer() || d.get<int64_t>() <= 0)
-        throw Error("shape: bad dimension " + d.dump() + " (expected a positive integer)");
-      shape_.push_back(d.get<int64_t>());
-    }
-    axes_ = node.params.contains("axes") ? fields::names(node.params["axes"], "axes") : std::vector<std::string>{};
-    if (axes_.empty())
-      for (size_t i = 0; i < shape_.size(); ++i) axes_.push_back(i + 1 == shape_.size() ? "embed" : "dim" + std::to_string(i));
-    if (axes_.size() != shape_.size())
-      throw Error("axes: " + std::to_string(axes_.size()) + " names for a shape of rank " + std::to_string(shape_.size()));
+    shape_ = fields::per_example_shape(node.params, "[16, 49]");
+    if (shape_.empty()) throw Error("shape: expected a list of positive integers, got []");
+    axes_ = fields::axis_names(node.params, shape_.size());
   }
   ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>&) const override {
     const ArrayInfo& x = in.at(0);

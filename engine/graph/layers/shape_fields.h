@@ -1,0 +1,18 @@
+// The fields a layer that states a per-example shape reads (Input, Reshape), with errors naming
+// the field.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/graph/layer.h"
+
+namespace shardlab::graph::fields {
+
+// "shape": positive dims per example (the batch dimension is not in it); `example` shows one in
+// the error when it is missing.
+Shape per_example_shape(const Json& params, const std::string& example);
+// "axes": a logical name per dim, by default dim0, dim1, ..., embed.
+std::vector<std::string> axis_names(const Json& params, size_t rank);
+
+}  // namespace shardlab::graph::fields
