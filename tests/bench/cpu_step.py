@@ -519,14 +519,7 @@ def report(results, gemm, args, flops):
         r = gemm if name == "gemm_peak" else results.get(name)
         if not r:
             continue
-        if "skipped" in r:
-            print(f"  {name}: SKIPPED - {r['skipped']}")
-        if "error" in r:
-            print(f"  {name}: ERROR - {r['error']}")
-        for n in r.get("notes", []):
-            print(f"  {name}: note - {n}")
-        if r.get("threading"):
-            print(f"  {name}: threads - {r['threading']}")
+        print_status(name, r)
         bc = r.get("busy_cores")
         if isinstance(bc, (int, float)) and bc < 0.75 * args.threads:
             print(f"  {name}: warning - used only {bc:.2f} of {args.threads} cores during the timed steps "
@@ -578,6 +571,19 @@ def report(results, gemm, args, flops):
         print(f"  caution: {', '.join(disturbed)} used too few cores (see the warnings above); "
               f"the comparison is not reliable - rerun on an idle machine")
     return {"speed": ok_speed, "busy_cores": ok_busy, "rss_vs_predicted": ok_pred, "rss_vs_peers": ok_rss, "disturbed": disturbed}
+
+
+def print_status(name, r):
+    """The lines every benchmark prints under its table for one framework's result: skipped, failed,
+    notes, how its threads were set."""
+    if "skipped" in r:
+        print(f"  {name}: SKIPPED - {r['skipped']}")
+    if "error" in r:
+        print(f"  {name}: ERROR - {r['error']}")
+    for n in r.get("notes", []):
+        print(f"  {name}: note - {n}")
+    if r.get("threading"):
+        print(f"  {name}: threads - {r['threading']}")
 
 
 def main(argv=None):

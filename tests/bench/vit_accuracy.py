@@ -482,14 +482,7 @@ def report(results, c, r, args, total_steps, full_steps) -> dict:
         x = results.get(name)
         if not x:
             continue
-        if "skipped" in x:
-            print(f"  {name}: SKIPPED - {x['skipped']}")
-        if "error" in x:
-            print(f"  {name}: ERROR - {x['error']}")
-        for n in x.get("notes", []):
-            print(f"  {name}: note - {n}")
-        if x.get("threading"):
-            print(f"  {name}: threads - {x['threading']}")
+        cpu_step.print_status(name, x)
         ev = [e for e in x.get("evals", []) if e.get("accuracy") is not None]
         if len(ev) > 1:
             print(f"  {name}: test accuracy after each evaluation: "

@@ -611,14 +611,7 @@ def report(results, c, args, flops, flops_source):
         r = results.get(name)
         if not r:
             continue
-        if "skipped" in r:
-            print(f"  {name}: SKIPPED - {r['skipped']}")
-        if "error" in r:
-            print(f"  {name}: ERROR - {r['error']}")
-        for n in r.get("notes", []):
-            print(f"  {name}: note - {n}")
-        if r.get("threading"):
-            print(f"  {name}: threads - {r['threading']}")
+        cpu_step.print_status(name, r)
         bc = r.get("busy_cores")
         if isinstance(bc, (int, float)) and bc < 0.75 * args.threads:
             print(f"  {name}: warning - used only {bc:.2f} of {args.threads} cores during the timed steps "
