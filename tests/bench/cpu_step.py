@@ -290,15 +290,26 @@ def bench_python_peer(name, args, cores, tmp):
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         return {"peer": name, "skipped": f"not installed: {', '.join(missing)} (pip install -r tests/bench/requirements.txt)"}
-    env = child_env(args.threads)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--threads", str(args.threads),
+           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    return run_peer_process(name, cmd, peer_env(name, args.threads), cores, args, tmp)
+
+
+def peer_env(name, threads):
+    """A Python peer's child environment: T threads; JAX on the CPU with threaded Eigen kernels."""
+    env = child_env(threads)
     if name == "jax":
         env["JAX_PLATFORMS"] = "cpu"
         # xla_cpu_multi_thread_eigen is XLA's switch for threaded Eigen kernels; XLA has no flag for the
         # pool size (an "intra_op_parallelism_threads=T" entry is silently ignored, a "--intra_op..." one
         # is fatal), so the thread count comes from the affinity mask set in run_child.
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=true").strip()
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--threads", str(args.threads),
-           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    return env
+
+
+def run_peer_process(name, cmd, env, cores, args, tmp):
+    """Runs a peer's worker process pinned to `cores` and reads its RESULT line, adding its peak RSS,
+    wall and CPU time and the median step after the warm-up."""
     out, err = tmp / f"{name}.out", tmp / f"{name}.err"
     busy_before = warn_if_busy(name)
     print(f"[{name}] running in a fresh process ...", flush=True)

@@ -333,10 +333,7 @@ def run_flax(args, c, r, cores, tmp) -> dict:
     if missing:
         res["skipped"] = f"not importable: {', '.join(missing)} (pip install -r tests/bench/requirements.txt)"
         return res
-    env = cpu_step.child_env(args.threads)
-    env["JAX_PLATFORMS"] = "cpu"
-    # As vit_step.py / cpu_step.py: XLA has no thread-count flag; the pool is sized from the affinity mask.
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=true").strip()
+    env = cpu_step.peer_env("jax", args.threads)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "flax", "--config", json.dumps(c),
            "--recipe", json.dumps(r)] + (["--max-steps", str(args.max_steps)] if args.max_steps else [])
     res["machine_busy_before"] = cpu_step.warn_if_busy("flax")

@@ -389,29 +389,9 @@ def bench_python_peer(name, c, args, cores, tmp):
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         return {"peer": name, "skipped": f"not importable: {', '.join(missing)} (pip install -r tests/bench/requirements.txt)"}
-    env = cpu_step.child_env(args.threads)
-    if name == "jax":
-        env["JAX_PLATFORMS"] = "cpu"
-        # As cpu_step.py: XLA has no thread-count flag; the pool is sized from the affinity mask.
-        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=true").strip()
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--config", json.dumps(c),
            "--threads", str(args.threads), "--steps", str(args.steps), "--warmup", str(args.warmup)]
-    out, err = tmp / f"{name}.out", tmp / f"{name}.err"
-    busy_before = cpu_step.warn_if_busy(name)
-    print(f"[{name}] running in a fresh process ...", flush=True)
-    code, rss, wall, cpu = cpu_step.run_child(cmd, env, cores, args.timeout, out, err)
-    if code != 0:
-        why = "timed out" if code is None else f"exit code {code}"
-        return {"peer": name, "error": f"{why}\n{cpu_step._tail(err)}"}
-    result = None
-    for line in out.read_text(errors="replace").splitlines():
-        if line.startswith("RESULT:"):
-            result = json.loads(line[len("RESULT:"):])
-    if result is None:
-        return {"peer": name, "error": f"no RESULT line\n{cpu_step._tail(err)}"}
-    result.update(peer=name, peak_rss_mib=rss, process_wall_s=wall, process_cpu_s=cpu, machine_busy_before=busy_before,
-                  median_step_s=cpu_step.median_after_warmup(result["step_times_s"], args.warmup))
-    return result
+    return cpu_step.run_peer_process(name, cmd, cpu_step.peer_env(name, args.threads), cores, args, tmp)
 
 
 def shardlab_check(cli, project):
