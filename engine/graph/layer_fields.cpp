@@ -1,7 +1,7 @@
 #include <algorithm>
 
 #include "engine/graph/layer.h"
-#include "engine/graph/layers/shape_fields.h"
+#include "engine/graph/layers/common_fields.h"
 #include "engine/util/error.h"
 
 namespace shardlab::graph::fields {
@@ -69,6 +69,14 @@ std::vector<std::string> axis_names(const Json& p, size_t rank) {
   if (axes.size() != rank)
     throw Error("axes: " + std::to_string(axes.size()) + " names for a shape of rank " + std::to_string(rank));
   return axes;
+}
+
+InitSpec init(const Json& p, const char* key, const Json& fallback) {
+  try {
+    return parse_init(p.contains(key) ? p[key] : fallback);
+  } catch (const Error& e) {
+    throw Error(std::string(key) + ": " + e.what());
+  }
 }
 
 void only(const Json& p, std::initializer_list<const char*> allowed) {

@@ -5,6 +5,7 @@
 // out/kernel (heads, kv, embed), so a `heads` rule splits them Megatron-style.
 #include <cmath>
 
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
 #include "engine/util/error.h"
 #include "engine/util/hash.h"
@@ -52,13 +53,8 @@ class AttentionLayer : public Layer {
     causal_ = fields::boolean(p, "causal", false);
     rate_ = fields::number(p, "dropout_rate", 0.0, 0.0, 0.99);
     use_bias_ = fields::boolean(p, "use_bias", true);
-    for (auto [key, spec, fallback] : {std::tuple{"kernel_init", &kernel_init_, "lecun_normal"}, std::tuple{"bias_init", &bias_init_, "zeros"}}) {
-      try {
-        *spec = parse_init(p.contains(key) ? p[key] : Json(fallback));
-      } catch (const Error& e) {
-        throw Error(std::string(key) + ": " + e.what());
-      }
-    }
+    kernel_init_ = fields::init(p, "kernel_init", "lecun_normal");
+    bias_init_ = fields::init(p, "bias_init", "zeros");
     overrides_ = node;  // infer() reads the param_axes overrides
     overrides_.body = nullptr;
   }

@@ -1,4 +1,5 @@
 // Dense: y = x @ kernel (+ bias), over the last axis, like flax.linen.Dense.
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
 #include "engine/util/error.h"
 
@@ -22,16 +23,8 @@ class DenseLayer : public Layer {
     fields::only(p, {"features", "use_bias", "kernel_init", "bias_init"});
     features_ = fields::positive_int(p, "features");
     use_bias_ = fields::boolean(p, "use_bias", true);
-    try {
-      kernel_init_ = parse_init(p.contains("kernel_init") ? p["kernel_init"] : Json("lecun_normal"));
-    } catch (const Error& e) {
-      throw Error(std::string("kernel_init: ") + e.what());
-    }
-    try {
-      bias_init_ = parse_init(p.contains("bias_init") ? p["bias_init"] : Json("zeros"));
-    } catch (const Error& e) {
-      throw Error(std::string("bias_init: ") + e.what());
-    }
+    kernel_init_ = fields::init(p, "kernel_init", "lecun_normal");
+    bias_init_ = fields::init(p, "bias_init", "zeros");
     kernel_axes_ = fields::param_axes(node, "kernel", {"embed", "mlp"}, 2);
     bias_axes_ = fields::param_axes(node, "bias", {kernel_axes_[1]}, 1);
   }

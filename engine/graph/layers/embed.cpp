@@ -1,5 +1,6 @@
 // Embed: token ids -> learned vectors, like flax.linen.Embed. The ids arrive as whole numbers in
 // the activation's scalar type; an id outside [0, num_embeddings) stops the step with its position.
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
 #include "engine/util/error.h"
 
@@ -22,11 +23,7 @@ class EmbedLayer : public Layer {
     fields::only(p, {"num_embeddings", "features", "embedding_init"});
     vocab_ = fields::positive_int(p, "num_embeddings");
     features_ = fields::positive_int(p, "features");
-    try {
-      init_ = parse_init(p.contains("embedding_init") ? p["embedding_init"] : Json("embed_normal"));
-    } catch (const Error& e) {
-      throw Error(std::string("embedding_init: ") + e.what());
-    }
+    init_ = fields::init(p, "embedding_init", "embed_normal");
     axes_ = fields::param_axes(node, "embedding", {"vocab", "embed"}, 2);
   }
   ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const override {

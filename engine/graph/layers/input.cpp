@@ -1,6 +1,6 @@
 // Input: where a batch enters the graph. Its shape is per example; the batch dimension is added.
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
-#include "engine/graph/layers/shape_fields.h"
 #include "engine/util/error.h"
 
 namespace shardlab::graph {

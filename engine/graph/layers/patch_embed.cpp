@@ -2,6 +2,7 @@
 // as ViT's stride-patch convolution does (its kernel keeps nn.Conv's (patch, patch, channels,
 // features) shape). (batch, height, width[, channels]) -> (batch, patches, features), row-major
 // over the patch grid.
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
 #include "engine/util/error.h"
 
@@ -27,13 +28,8 @@ class PatchEmbedLayer : public Layer {
     patch_ = fields::positive_int(p, "patch");
     features_ = fields::positive_int(p, "features");
     use_bias_ = fields::boolean(p, "use_bias", true);
-    for (auto [key, spec, fallback] : {std::tuple{"kernel_init", &kernel_init_, "lecun_normal"}, std::tuple{"bias_init", &bias_init_, "zeros"}}) {
-      try {
-        *spec = parse_init(p.contains(key) ? p[key] : Json(fallback));
-      } catch (const Error& e) {
-        throw Error(std::string(key) + ": " + e.what());
-      }
-    }
+    kernel_init_ = fields::init(p, "kernel_init", "lecun_normal");
+    bias_init_ = fields::init(p, "bias_init", "zeros");
     overrides_ = node;
     overrides_.body = nullptr;
   }

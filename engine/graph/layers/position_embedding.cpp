@@ -1,5 +1,6 @@
 // PositionEmbedding: a learned (seq, features) array added to every example, as ViT's and BERT's
 // learned position embeddings are (Flax ViT: normal(0.02) initialisation).
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
 #include "engine/util/error.h"
 
@@ -16,14 +17,7 @@ class PositionEmbeddingLayer : public Layer {
   }
   void configure(const Node& node) override {
     fields::only(node.params, {"embedding_init"});
-    init_ = InitSpec{"normal", 0.02};
-    if (node.params.contains("embedding_init")) {
-      try {
-        init_ = parse_init(node.params["embedding_init"]);
-      } catch (const Error& e) {
-        throw Error(std::string("embedding_init: ") + e.what());
-      }
-    }
+    init_ = fields::init(node.params, "embedding_init", Json{{"type", "normal"}, {"stddev", 0.02}});
     overrides_ = node;
     overrides_.body = nullptr;
   }

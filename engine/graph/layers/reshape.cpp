@@ -1,7 +1,7 @@
 // Reshape: a new per-example shape (the batch dimension stays) with a logical name per new
 // dimension, so the sharding rules can address what the reshape made.
+#include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
-#include "engine/graph/layers/shape_fields.h"
 #include "engine/util/error.h"
 
 namespace shardlab::graph {

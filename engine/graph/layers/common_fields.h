@@ -1,5 +1,5 @@
-// The fields a layer that states a per-example shape reads (Input, Reshape), with errors naming
-// the field.
+// Fields several layers read the same way: a per-example shape and its axis names (Input,
+// Reshape), an initializer (Dense and the transformer layers); errors name the field.
 #pragma once
 
 #include <string>
@@ -14,5 +14,7 @@ namespace shardlab::graph::fields {
 Shape per_example_shape(const Json& params, const std::string& example);
 // "axes": a logical name per dim, by default dim0, dim1, ..., embed.
 std::vector<std::string> axis_names(const Json& params, size_t rank);
+// An initializer field, or `fallback` where the node leaves it out.
+InitSpec init(const Json& params, const char* key, const Json& fallback);
 
 }  // namespace shardlab::graph::fields
