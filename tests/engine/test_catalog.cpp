@@ -118,6 +118,23 @@ class TestCatalog : public QObject {
     VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "blocks");
   }
 
+  // Shapes the transformer layers cannot take are named with the field at fault.
+  void transformerLayersNameTheFieldThatDoesNotFit() {
+    auto error_for = [](const std::string& type, Json params, Json shape) {
+      graph::Node n = graph::new_node(type, "node");
+      for (auto it = params.begin(); it != params.end(); ++it) n.params[it.key()] = it.value();
+      graph::Graph g = wired(n);
+      g.nodes[0].params["shape"] = shape;
+      graph::GraphReport r = graph::analyze(g, 4);
+      return r.errors.empty() ? QString() : QString::fromStdString(r.errors.front());
+    };
+    VERIFY_CONTAINS(error_for("MultiHeadAttention", {{"num_heads", 5}}, Json::array({6, 64})),
+                    "num_heads: 5 does not divide the 64 query/key/value features");
+    VERIFY_CONTAINS(error_for("MultiHeadAttention", {{"num_heads", 4}}, Json::array({64})), "must be (batch, seq, features)");
+    VERIFY_CONTAINS(error_for("PatchEmbed", {{"patch", 5}}, Json::array({28, 28})), "patch: 5 does not divide the image's height 28");
+    VERIFY_CONTAINS(error_for("Reshape", {{"shape", Json::array({5, 5})}}, Json::array({16, 16})), "shape: (5, 5) holds 25 values");
+  }
+
   void uniqueNamesCountUpFromTheStem() {
     graph::Graph g;
     QCOMPARE(graph::unique_node_name(g, "dense"), std::string("dense"));

@@ -6,6 +6,7 @@
 
 #include "engine/backends/cpu/executor.h"
 #include "engine/ir/primitive.h"
+#include "engine/util/error.h"
 #include "engine/util/hash.h"
 
 using namespace shardlab;
@@ -144,6 +145,7 @@ class TestPrimitives : public QObject {
   void everyDifferentiablePrimitiveHasACase();
   void everyPrimitiveHasAShardingRule();
   void vjpMatchesFiniteDifferences_data();
+  void gatherNamesAnIdOutsideTheTable();
   void vjpMatchesFiniteDifferences();
 };
 
@@ -241,6 +243,24 @@ void TestPrimitives::vjpMatchesFiniteDifferences() {
                               .arg(c.label.c_str()).arg(i).arg(j).arg(analytic, 0, 'g', 12).arg(numeric, 0, 'g', 12)));
     }
   }
+}
+
+// A token id the embedding table has no row for stops the step, naming the id and its position.
+void TestPrimitives::gatherNamesAnIdOutsideTheTable() {
+  ir::Program p;
+  const int table = p.add_value("table", {4, 3}, ir::ValueKind::Param);
+  const int ids = p.add_value("ids", {2, 2}, ir::ValueKind::Input);
+  const int y = p.apply1(Op::Gather, {table, ids}, {}, "embed");
+  backends::cpu::Executor<double> ex(p, plan::plan_memory(p, {y}));
+  const double bad[] = {0, 3, 4, 1};
+  std::copy(bad, bad + 4, ex.data(ids));
+  QString msg;
+  try {
+    ex.run({0, 0.0});
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  QVERIFY2(msg.contains("id 4") && msg.contains("position 2") && msg.contains("[0, 4)"), qPrintable(msg));
 }
 
 QTEST_APPLESS_MAIN(TestPrimitives)
