@@ -103,7 +103,6 @@ int run_check(const CheckArgs& a) {
   for (const Row& r : rows)
     if (r.depth == 0) total_params += r.node->param_count, total_flops += r.node->flops;
   const auto& m = step.memory;
-  const double bytes = sizeof(float);
 
   if (a.json) {
     nlohmann::ordered_json j;
@@ -129,12 +128,13 @@ int run_check(const CheckArgs& a) {
     j["totals"] = {{"param_count", total_params},
                    {"forward_flops", total_flops},
                    {"train_step_flops", step.step_flops}};
-    j["memory"] = {{"param_bytes", double(m.param_elems) * bytes},
-                   {"opt_state_bytes", double(m.opt_state_elems) * bytes},
-                   {"arena_bytes", double(m.arena_elems) * bytes},
-                   {"input_bytes", double(m.input_elems) * bytes},
-                   {"unplanned_temp_bytes", double(m.naive_temp_elems) * bytes},
-                   {"total_bytes", double(m.total_elems()) * bytes}};
+    j["memory"] = {{"param_bytes", double(m.param_bytes)},
+                   {"opt_state_bytes", double(m.opt_state_bytes)},
+                   {"arena_bytes", double(m.arena_bytes)},
+                   {"staging_bytes", double(m.staging_bytes)},
+                   {"input_bytes", double(m.input_bytes)},
+                   {"unplanned_temp_bytes", double(m.naive_temp_bytes)},
+                   {"total_bytes", double(m.total_bytes())}};
     if (!layouts.stages.empty()) j["pipeline"] = pipeline_json(layouts);
     j["validation"] = validation_json(verdict);
     std::cout << j.dump(2) << "\n";
@@ -169,14 +169,14 @@ int run_check(const CheckArgs& a) {
   }
   std::printf("%s\n", rule.c_str());
   std::printf("total: %lld parameters (%s), forward %sFLOPs, training step %sFLOPs\n", (long long)total_params,
-              runtime::format_bytes(double(total_params) * bytes).c_str(), si(total_flops).c_str(),
+              runtime::format_bytes(double(m.param_bytes)).c_str(), si(total_flops).c_str(),
               si(step.step_flops).c_str());
-  std::printf("memory plan: parameters %s + optimizer state %s + step arena %s = %s (temporaries unplanned: %s)\n",
-              runtime::format_bytes(double(m.param_elems) * bytes).c_str(),
-              runtime::format_bytes(double(m.opt_state_elems) * bytes).c_str(),
-              runtime::format_bytes(double(m.arena_elems) * bytes).c_str(),
-              runtime::format_bytes(double(m.total_elems()) * bytes).c_str(),
-              runtime::format_bytes(double(m.naive_temp_elems + m.input_elems) * bytes).c_str());
+  std::printf("memory plan: parameters %s + optimizer state %s + step arena %s%s = %s (temporaries unplanned: %s)\n",
+              runtime::format_bytes(double(m.param_bytes)).c_str(), runtime::format_bytes(double(m.opt_state_bytes)).c_str(),
+              runtime::format_bytes(double(m.arena_bytes)).c_str(),
+              m.staging_bytes ? (" + float32 staging " + runtime::format_bytes(double(m.staging_bytes))).c_str() : "",
+              runtime::format_bytes(double(m.total_bytes())).c_str(),
+              runtime::format_bytes(double(m.naive_temp_bytes + m.input_bytes)).c_str());
   std::printf("%s", pipeline_text(layouts).c_str());
   std::printf("train would run: mesh %s, %s of %s per device, data fits the model\n", verdict.mesh.str().c_str(),
               runtime::format_bytes(verdict.need_bytes).c_str(), runtime::format_bytes(verdict.capacity_bytes).c_str());

@@ -134,8 +134,8 @@ int run_shard(const ShardArgs& a) {
     for (const auto& c : comms) j["collectives"].push_back({{"kind", c.kind}, {"mesh_axes", c.axes}, {"count", c.count}, {"bytes_per_device", c.bytes}});
     if (step) {
       const auto& m = step->memory;
-      j["plan_per_device"] = {{"param_bytes", double(m.param_elems) * 4}, {"opt_state_bytes", double(m.opt_state_elems) * 4},
-                              {"arena_bytes", double(m.arena_elems) * 4}, {"total_bytes", double(m.total_elems()) * 4}};
+      j["plan_per_device"] = {{"param_bytes", double(m.param_bytes)}, {"opt_state_bytes", double(m.opt_state_bytes)},
+                              {"arena_bytes", double(m.arena_bytes + m.staging_bytes)}, {"total_bytes", double(m.total_bytes())}};
     }
     if (!r.stages.empty()) j["pipeline"] = pipeline_json(r);
     j["warnings"] = r.warnings;
@@ -187,7 +187,7 @@ int run_shard(const ShardArgs& a) {
       const uint64_t cap = backend->capacity_per_device(int(mesh.device_count()));
       std::printf("  on %s: %s free per device%s\n", backend->devices().front().name.c_str(),
                   runtime::format_bytes(double(cap)).c_str(),
-                  double(m.total_elems()) * 4 > double(cap) ? " (the step will not fit)" : "");
+                  double(m.total_bytes()) > double(cap) ? " (the step will not fit)" : "");
     }
     std::printf("\ncollectives per training step:%s\n", comms.empty() ? " none" : "");
     for (const auto& c : comms)

@@ -23,7 +23,7 @@ GpuVerdict gpu_worth_it(const project::Project& p, const Hardware& cpu, const Ha
   v.bytes_per_step = r.devices.front().total();
   v.fits_gpu = gpu.memory_bytes <= 0 || v.bytes_per_step <= gpu.memory_bytes;
   for (const ir::Value& val : r.plan->program.values)
-    if (val.kind == ir::ValueKind::Input || val.kind == ir::ValueKind::Target) v.batch_bytes += double(numel(val.shape)) * sizeof(float);
+    if (val.kind == ir::ValueKind::Input || val.kind == ir::ValueKind::Target) v.batch_bytes += double(numel(val.shape) * int64_t(dtype_size(val.dtype)));
   v.examples_per_step = double(p.training.batch_size);
   if (v.gpu.step_s > 0) {
     v.examples_per_s_needed = v.examples_per_step / v.gpu.step_s;

@@ -11,7 +11,7 @@ namespace {
 
 double bytes_of(const ir::Program& p, const std::vector<int>& values) {
   double b = 0;
-  for (int v : values) b += double(numel(p.shape(v))) * sizeof(float);
+  for (int v : values) b += double(p.bytes(v));
   return b;
 }
 

@@ -9,8 +9,7 @@ namespace shardlab::backends {
 const char* device_kind_name(DeviceKind k) { return k == DeviceKind::Cuda ? "cuda" : "cpu"; }
 
 uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent) {
-  return uint64_t(memory.arena_elems + (shares_persistent ? 0 : memory.param_elems + memory.opt_state_elems)) *
-         sizeof(float);
+  return uint64_t(memory.arena_bytes + memory.staging_bytes + (shares_persistent ? 0 : memory.param_bytes + memory.opt_state_bytes));
 }
 
 std::optional<OutOfMemory> check_capacity(const ir::Program& program, const plan::MemoryPlan& memory,
@@ -25,11 +24,11 @@ OutOfMemory out_of_memory(const std::string& device, const std::string& what, ui
                           const ir::Program& program) {
   // The three largest arrays, so the user sees what to shard.
   std::vector<std::pair<int64_t, std::string>> sizes;
-  for (const ir::Value& v : program.values) sizes.push_back({numel(v.shape), v.name});
+  for (const ir::Value& v : program.values) sizes.push_back({numel(v.shape) * int64_t(dtype_size(v.dtype)), v.name});
   std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string biggest;
   for (size_t i = 0; i < sizes.size() && i < 3; ++i)
-    biggest += (i ? ", " : "") + sizes[i].second + " " + util::format_bytes(double(sizes[i].first) * 4);
+    biggest += (i ? ", " : "") + sizes[i].second + " " + util::format_bytes(double(sizes[i].first));
   return OutOfMemory(device + ": " + what + " needs " + util::format_bytes(double(need)) + " but only " +
                      util::format_bytes(double(capacity)) + " is available; the largest arrays: " + biggest);
 }

@@ -64,6 +64,7 @@ struct LoadOptions {
 struct RunContext {
   int64_t step = 0;            // updates applied so far (Optax's count before this update)
   double learning_rate = 0.0;  // from the schedule at `step`
+  double loss_scale = 1.0;     // dynamic loss scaling's current scale (1 without it)
   profiler::Trace* trace = nullptr;  // where each device records its spans (null: not traced)
   double data_wait_us = 0;     // the host's wait for this step's batch, for the summaries
 };
@@ -82,8 +83,9 @@ class Executable {
     for (int d = 0; d < num_devices(); ++d) all.push_back(d);
     return all;
   }
-  // A value's block on one of this process's devices (numel(program().shape(value)) float32
-  // elements), in or out.
+  // A value's block on one of this process's devices (numel(program().shape(value)) elements), in
+  // or out, as float32 on the host whatever the value's dtype: written values are rounded to it
+  // (to nearest even; int32 to the nearest whole number), read values widened exactly.
   virtual void write(int device, int value, const float* host) = 0;
   virtual void read(int device, int value, float* host) const = 0;
   // Runs the program once on every device. If a device fails, its peers are stopped (their

@@ -1,17 +1,25 @@
 #include "engine/backends/collectives.h"
 
+#include <algorithm>
+
+#include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 
 namespace shardlab::backends {
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "float32";
-    case DType::F64:
-      return "float64";
+void sum_in_order_16bit(DType t, void* acc, const void* const* src, int n, int64_t count) {
+  constexpr int64_t kChunk = 2048;  // two float buffers on the stack, in L1
+  float sum[kChunk], x[kChunk];
+  const size_t es = dtype_size(t);
+  for (int64_t off = 0; off < count; off += kChunk) {
+    const int64_t len = std::min(kChunk, count - off);
+    to_float(static_cast<const char*>(src[0]) + size_t(off) * es, t, sum, size_t(len));
+    for (int r = 1; r < n; ++r) {
+      to_float(static_cast<const char*>(src[r]) + size_t(off) * es, t, x, size_t(len));
+      for (int64_t i = 0; i < len; ++i) sum[i] += x[i];
+    }
+    from_float(sum, static_cast<char*>(acc) + size_t(off) * es, t, size_t(len));
   }
-  return "unknown";
 }
 
 namespace {

@@ -18,13 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/tensor/dtype.h"
+
 namespace shardlab::backends {
 
-// Element types a collective moves. The precision work adds bf16 and f16.
-enum class DType : int { F32 = 1, F64 = 2 };
-
-constexpr size_t dtype_size(DType t) { return t == DType::F64 ? 8 : 4; }
-const char* dtype_name(DType t);
+// Element types a collective moves: a program's (float32, bfloat16, float16, int32), and float64
+// for the tests' double-precision executor. Sums of 16-bit floats add in float32 in rank order and
+// round once (sum_in_order).
+using shardlab::DType;
 
 template <class T>
 constexpr DType dtype_of();
@@ -36,6 +37,11 @@ template <>
 constexpr DType dtype_of<double>() {
   return DType::F64;
 }
+
+// acc[0, count) = ((src[0] + src[1]) + src[2]) + ... over n >= 1 ranks, for a 16-bit float type:
+// converted to float32, added in rank order, rounded once. Every transport sums 16-bit floats
+// through this, so they agree bit for bit.
+void sum_in_order_16bit(DType t, void* acc, const void* const* src, int n, int64_t count);
 
 // Where devices outnumber cores (the CPU backend's ThreadBudget): a device gives its core back while
 // it sleeps waiting for peers, and takes one again before it moves data.

@@ -14,6 +14,7 @@
 
 #include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/regular_file.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/atomic_file.h"
 #include "engine/util/json_limits.h"
 #include "engine/util/error.h"
@@ -27,15 +28,15 @@ using Json = nlohmann::ordered_json;
 // The reference implementation's limit on the header length.
 constexpr uint64_t kMaxHeaderSize = 100'000'000;
 
-constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
-                                DType::I32, DType::I16,  DType::I8,  DType::U8,  DType::BOOL};
+constexpr StoredDType kAllDTypes[] = {StoredDType::F32, StoredDType::F16, StoredDType::BF16, StoredDType::F64, StoredDType::I64,
+                                StoredDType::I32, StoredDType::I16,  StoredDType::I8,  StoredDType::U8,  StoredDType::BOOL};
 
 // Dtypes the format defines but Shardlab does not handle, so that they get a clearer message.
 constexpr const char* kUnsupportedDTypes[] = {"U16",     "U32",    "U64",      "F8_E4M3", "F8_E5M2", "F8_E8M0",
                                               "F6_E2M3", "F6_E3M2", "F4",      "C64",     "C128"};
 
-bool dtype_from_name(std::string_view s, DType& out) {
-  for (DType d : kAllDTypes) {
+bool dtype_from_name(std::string_view s, StoredDType& out) {
+  for (StoredDType d : kAllDTypes) {
     if (s == dtype_name(d)) {
       out = d;
       return true;
@@ -126,41 +127,41 @@ bool checked_nbytes(const Shape& shape, size_t elem_size, uint64_t& out) {
 
 struct Entry {
   std::string name;
-  DType dtype;
+  StoredDType dtype;
   Shape shape;
   uint64_t begin, end;
 };
 
 }  // namespace
 
-const char* dtype_name(DType d) {
+const char* dtype_name(StoredDType d) {
   switch (d) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::F64: return "F64";
-    case DType::I64: return "I64";
-    case DType::I32: return "I32";
-    case DType::I16: return "I16";
-    case DType::I8: return "I8";
-    case DType::U8: return "U8";
-    case DType::BOOL: return "BOOL";
+    case StoredDType::F32: return "F32";
+    case StoredDType::F16: return "F16";
+    case StoredDType::BF16: return "BF16";
+    case StoredDType::F64: return "F64";
+    case StoredDType::I64: return "I64";
+    case StoredDType::I32: return "I32";
+    case StoredDType::I16: return "I16";
+    case StoredDType::I8: return "I8";
+    case StoredDType::U8: return "U8";
+    case StoredDType::BOOL: return "BOOL";
   }
   return "?";
 }
 
-size_t dtype_size(DType d) {
+size_t dtype_size(StoredDType d) {
   switch (d) {
-    case DType::F64:
-    case DType::I64: return 8;
-    case DType::F32:
-    case DType::I32: return 4;
-    case DType::F16:
-    case DType::BF16:
-    case DType::I16: return 2;
-    case DType::I8:
-    case DType::U8:
-    case DType::BOOL: return 1;
+    case StoredDType::F64:
+    case StoredDType::I64: return 8;
+    case StoredDType::F32:
+    case StoredDType::I32: return 4;
+    case StoredDType::F16:
+    case StoredDType::BF16:
+    case StoredDType::I16: return 2;
+    case StoredDType::I8:
+    case StoredDType::U8:
+    case StoredDType::BOOL: return 1;
   }
   return 0;
 }
@@ -519,7 +520,7 @@ StoredTensor from_tensor(const std::string& name, const Tensor& t) {
                 std::to_string(t.data.size()) + " elements");
   StoredTensor s;
   s.name = name;
-  s.dtype = DType::F32;
+  s.dtype = StoredDType::F32;
   s.shape = t.shape;
   s.bytes.resize(size_t(nbytes));
   for (size_t i = 0; i < t.data.size(); ++i) store_le(&s.bytes[4 * i], std::bit_cast<uint32_t>(t.data[i]), 4);
@@ -543,16 +544,16 @@ Tensor to_tensor(const StoredTensor& s) {
     const uint64_t v = load_le(p, es);
     float x = 0;
     switch (s.dtype) {
-      case DType::F32: x = std::bit_cast<float>(uint32_t(v)); break;
-      case DType::F16: x = f16_to_float(uint16_t(v)); break;
-      case DType::BF16: x = bf16_to_float(uint16_t(v)); break;
-      case DType::F64: x = float(std::bit_cast<double>(v)); break;
-      case DType::I64: x = float(int64_t(v)); break;
-      case DType::I32: x = float(int32_t(uint32_t(v))); break;
-      case DType::I16: x = float(int16_t(uint16_t(v))); break;
-      case DType::I8: x = float(int8_t(uint8_t(v))); break;
-      case DType::U8: x = float(uint8_t(v)); break;
-      case DType::BOOL:
+      case StoredDType::F32: x = std::bit_cast<float>(uint32_t(v)); break;
+      case StoredDType::F16: x = f16_to_float(uint16_t(v)); break;
+      case StoredDType::BF16: x = bf16_to_float(uint16_t(v)); break;
+      case StoredDType::F64: x = float(std::bit_cast<double>(v)); break;
+      case StoredDType::I64: x = float(int64_t(v)); break;
+      case StoredDType::I32: x = float(int32_t(uint32_t(v))); break;
+      case StoredDType::I16: x = float(int16_t(uint16_t(v))); break;
+      case StoredDType::I8: x = float(int8_t(uint8_t(v))); break;
+      case StoredDType::U8: x = float(uint8_t(v)); break;
+      case StoredDType::BOOL:
         if (v > 1)
           throw Error("tensor " + in_quotes(s.name) + ": BOOL element " + std::to_string(i) + " is " + std::to_string(v) +
                       ", not 0 or 1");
@@ -562,47 +563,6 @@ Tensor to_tensor(const StoredTensor& s) {
     t.data[i] = x;
   }
   return t;
-}
-
-uint16_t float_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x0040u);  // NaN: keep sign, make quiet
-  return uint16_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);                   // ties to even; overflow -> inf
-}
-
-float bf16_to_float(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
-
-uint16_t float_to_f16(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
-  uint32_t x = bits & 0x7FFFFFFFu;
-  if (x > 0x7F800000u) return uint16_t(sign | 0x7E00u | ((x >> 13) & 0x3FFu));  // NaN, quiet
-  if (x >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // >= 65520 (or inf) rounds to infinity
-  if (x >= 0x38800000u) {                                  // normal half: rebias, round mantissa to 10 bits
-    x -= 0x38000000u;
-    x += 0x0FFFu + ((x >> 13) & 1u);
-    return uint16_t(sign | (x >> 13));
-  }
-  // Subnormal half (or zero): value / 2^-24, rounded to nearest even.
-  const uint32_t exp = x >> 23;
-  if (exp < 102) return sign;  // below 2^-25: rounds to zero
-  const uint32_t mant = (x & 0x7FFFFFu) | 0x800000u;
-  const uint32_t shift = 126 - exp;  // 14..24
-  uint32_t r = mant >> shift;
-  const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (r & 1u))) ++r;
-  return uint16_t(sign | r);
-}
-
-float f16_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  if (exp == 0) {
-    const float v = float(mant) * 0x1p-24f;  // exact
-    return sign ? -v : v;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
 }  // namespace shardlab::checkpoint

@@ -36,16 +36,16 @@
 
 namespace shardlab::checkpoint {
 
-enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL };
+enum class StoredDType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL };
 
 // "F32", "F16", ... as spelled in the header.
-const char* dtype_name(DType d);
+const char* dtype_name(StoredDType d);
 // Bytes per element: 4, 2, 2, 8, 8, 4, 2, 1, 1, 1.
-size_t dtype_size(DType d);
+size_t dtype_size(StoredDType d);
 
 struct StoredTensor {
   std::string name;
-  DType dtype = DType::F32;
+  StoredDType dtype = StoredDType::F32;
   Shape shape;                 // [] is a scalar (one element), [0] is empty
   std::vector<uint8_t> bytes;  // raw little-endian, row-major; numel(shape) * dtype_size(dtype) bytes
 };
@@ -89,13 +89,5 @@ StoredTensor from_tensor(const std::string& name, const Tensor& t);
 // 0 or 1). Throws Error naming the tensor if its bytes do not match its shape and dtype, or a BOOL
 // byte is neither 0 nor 1.
 Tensor to_tensor(const StoredTensor& s);
-
-// bfloat16 / IEEE half conversions. float -> 16 bit rounds to nearest, ties to even; overflow goes to
-// infinity (f16: |x| >= 65520), NaN stays a (quiet) NaN with its sign, f16 subnormals are produced
-// and read exactly. 16 bit -> float is exact.
-uint16_t float_to_bf16(float f);
-float bf16_to_float(uint16_t h);
-uint16_t float_to_f16(float f);
-float f16_to_float(uint16_t h);
 
 }  // namespace shardlab::checkpoint

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/checkpoint/regular_file.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 #include "engine/util/strings.h"
 
@@ -147,25 +148,6 @@ uint64_t load_le(const unsigned char* p, size_t n) {
   return v;
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1F;
-  uint32_t mant = h & 0x3FF;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000 | (mant << 13);  // inf / nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal half: renormalise
-    exp = 113;
-    while (!(mant & 0x400)) { mant <<= 1; --exp; }
-    bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
 template <class T>
 TensorT<T> load_as(const std::filesystem::path& path) {
   const NpyHeader h = read_npy_header(path);
@@ -200,7 +182,7 @@ TensorT<T> load_as(const std::filesystem::path& path) {
     for (int64_t i = 0; i < count; ++i) out[i] = T(from_bits(bits_at(i)));
   };
   const std::string& d = h.descr;
-  if (d == "f2") convert([](uint64_t b) { return half_to_float(uint16_t(b)); });
+  if (d == "f2") convert([](uint64_t b) { return f16_to_float(uint16_t(b)); });
   else if (d == "f4") convert([](uint64_t b) { return std::bit_cast<float>(uint32_t(b)); });
   else if (d == "f8") convert([](uint64_t b) { return std::bit_cast<double>(b); });
   else if (d == "i1") convert([](uint64_t b) { return int8_t(uint8_t(b)); });

@@ -8,7 +8,7 @@
 
 namespace shardlab::ir {
 
-std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt, size_t first) {
+std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt, size_t first, bool loss_scaled) {
   if (numel(p.shape(loss)) != 1) throw Error("internal: the loss must be a scalar, got " + shape_str(p.shape(loss)));
   const size_t forward_end = p.instrs.size();
 
@@ -27,6 +27,8 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
   Attrs one;
   one.alpha = 1.0;
   one.shape = p.shape(loss);
+  one.dtype = p.dtype(loss);
+  one.loss_scaled = loss_scaled;
   ct[size_t(loss)] = p.apply1(Op::Fill, {}, one, "", "d_loss");
 
   for (size_t i = forward_end; i-- > first;) {
@@ -71,6 +73,7 @@ std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& 
       Attrs zero;
       zero.alpha = 0.0;
       zero.shape = p.shape(v);
+      zero.dtype = p.dtype(v);
       grads.push_back(p.apply1(Op::Fill, {}, zero, "", "d_" + p.values[size_t(v)].name));
     }
   }

@@ -1,5 +1,7 @@
 #include "engine/ir/primitive.h"
 
+#include <optional>
+
 #include "engine/util/error.h"
 
 namespace shardlab::ir {
@@ -27,6 +29,17 @@ std::vector<Primitive> build_table() {
   return table;
 }
 }  // namespace
+
+std::vector<DType> same_float_dtype(const std::vector<DType>& in, const Attrs&) {
+  std::optional<DType> first;
+  for (DType d : in) {
+    if (!is_float(d)) continue;
+    if (!first) first = d;
+    else if (d != *first)
+      throw Error(std::string("operands are ") + dtype_name(*first) + " and " + dtype_name(d) + " (convert one of them first)");
+  }
+  return {first.value_or(in.empty() ? DType::F32 : in[0])};
+}
 
 const Primitive& primitive(Op op) {
   static const std::vector<Primitive> table = build_table();

@@ -19,6 +19,9 @@ struct Primitive {
   int num_inputs;   // -1: variadic (Stack)
   // Output shapes from input shapes; throws Error describing the mismatch.
   std::function<std::vector<Shape>(const std::vector<Shape>&, const Attrs&)> shapes;
+  // Output dtypes from input dtypes (one entry serves every output); throws Error describing the
+  // mismatch. Empty: same_float_dtype.
+  std::function<std::vector<DType>(const std::vector<DType>&, const Attrs&)> dtypes;
   // Cotangents of the inputs from those of the outputs (nullopt = zero). `needs[i]` says whether
   // input i's cotangent is wanted. Empty for primitives that only appear in backward programs.
   // `Instr` must not refer into p.instrs: the VJP appends to it.
@@ -28,6 +31,10 @@ struct Primitive {
   // Floating-point operations of one evaluation.
   std::function<double(const std::vector<Shape>& in, const std::vector<Shape>& out, const Attrs&)> flops;
 };
+
+// The usual dtype rule: the float operands must share one dtype (mixing needs a Convert), which the
+// outputs take; int32 operands (labels, indices) are left out of it.
+std::vector<DType> same_float_dtype(const std::vector<DType>& in, const Attrs& attrs);
 
 const Primitive& primitive(Op op);
 const char* op_name(Op op);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/tensor/dtype.h"
 #include "engine/tensor/tensor.h"
 
 namespace shardlab::ir {
@@ -28,6 +29,10 @@ enum class Op {
   Gather, ScatterAdd,
   // structure
   Reshape, Transpose, Stack, Unstack, Fill,
+  Convert,  // to attrs.dtype (mixed precision: parameters to the compute dtype, logits to float32)
+  // How many elements of its operands are not finite (inf or NaN), summed over the mesh: whether a
+  // step under dynamic loss scaling overflowed. A float32 scalar.
+  CountNonFinite,
   // losses and metrics
   SoftmaxXent, SoftmaxXentGrad, Mse, MseGrad, Accuracy,
   // optimizer updates: read the gradient, update parameter and state in place
@@ -49,6 +54,7 @@ struct Value {
   std::string name;
   Shape shape;
   ValueKind kind = ValueKind::Temp;
+  DType dtype = DType::F32;
   std::vector<std::string> axes;  // logical axis names per dimension, where known
   // The user pinned this value's layout (a node's output_axes, like with_logical_constraint).
   bool constrained = false;
@@ -62,6 +68,14 @@ struct Attrs {
   Shape shape;                             // Reshape/Fill/Broadcast/ScatterAdd result shape
   std::vector<int64_t> perm;               // Transpose: result dim d is operand dim perm[d]
   bool causal = false;                     // Softmax: query i sees keys 0..i only
+  DType dtype = DType::F32;                // Convert's result, Fill's and Recv's
+  // MatMul, BatchMatMul: how float32 operands are rounded before their products (the project's
+  // matmul_precision; float32 accumulation whatever it is).
+  MatmulPrecision precision = MatmulPrecision::Highest;
+  // Fill: the step's loss scale instead of alpha (the loss's cotangent under dynamic loss scaling).
+  // An optimizer update: its gradient is scaled by the loss scale, which it divides out; its last
+  // operand counts the step's non-finite gradient elements, and where that is not 0 it skips.
+  bool loss_scaled = false;
   // optimizer hyper-parameters (learning rate comes from the step context: schedules vary it)
   double b1 = 0.9, b2 = 0.999, opt_eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
   bool nesterov = false;
@@ -107,8 +121,8 @@ struct Program {
   int64_t stages = 1;
 
   int add_value(std::string name, Shape shape, ValueKind kind = ValueKind::Temp,
-                std::vector<std::string> axes = {});
-  // Appends an instruction; output shapes come from the primitive's shape rule.
+                std::vector<std::string> axes = {}, DType dtype = DType::F32);
+  // Appends an instruction; output shapes and dtypes come from the primitive's rules.
   std::vector<int> apply(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
                         const std::string& out_name = {});
   int apply1(Op op, std::vector<int> in, Attrs attrs = {}, const std::string& node = {},
@@ -116,13 +130,21 @@ struct Program {
     return apply(op, std::move(in), std::move(attrs), node, out_name).at(0);
   }
   const Shape& shape(int v) const { return values.at(size_t(v)).shape; }
+  DType dtype(int v) const { return values.at(size_t(v)).dtype; }
+  // Bytes of a value: its elements times its dtype's size.
+  int64_t bytes(int v) const { return numel(shape(v)) * int64_t(dtype_size(dtype(v))); }
 };
+
+// `v` in `dtype`: itself where it already is, else a Convert appended for `node`.
+int convert_to(Program& p, int v, DType dtype, const std::string& node);
 
 // Builds gradients of a scalar `loss` w.r.t. `wrt` by appending each primitive's VJP in reverse
 // order; returns the gradient value per entry of `wrt` (a Fill of zeros where loss ignores it).
 // Only instructions from `first` on are differentiated: what earlier ones make is taken as constant
 // (a microbatch's forward pass starts there, and the earlier microbatches' work is not walked again).
-std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt, size_t first = 0);
+// `loss_scaled`: the loss's cotangent is the step's loss scale rather than 1 (dynamic loss scaling),
+// so every gradient comes out multiplied by it.
+std::vector<int> append_gradients(Program& p, int loss, const std::vector<int>& wrt, size_t first = 0, bool loss_scaled = false);
 
 std::string to_string(const Program& p);
 

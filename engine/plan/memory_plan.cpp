@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include "engine/ir/primitive.h"
 #include "engine/util/checked.h"
 
 namespace shardlab::plan {
@@ -28,6 +29,24 @@ int inplace_operand(Op op) {
 
 }  // namespace
 
+int64_t planned_bytes(const ir::Program& p, int v) { return (p.bytes(v) + 3) / 4 * 4; }
+
+bool stages_operand(const ir::Program& p, const ir::Instr& ins, size_t k) {
+  const bool result = k >= ins.in.size();
+  const int v = result ? ins.out[k - ins.in.size()] : ins.in[k];
+  if (p.dtype(v) == DType::F32) return false;
+  if (ir::is_collective(ins.op) || ins.op == Op::Convert) return false;
+  if ((ins.op == Op::MatMul || ins.op == Op::BatchMatMul) && !result) return false;
+  return true;
+}
+
+int64_t staging_elems(const ir::Program& p, const ir::Instr& ins) {
+  int64_t n = 0;
+  for (size_t k = 0; k < ins.in.size() + ins.out.size(); ++k)
+    if (stages_operand(p, ins, k)) n += numel(p.shape(k < ins.in.size() ? ins.in[k] : ins.out[k - ins.in.size()]));
+  return n;
+}
+
 MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
   const size_t nv = p.values.size();
   const int end = int(p.instrs.size());
@@ -39,9 +58,9 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
   for (ValueKind kind : {ValueKind::Param, ValueKind::OptState})
     for (size_t v = 0; v < nv; ++v)
       if (p.values[v].kind == kind) {
-        int64_t& total = kind == ValueKind::Param ? mp.param_elems : mp.opt_state_elems;
-        mp.persistent_offset[v] = mp.param_elems + mp.opt_state_elems;
-        total = util::add_or_throw(total, numel(p.values[v].shape), "memory plan: persistent elements");
+        int64_t& total = kind == ValueKind::Param ? mp.param_bytes : mp.opt_state_bytes;
+        mp.persistent_offset[v] = mp.param_bytes + mp.opt_state_bytes;
+        total = util::add_or_throw(total, planned_bytes(p, int(v)), "memory plan: persistent bytes");
       }
 
   // Live ranges per stage (one stage, 0, without a pipeline): a value is live on a stage from the
@@ -85,7 +104,7 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     if (k < 0 || ins.out.size() != 1) continue;
     int src = ins.in[size_t(k)], dst = ins.out[0];
     if (p.values[size_t(src)].kind != ValueKind::Temp) continue;
-    if (numel(p.shape(src)) != numel(p.shape(dst))) continue;
+    if (planned_bytes(p, src) != planned_bytes(p, dst)) continue;
     int64_t s0 = 0;
     if (S > 1) {
       if (ins.stage < 0 || writers[size_t(dst)] != 1) continue;
@@ -108,14 +127,14 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
   for (size_t v = 0; v < nv; ++v) {
     ValueKind k = p.values[v].kind;
     if (k == ValueKind::Param || k == ValueKind::OptState || find(int(v)) != int(v)) continue;
-    Buf b{int(v), numel(p.values[v].shape), {}};
+    Buf b{int(v), planned_bytes(p, int(v)), {}};
     for (int64_t s = 0; s < S; ++s)
       if (!(first[at(s, v)] == end && last[at(s, v)] < 0)) b.live.push_back({s, first[at(s, v)], last[at(s, v)]});
     if (b.live.empty()) continue;  // never produced nor read
     bufs.push_back(b);
     // Sizes come from the project's shapes (each bounded by graph analysis); their sums are checked.
-    if (k == ValueKind::Input || k == ValueKind::Target) mp.input_elems = util::add_or_throw(mp.input_elems, b.size, "memory plan: input elements");
-    else mp.naive_temp_elems = util::add_or_throw(mp.naive_temp_elems, b.size, "memory plan: temporary elements");
+    if (k == ValueKind::Input || k == ValueKind::Target) mp.input_bytes = util::add_or_throw(mp.input_bytes, b.size, "memory plan: input bytes");
+    else mp.naive_temp_bytes = util::add_or_throw(mp.naive_temp_bytes, b.size, "memory plan: temporary bytes");
   }
   // Greedy by size: place the largest buffers first at the lowest offset free over their live range.
   std::vector<size_t> order(bufs.size());
@@ -152,17 +171,18 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
       off = std::max(off, e);
     }
     b.offset = off;
-    mp.arena_elems = std::max(mp.arena_elems, util::add_or_throw(off, b.size, "memory plan: arena elements"));
+    mp.arena_bytes = std::max(mp.arena_bytes, util::add_or_throw(off, b.size, "memory plan: arena bytes"));
     for (const Span& sp : b.live)
       for (size_t k = bucket(sp.first); k <= bucket(std::max(sp.last, sp.first)); ++k) in_bucket[size_t(sp.stage) * nb + k].push_back(bi);
   }
   if (S > 1) {
-    mp.stage_arena_elems.assign(size_t(S), 0);
+    mp.stage_arena_bytes.assign(size_t(S), 0);
     for (const Buf& b : bufs)
       for (const Span& sp : b.live)
-        mp.stage_arena_elems[size_t(sp.stage)] = std::max(mp.stage_arena_elems[size_t(sp.stage)], b.offset + b.size);
+        mp.stage_arena_bytes[size_t(sp.stage)] = std::max(mp.stage_arena_bytes[size_t(sp.stage)], b.offset + b.size);
   }
   for (const Buf& b : bufs) mp.arena_offset[size_t(b.value)] = b.offset;
+  for (const ir::Instr& ins : p.instrs) mp.staging_bytes = std::max(mp.staging_bytes, staging_elems(p, ins) * int64_t(sizeof(float)));
   for (size_t v = 0; v < nv; ++v)
     if (find(int(v)) != int(v)) mp.arena_offset[v] = mp.arena_offset[size_t(find(int(v)))];
   return mp;

@@ -10,23 +10,39 @@
 
 namespace shardlab::plan {
 
+// Every size and offset is in bytes: a value takes its elements times its dtype's size, rounded up
+// to 4 bytes so that float32 values after a 16-bit one stay aligned.
 struct MemoryPlan {
-  // Element offsets; a value is either in the arena or in persistent storage (-1 in the other).
+  // Byte offsets; a value is either in the arena or in persistent storage (-1 in the other).
   std::vector<int64_t> arena_offset;
   std::vector<int64_t> persistent_offset;
-  int64_t arena_elems = 0;       // peak of simultaneously live temporaries, inputs and targets
-  int64_t param_elems = 0;
-  int64_t opt_state_elems = 0;
-  int64_t input_elems = 0;       // inputs and targets (included in arena_elems)
-  int64_t naive_temp_elems = 0;  // every temporary held at once: what the plan saves against
+  int64_t arena_bytes = 0;       // peak of simultaneously live temporaries, inputs and targets
+  int64_t param_bytes = 0;
+  int64_t opt_state_bytes = 0;
+  int64_t input_bytes = 0;       // inputs and targets (included in arena_bytes)
+  int64_t naive_temp_bytes = 0;  // every temporary held at once: what the plan saves against
+  // Where a backend computes 16-bit and int32 values in float32 (the CPU): the largest float32
+  // working copy one instruction needs (staging_elems), held once beside the arena. 0 for a
+  // program of float32 values only.
+  int64_t staging_bytes = 0;
   // A pipelined program (Program::stages > 1): each stage's devices run only their instructions, so
   // a buffer is live only on the stages that use it, and two buffers share arena space unless they
-  // are live at once on the same stage. The arena's peak on each stage's devices (arena_elems is
+  // are live at once on the same stage. The arena's peak on each stage's devices (arena_bytes is
   // their largest); empty without a pipeline.
-  std::vector<int64_t> stage_arena_elems;
+  std::vector<int64_t> stage_arena_bytes;
 
-  int64_t total_elems() const { return arena_elems + param_elems + opt_state_elems; }
+  int64_t total_bytes() const { return arena_bytes + staging_bytes + param_bytes + opt_state_bytes; }
 };
+
+// Bytes a value takes in a plan: its own, rounded up to a multiple of 4.
+int64_t planned_bytes(const ir::Program& p, int v);
+
+// Float32 elements a backend that computes 16-bit and int32 values in float32 copies `ins`'s
+// operands and results into and out of: every one that is not float32, except what moves as it is
+// (collectives, Convert's operand and result) and a matmul's operands (converted while packed).
+int64_t staging_elems(const ir::Program& p, const ir::Instr& ins);
+// Whether `ins` stages its operand k (k < ins.in.size()) or result k - ins.in.size().
+bool stages_operand(const ir::Program& p, const ir::Instr& ins, size_t k);
 
 // `keep` are values read after the step (loss, metrics): they stay live to the end.
 // In-place reuse: an elementwise result may take its operand's buffer when that operand dies there.

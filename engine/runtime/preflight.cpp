@@ -93,7 +93,7 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
     if (f.errors.empty() && layouts.plan) try {
         const sharding::PartitionedStep& part = *layouts.plan;
         f.planned = true;
-        f.need_bytes = double(part.memory.total_elems()) * sizeof(float);
+        f.need_bytes = double(part.memory.total_bytes());
         f.capacity_bytes = double(backend.capacity_per_device(int(f.mesh.device_count())));
         backends::LoadOptions lo;
         lo.what = "the training step";  // as the session names it when it loads the step

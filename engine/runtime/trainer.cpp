@@ -258,10 +258,10 @@ StartInfo Trainer::plan_info() const {
     s.collectives = int64_t(session_->partitioned().collectives.size());
     for (const auto& c : session_->partitioned().collectives) s.comm_bytes += c.bytes;
   }
-  s.param_bytes = double(m.param_elems) * sizeof(float);
-  s.opt_state_bytes = double(m.opt_state_elems) * sizeof(float);
-  s.arena_bytes = double(m.arena_elems) * sizeof(float);
-  s.total_bytes = double(m.total_elems()) * sizeof(float);
+  s.param_bytes = double(m.param_bytes);
+  s.opt_state_bytes = double(m.opt_state_bytes);
+  s.arena_bytes = double(m.arena_bytes + m.staging_bytes);
+  s.total_bytes = double(m.total_bytes());
   return s;
 }
 

@@ -84,8 +84,9 @@ void read_pipeline(ShardingReport& r, const runtime::StepProgram& step, const gr
   r.bubble = bubble_fraction(pipe.stages, step.microbatches);
   r.stages.assign(size_t(pipe.stages), {});
   for (int64_t d = 0; d < mesh.device_count(); ++d)
-    r.devices[size_t(d)].arena = double(plan.memory.stage_arena_elems.at(size_t(mesh.coords(d)[size_t(axis)]))) * sizeof(float);
-  for (int64_t s = 0; s < pipe.stages; ++s) r.stages[size_t(s)].arena = double(plan.memory.stage_arena_elems[size_t(s)]) * sizeof(float);
+    r.devices[size_t(d)].arena = double(plan.memory.stage_arena_bytes.at(size_t(mesh.coords(d)[size_t(axis)])) + plan.memory.staging_bytes);
+  for (int64_t s = 0; s < pipe.stages; ++s)
+    r.stages[size_t(s)].arena = double(plan.memory.stage_arena_bytes[size_t(s)] + plan.memory.staging_bytes);
   // A Repeat's layers split evenly; a layer outside the Repeats lives where its parameters are updated.
   for (const graph::NodeReport& n : report.nodes) {
     if (n.type == "Repeat") {
@@ -121,12 +122,13 @@ void read_plan(ShardingReport& r, const runtime::StepProgram& step, const graph:
     if (a.kind == ArrayKind::Input || a.kind == ArrayKind::Activation) a.shape = step.program.shape(it->second);
     const int local = plan->local[size_t(it->second)];
     a.shard = local >= 0 ? plan->program.shape(local) : shard_shape(a.spec, a.shape, mesh);
-    a.bytes_per_device = double(numel(a.shard)) * sizeof(float);
+    a.dtype = step.program.dtype(it->second);
+    a.bytes_per_device = double(numel(a.shard)) * double(dtype_size(a.dtype));
   }
   DeviceMemory d;
-  d.params = double(plan->memory.param_elems) * sizeof(float);
-  d.opt_state = double(plan->memory.opt_state_elems) * sizeof(float);
-  d.arena = double(plan->memory.arena_elems) * sizeof(float);
+  d.params = double(plan->memory.param_bytes);
+  d.opt_state = double(plan->memory.opt_state_bytes);
+  d.arena = double(plan->memory.arena_bytes + plan->memory.staging_bytes);
   r.devices.assign(size_t(mesh.device_count()), d);  // every device runs the same local program
   r.microbatches = step.microbatches;
   if (plan->pipeline.on()) read_pipeline(r, step, report, *plan, mesh);
@@ -142,7 +144,7 @@ void warn_if_accumulation_costs_memory(ShardingReport& r, const project::Project
   const runtime::StepProgram step = runtime::build_step(whole, report, whole.training.batch_size, true);
   const PartitionedStep plan = partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback"), WeightUpdate::Sharded,
                                       parse_pipeline_schedule(p.training.pipeline_schedule, p.display_name() + ": training.pipeline_schedule"));
-  const double one = double(plan.memory.arena_elems) * sizeof(float), many = r.devices.front().arena;
+  const double one = double(plan.memory.arena_bytes + plan.memory.staging_bytes), many = r.devices.front().arena;
   if (many <= one) return;
   r.diagnostics.push_back(make_diagnostic(
       Severity::Warning, "memory.accumulate", "training.accumulate",

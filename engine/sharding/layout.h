@@ -30,6 +30,7 @@ struct ArraySharding {
   Shape shape;
   PartitionSpec spec;
   Shape shard;
+  DType dtype = DType::F32;  // as the step holds it (the precision policy's)
   double bytes_per_device = 0;
   // Mesh axes whose sum is still pending where the step produces this array (a gradient before its
   // reduce-scatter): each device holds a partial sum of the whole block.

@@ -124,14 +124,14 @@ class Partitioner : public ir::PartitionContext {
       if (val.kind == ValueKind::OptState && update_ == WeightUpdate::Sharded)
         s.dims = optimizer_state_axes(s.dims, val.shape, mesh_, batch_axes);
       check_pipeline_axis(val, s);
-      set(int(v), p().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes), s);
+      set(int(v), p().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes, val.dtype), s);
     }
     // Targets (one per microbatch) follow the input's batch sharding.
     for (int target : targets_of(g_)) {
       const Shape& ts = gshape(target);
       Sharding t = replicated(ts.size());
       if (!ts.empty() && !batch_axes.empty()) t.dims[0] = batch_axes;
-      set(target, p().add_value(gp.values[size_t(target)].name, local_shape(ts, t), ValueKind::Target), t);
+      set(target, p().add_value(gp.values[size_t(target)].name, local_shape(ts, t), ValueKind::Target, {}, gp.dtype(target)), t);
     }
   }
 
@@ -183,7 +183,7 @@ class Partitioner : public ir::PartitionContext {
     a.dim = dim;
     int out = p().apply1(op, {local}, a, node);
     if (op != Op::ShardSlice)
-      out_.collectives.push_back({op, axes, double(numel(p().shape(op == Op::AllGather ? out : local))) * sizeof(float), what, node});
+      out_.collectives.push_back({op, axes, double(p().bytes(op == Op::AllGather ? out : local)), what, node});
     return out;
   }
 
@@ -195,7 +195,7 @@ class Partitioner : public ir::PartitionContext {
     a.dim = from_dim;  // gathered
     a.split_dim = to_dim;
     int out = p().apply1(Op::AllToAll, {local}, a, node);
-    out_.collectives.push_back({Op::AllToAll, axes, double(numel(p().shape(local))) * sizeof(float), what, node});
+    out_.collectives.push_back({Op::AllToAll, axes, double(p().bytes(local)), what, node});
     return out;
   }
 
@@ -279,7 +279,7 @@ class Partitioner : public ir::PartitionContext {
     a.group_size = group(axes);
     a.dim = dim;
     p().apply(Op::AllGatherInPlace, {local}, a, node);
-    out_.collectives.push_back({Op::AllGatherInPlace, axes, double(numel(p().shape(local))) * sizeof(float), what, node});
+    out_.collectives.push_back({Op::AllGatherInPlace, axes, double(p().bytes(local)), what, node});
   }
   void define(int v, int local, Sharding s) override { set(v, local, std::move(s)); }
   int64_t group_size(const std::vector<std::string>& axes) const override { return group(axes); }
@@ -334,14 +334,15 @@ class Partitioner : public ir::PartitionContext {
     p().instrs.push_back(send);
     a.peer = from;
     a.shape = p().shape(here);
-    const int got = p().add_value(p().values[size_t(here)].name, a.shape, ir::ValueKind::Temp, p().values[size_t(here)].axes);
+    a.dtype = p().dtype(here);
+    const int got = p().add_value(p().values[size_t(here)].name, a.shape, ir::ValueKind::Temp, p().values[size_t(here)].axes, a.dtype);
     ir::Instr recv{Op::Recv, {}, {got}, a, reader.node};
     recv.stage = stage;
     recv.microbatch = reader.microbatch;
     recv.backward = reader.backward;
     p().instrs.push_back(recv);
     note(got, stage, Unit{reader.microbatch, reader.backward});
-    const double bytes = double(numel(a.shape)) * sizeof(float);
+    const double bytes = double(p().bytes(got));
     out_.collectives.push_back({Op::Send, {out_.pipeline.axis}, bytes, g_.program.values[size_t(v)].name, reader.node});
     return it->second = got;
   }
@@ -410,7 +411,7 @@ class Partitioner : public ir::PartitionContext {
     whole.dims.insert(whole.dims.begin(), std::vector<std::string>{out_.pipeline.axis});
     const Shape& gs = gshape(ins.out[0]);
     const int out = p().add_value(g_.program.values[size_t(ins.out[0])].name, local_shape(gs, whole), ir::ValueKind::Temp,
-                                  g_.program.values[size_t(ins.out[0])].axes);
+                                  g_.program.values[size_t(ins.out[0])].axes, g_.program.dtype(ins.out[0]));
     for (int64_t st = 0; st < stages; ++st) {
       cur_stage_ = st;
       const size_t begin = p().instrs.size();

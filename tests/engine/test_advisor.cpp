@@ -60,7 +60,7 @@ class TestAdvisor : public QObject {
       const sharding::ShardingReport r =
           sharding::analyze_sharding(p, report, sharding::parse_mesh(c.mesh), sharding::parse_rules(c.rules));
       QVERIFY2(r.plan, c.mesh.c_str());
-      QCOMPARE(c.bytes_per_device, double(r.plan->memory.total_elems()) * 4);
+      QCOMPARE(c.bytes_per_device, double(r.plan->memory.total_bytes()));
     }
     QVERIFY(runnable >= 5);  // data parallel, FSDP, Megatron and seed 002's rules on several meshes
   }
@@ -93,7 +93,7 @@ class TestAdvisor : public QObject {
       const sharding::ShardingReport r =
           sharding::analyze_sharding(q, report, sharding::parse_mesh(c.mesh), sharding::parse_rules(c.rules));
       QVERIFY2(r.plan && r.plan->pipeline.on(), c.mesh.c_str());
-      QCOMPARE(c.bytes_per_device, double(r.plan->memory.total_elems()) * 4);
+      QCOMPARE(c.bytes_per_device, double(r.plan->memory.total_bytes()));
       QVERIFY(c.prediction.step_s > 0);
     }
     std::sort(meshes.begin(), meshes.end());

@@ -731,8 +731,8 @@ class TestCollectives : public QObject {
     });
     for (int r = 0; r < 3; ++r) {
       const std::string& what = errors[size_t(r)];
-      QVERIFY2(what.find("group [0, 1, 2]") != std::string::npos && what.find("device 1 called all_reduce with 5 double") != std::string::npos &&
-                   what.find("device 2 called all_reduce with 4 float") != std::string::npos,
+      QVERIFY2(what.find("group [0, 1, 2]") != std::string::npos && what.find("device 1 called all_reduce with 5 float64") != std::string::npos &&
+                   what.find("device 2 called all_reduce with 4 float32") != std::string::npos,
                what.c_str());
     }
     errors = run_devices(coll, 3, [&](int r) {

@@ -58,12 +58,12 @@ class TestMemoryPlan : public QObject {
     size_t checked = 0;
     for (size_t a = 0; a < p.values.size(); ++a) {
       if (m.arena_offset[a] < 0) continue;
-      QVERIFY(m.arena_offset[a] + numel(p.values[a].shape) <= m.arena_elems);
+      QVERIFY(m.arena_offset[a] + plan::planned_bytes(p, int(a)) <= m.arena_bytes);
       for (size_t b = a + 1; b < p.values.size(); ++b) {
         if (m.arena_offset[b] < 0) continue;
         const bool overlap_time = first[a] < last[b] && first[b] < last[a];
-        const bool overlap_space = m.arena_offset[a] < m.arena_offset[b] + numel(p.values[b].shape) &&
-                                   m.arena_offset[b] < m.arena_offset[a] + numel(p.values[a].shape);
+        const bool overlap_space = m.arena_offset[a] < m.arena_offset[b] + plan::planned_bytes(p, int(b)) &&
+                                   m.arena_offset[b] < m.arena_offset[a] + plan::planned_bytes(p, int(a));
         if (overlap_time && overlap_space && !in_place_pair(a, b)) {
           // A chain of in-place ops shares one buffer: allowed when the values are never live together.
           QVERIFY2(first[a] >= last[b] || first[b] >= last[a] || m.arena_offset[a] == m.arena_offset[b],
@@ -79,9 +79,9 @@ class TestMemoryPlan : public QObject {
   void planIsSmallerThanKeepingEveryTemporary() {
     runtime::StepProgram s = step_of("deep-mlp-small.shardlab.json");
     const auto& m = s.memory;
-    qInfo("deep-mlp-small arena %lld elements vs %lld unplanned", (long long)m.arena_elems,
-          (long long)(m.naive_temp_elems + m.input_elems));
-    QVERIFY(m.arena_elems < (m.naive_temp_elems + m.input_elems) / 2);
+    qInfo("deep-mlp-small arena %lld bytes vs %lld unplanned", (long long)m.arena_bytes,
+          (long long)(m.naive_temp_bytes + m.input_bytes));
+    QVERIFY(m.arena_bytes < (m.naive_temp_bytes + m.input_bytes) / 2);
   }
 
   void everyParameterIsUpdatedOnceAfterItsLastUse() {

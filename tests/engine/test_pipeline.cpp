@@ -123,8 +123,8 @@ class TestPipeline : public QObject {
       p.training.pipeline_schedule = "1f1b";
       const sharding::ShardingReport onef = design(p, m, mesh, "layer=stage");
       QVERIFY2(gpipe.errors.empty() && onef.errors.empty(), "the design check refused the pipeline");
-      const auto& ga = gpipe.plan->memory.stage_arena_elems;
-      const auto& oa = onef.plan->memory.stage_arena_elems;
+      const auto& ga = gpipe.plan->memory.stage_arena_bytes;
+      const auto& oa = onef.plan->memory.stage_arena_bytes;
       QCOMPARE(ga.size(), size_t(sharding::parse_mesh(mesh).axis_size("stage")));
       QVERIFY2(oa[0] < ga[0], qPrintable(QString("%1, M=%2: stage 0 holds %3 elements under 1F1B, %4 under GPipe")
                                              .arg(QString::fromStdString(mesh)).arg(m).arg(oa[0]).arg(ga[0])));

@@ -145,8 +145,8 @@ class TestRuntime : public QObject {
     const runtime::StepProgram g = runtime::build_step(p, project::analyze_project(p), p.training.batch_size, true);
     const sharding::PartitionedStep part =
         sharding::partition(g, sharding::parse_mesh("data=8"), sharding::parse_rules("batch=data,embed=data"));
-    const double planned = double(part.memory.total_elems()) * sizeof(float) * 8;
-    const double unsharded_state = double(g.memory.param_elems + g.memory.opt_state_elems) * sizeof(float);
+    const double planned = double(part.memory.total_bytes()) * 8;
+    const double unsharded_state = double(g.memory.param_bytes + g.memory.opt_state_bytes);
     const pid_t pid = fork();
     if (pid == 0) {
       const int null = open("/dev/null", O_WRONLY);

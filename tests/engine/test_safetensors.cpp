@@ -1,5 +1,5 @@
 // The safetensors reader and writer (engine/checkpoint/safetensors.h): round trips for every dtype,
-// the exact file layout, a corpus of malformed files, the float conversions, atomic writes, and,
+// the exact file layout, a corpus of malformed files, conversion to float, atomic writes, and,
 // where python3 has `safetensors` and `numpy`, interoperation with the reference implementation.
 #include <QProcess>
 #include <QTemporaryDir>
@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/safetensors.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 #include "tests/engine/python_runner.h"
 #include "tests/engine/test_support.h"
@@ -29,7 +30,7 @@ using namespace shardlab::checkpoint;
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
-Q_DECLARE_METATYPE(shardlab::checkpoint::DType)
+Q_DECLARE_METATYPE(shardlab::checkpoint::StoredDType)
 
 using shardlab::testing::error_of;
 
@@ -103,20 +104,20 @@ void compare_files(const SafetensorsFile& got, const SafetensorsFile& want) {
 // Must match EXPECTED and METADATA in tests/reference/safetensors/interop.py.
 SafetensorsFile expected_interop() {
   SafetensorsFile f;
-  auto add = [&](const char* name, DType d, Shape s, Bytes b) { f.tensors.push_back({name, d, std::move(s), std::move(b)}); };
-  add("f32", DType::F32, {2, 3}, le_bytes<float>({0.0f, 1.5f, -2.25f, 3.0e38f, 1e-40f, -0.0f}));
-  add("f16", DType::F16, {4}, le_bytes<uint16_t>({0x3C00, 0xC100, 0x7BFF, 0x0001}));
-  add("f64", DType::F64, {2}, le_bytes<double>({1.0 / 3.0, -1e300}));
-  add("i64", DType::I64, {3},
+  auto add = [&](const char* name, StoredDType d, Shape s, Bytes b) { f.tensors.push_back({name, d, std::move(s), std::move(b)}); };
+  add("f32", StoredDType::F32, {2, 3}, le_bytes<float>({0.0f, 1.5f, -2.25f, 3.0e38f, 1e-40f, -0.0f}));
+  add("f16", StoredDType::F16, {4}, le_bytes<uint16_t>({0x3C00, 0xC100, 0x7BFF, 0x0001}));
+  add("f64", StoredDType::F64, {2}, le_bytes<double>({1.0 / 3.0, -1e300}));
+  add("i64", StoredDType::I64, {3},
       le_bytes<int64_t>({std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), int64_t(-1)}));
-  add("i32", DType::I32, {2}, le_bytes<int32_t>({std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}));
-  add("i16", DType::I16, {1, 3}, le_bytes<int16_t>({-32768, 32767, -2}));
-  add("i8", DType::I8, {3}, le_bytes<int8_t>({-128, 127, 0}));
-  add("u8", DType::U8, {3}, le_bytes<uint8_t>({0, 255, 7}));
-  add("bool", DType::BOOL, {3}, Bytes{1, 0, 1});
-  add("scalar", DType::F32, {}, le_bytes<float>({7.0f}));
-  add("empty", DType::F32, {0}, Bytes{});
-  add("empty2d", DType::I32, {2, 0}, Bytes{});
+  add("i32", StoredDType::I32, {2}, le_bytes<int32_t>({std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}));
+  add("i16", StoredDType::I16, {1, 3}, le_bytes<int16_t>({-32768, 32767, -2}));
+  add("i8", StoredDType::I8, {3}, le_bytes<int8_t>({-128, 127, 0}));
+  add("u8", StoredDType::U8, {3}, le_bytes<uint8_t>({0, 255, 7}));
+  add("bool", StoredDType::BOOL, {3}, Bytes{1, 0, 1});
+  add("scalar", StoredDType::F32, {}, le_bytes<float>({7.0f}));
+  add("empty", StoredDType::F32, {0}, Bytes{});
+  add("empty2d", StoredDType::I32, {2, 0}, Bytes{});
   f.metadata = {{"format", "np"}, {"note", "h\xC3\xA9llo \xE2\x9C\x93"}};
   return f;
 }
@@ -148,9 +149,6 @@ class TestSafetensors : public QObject {
   void rejectsMalformedFiles();
   void rejectsMissingFile();
   void writerRejectsInvalidInput();
-  void bf16Conversion();
-  void f16Conversion();
-  void f16ConversionMatchesExhaustively();
   void toTensorConvertsEveryDtype();
   void toTensorRejectsInconsistentTensors();
   void fromTensorRoundTrip();
@@ -165,10 +163,10 @@ class TestSafetensors : public QObject {
 };
 
 void TestSafetensors::dtypeNamesAndSizes() {
-  const std::vector<std::tuple<DType, const char*, size_t>> want = {
-      {DType::F32, "F32", 4}, {DType::F16, "F16", 2}, {DType::BF16, "BF16", 2}, {DType::F64, "F64", 8},
-      {DType::I64, "I64", 8}, {DType::I32, "I32", 4}, {DType::I16, "I16", 2},   {DType::I8, "I8", 1},
-      {DType::U8, "U8", 1},   {DType::BOOL, "BOOL", 1}};
+  const std::vector<std::tuple<StoredDType, const char*, size_t>> want = {
+      {StoredDType::F32, "F32", 4}, {StoredDType::F16, "F16", 2}, {StoredDType::BF16, "BF16", 2}, {StoredDType::F64, "F64", 8},
+      {StoredDType::I64, "I64", 8}, {StoredDType::I32, "I32", 4}, {StoredDType::I16, "I16", 2},   {StoredDType::I8, "I8", 1},
+      {StoredDType::U8, "U8", 1},   {StoredDType::BOOL, "BOOL", 1}};
   for (const auto& [d, name, size] : want) {
     QCOMPARE(dtype_name(d), name);
     QCOMPARE(dtype_size(d), size);
@@ -176,19 +174,19 @@ void TestSafetensors::dtypeNamesAndSizes() {
 }
 
 void TestSafetensors::roundTripEveryDtype_data() {
-  QTest::addColumn<DType>("dtype");
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32, DType::I16, DType::I8,
-                  DType::U8, DType::BOOL})
+  QTest::addColumn<StoredDType>("dtype");
+  for (StoredDType d : {StoredDType::F32, StoredDType::F16, StoredDType::BF16, StoredDType::F64, StoredDType::I64, StoredDType::I32, StoredDType::I16, StoredDType::I8,
+                  StoredDType::U8, StoredDType::BOOL})
     QTest::newRow(dtype_name(d)) << d;
 }
 
 // Each dtype as a matrix, an empty tensor (shape [0] and [3, 0]) and a scalar (shape []), through a file.
 void TestSafetensors::roundTripEveryDtype() {
-  QFETCH(DType, dtype);
+  QFETCH(StoredDType, dtype);
   const size_t es = dtype_size(dtype);
   SafetensorsFile f;
   Bytes matrix = pattern(2 * 3 * es, 5), scalar = pattern(es, 9);
-  if (dtype == DType::BOOL) {
+  if (dtype == StoredDType::BOOL) {
     matrix = {1, 0, 0, 1, 1, 0};
     scalar = {1};
   }
@@ -214,7 +212,7 @@ void TestSafetensors::roundTripEveryDtype() {
 
 void TestSafetensors::roundTripMetadata() {
   SafetensorsFile f;
-  f.tensors.push_back({"w", DType::F32, {1}, le_bytes<float>({2.0f})});
+  f.tensors.push_back({"w", StoredDType::F32, {1}, le_bytes<float>({2.0f})});
   f.metadata = {{"format", "pt"},
                 {"empty", ""},
                 {"quote\"and\\backslash", "line\nbreak\ttab"},
@@ -241,7 +239,7 @@ void TestSafetensors::roundTripNoTensors() {
 void TestSafetensors::headerIsAlignedAndSpacePadded() {
   for (size_t len = 1; len <= 16; ++len) {
     SafetensorsFile f;
-    f.tensors.push_back({std::string(len, 'n'), DType::F64, {2}, le_bytes<double>({1.0, 2.0})});
+    f.tensors.push_back({std::string(len, 'n'), StoredDType::F64, {2}, le_bytes<double>({1.0, 2.0})});
     const std::string b = to_safetensors_bytes(f);
     uint64_t n = 0;
     for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(b[size_t(i)])) << (8 * i);
@@ -261,8 +259,8 @@ void TestSafetensors::headerIsAlignedAndSpacePadded() {
 // safetensors 0.8.0's safetensors.numpy.save): metadata first, tensors sorted by name.
 void TestSafetensors::knownBytesOfTinyFile() {
   SafetensorsFile f;
-  f.tensors.push_back({"b", DType::I8, {3}, {0x01, 0xFF, 0x7F}});
-  f.tensors.push_back({"a", DType::F16, {}, {0x00, 0x3C}});
+  f.tensors.push_back({"b", StoredDType::I8, {3}, {0x01, 0xFF, 0x7F}});
+  f.tensors.push_back({"a", StoredDType::F16, {}, {0x00, 0x3C}});
   f.metadata["k"] = "v";
 
   const std::string header =
@@ -450,134 +448,54 @@ void TestSafetensors::writerRejectsInvalidInput() {
     f.metadata = std::move(meta);
     return error_of([&] { to_safetensors_bytes(f); });
   };
-  VERIFY_CONTAINS(bad({{"w", DType::F32, {2}, Bytes(8)}, {"w", DType::I8, {1}, Bytes(1)}}),
+  VERIFY_CONTAINS(bad({{"w", StoredDType::F32, {2}, Bytes(8)}, {"w", StoredDType::I8, {1}, Bytes(1)}}),
                         "duplicate tensor name 'w'");
-  VERIFY_CONTAINS(bad({{"w", DType::F32, {2}, Bytes(7)}}), "tensor 'w': holds 7 bytes but shape [2] of F32 needs 8");
-  VERIFY_CONTAINS(bad({{"s", DType::F64, {}, Bytes(4)}}), "tensor 's': holds 4 bytes but shape [] of F64 needs 8");
-  VERIFY_CONTAINS(bad({{"e", DType::I32, {0}, Bytes(4)}}), "tensor 'e': holds 4 bytes but shape [0] of I32 needs 0");
-  VERIFY_CONTAINS(bad({{"n", DType::F32, {-1}, Bytes{}}}), "tensor 'n': shape [-1] has a negative dimension");
-  VERIFY_CONTAINS(bad({{"o", DType::F32, {int64_t(1) << 62, 8}, Bytes{}}}), "tensor 'o': the byte size");
-  VERIFY_CONTAINS(bad({{"__metadata__", DType::U8, {1}, Bytes(1)}}), "'__metadata__'");
-  VERIFY_CONTAINS(bad({{"bad\xFFname", DType::U8, {1}, Bytes(1)}}), "is not valid UTF-8");
+  VERIFY_CONTAINS(bad({{"w", StoredDType::F32, {2}, Bytes(7)}}), "tensor 'w': holds 7 bytes but shape [2] of F32 needs 8");
+  VERIFY_CONTAINS(bad({{"s", StoredDType::F64, {}, Bytes(4)}}), "tensor 's': holds 4 bytes but shape [] of F64 needs 8");
+  VERIFY_CONTAINS(bad({{"e", StoredDType::I32, {0}, Bytes(4)}}), "tensor 'e': holds 4 bytes but shape [0] of I32 needs 0");
+  VERIFY_CONTAINS(bad({{"n", StoredDType::F32, {-1}, Bytes{}}}), "tensor 'n': shape [-1] has a negative dimension");
+  VERIFY_CONTAINS(bad({{"o", StoredDType::F32, {int64_t(1) << 62, 8}, Bytes{}}}), "tensor 'o': the byte size");
+  VERIFY_CONTAINS(bad({{"__metadata__", StoredDType::U8, {1}, Bytes(1)}}), "'__metadata__'");
+  VERIFY_CONTAINS(bad({{"bad\xFFname", StoredDType::U8, {1}, Bytes(1)}}), "is not valid UTF-8");
   VERIFY_CONTAINS(bad({}, {{"k", "v\xC0"}}), "metadata value for key 'k' is not valid UTF-8");
 
   // write_safetensors names the file and writes nothing.
   const fs::path p = path("rejected.safetensors");
   SafetensorsFile f;
-  f.tensors.push_back({"w", DType::F32, {2}, Bytes(3)});
+  f.tensors.push_back({"w", StoredDType::F32, {2}, Bytes(3)});
   const QString msg = error_of([&] { write_safetensors(p, f); });
   VERIFY_CONTAINS(msg, QString::fromStdString(p.string()) + ": tensor 'w'");
   QVERIFY(!fs::exists(p));
 }
 
-void TestSafetensors::bf16Conversion() {
-  QCOMPARE(float_to_bf16(1.0f), uint16_t(0x3F80));
-  QCOMPARE(float_to_bf16(-2.5f), uint16_t(0xC020));
-  QCOMPARE(float_to_bf16(3.14159f), uint16_t(0x4049));
-  QCOMPARE(float_to_bf16(0.0f), uint16_t(0x0000));
-  QCOMPARE(float_to_bf16(-0.0f), uint16_t(0x8000));
-  QCOMPARE(float_to_bf16(std::numeric_limits<float>::infinity()), uint16_t(0x7F80));
-  QCOMPARE(float_to_bf16(std::numeric_limits<float>::max()), uint16_t(0x7F80));  // rounds up to infinity
-  // Ties to even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7 and goes down to the even 1.0;
-  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6 and goes up.
-  QCOMPARE(float_to_bf16(1.0f + 0x1p-8f), uint16_t(0x3F80));
-  QCOMPARE(float_to_bf16(1.0f + 3 * 0x1p-8f), uint16_t(0x3F82));
-  QCOMPARE(float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), uint16_t(0x3F81));  // just above half: up
-  const uint16_t nan = float_to_bf16(std::numeric_limits<float>::quiet_NaN());
-  QVERIFY((nan & 0x7F80) == 0x7F80 && (nan & 0x7F) != 0);
-  // A signalling NaN whose payload lies only in the low bits must stay a NaN.
-  QVERIFY(std::isnan(bf16_to_float(float_to_bf16(std::bit_cast<float>(uint32_t(0x7F800001))))));
-
-  QCOMPARE(bf16_to_float(0x3F80), 1.0f);
-  QCOMPARE(bf16_to_float(0xC020), -2.5f);
-  QCOMPARE(bf16_to_float(0x4049), 3.140625f);
-  // Every bf16 survives float and back.
-  for (uint32_t h = 0; h <= 0xFFFF; ++h) {
-    const float f = bf16_to_float(uint16_t(h));
-    if (std::isnan(f)) continue;
-    QCOMPARE(float_to_bf16(f), uint16_t(h));
-  }
-}
-
-void TestSafetensors::f16Conversion() {
-  QCOMPARE(float_to_f16(1.0f), uint16_t(0x3C00));
-  QCOMPARE(float_to_f16(-2.5f), uint16_t(0xC100));
-  QCOMPARE(float_to_f16(65504.0f), uint16_t(0x7BFF));
-  QCOMPARE(float_to_f16(65519.99f), uint16_t(0x7BFF));
-  QCOMPARE(float_to_f16(65520.0f), uint16_t(0x7C00));  // halfway to 65536: ties to even, which is infinity
-  QCOMPARE(float_to_f16(-1e10f), uint16_t(0xFC00));
-  QCOMPARE(float_to_f16(0.1f), uint16_t(0x2E66));
-  QCOMPARE(float_to_f16(3.14159f), uint16_t(0x4248));
-  QCOMPARE(float_to_f16(-0.0f), uint16_t(0x8000));
-  QCOMPARE(float_to_f16(0x1p-14f), uint16_t(0x0400));               // smallest normal
-  QCOMPARE(float_to_f16(0x1p-24f), uint16_t(0x0001));               // smallest subnormal
-  QCOMPARE(float_to_f16(0x1p-25f), uint16_t(0x0000));               // half of it: ties to even, 0
-  QCOMPARE(float_to_f16(0x1p-25f * 1.0001f), uint16_t(0x0001));     // just above half: up
-  QCOMPARE(float_to_f16(3 * 0x1p-25f), uint16_t(0x0002));           // 1.5 ulp: ties to even, 2
-  QCOMPARE(float_to_f16(0x1p-14f - 0x1p-26f), uint16_t(0x0400));    // rounds up into the normals
-  QCOMPARE(float_to_f16(1.0f + 0x1p-11f), uint16_t(0x3C00));        // tie, down to even
-  QCOMPARE(float_to_f16(1.0f + 3 * 0x1p-11f), uint16_t(0x3C02));    // tie, up to even
-  QCOMPARE(float_to_f16(1e-30f), uint16_t(0x0000));
-  QCOMPARE(float_to_f16(std::numeric_limits<float>::denorm_min()), uint16_t(0x0000));
-  const uint16_t nan = float_to_f16(-std::numeric_limits<float>::quiet_NaN());
-  QVERIFY((nan & 0x7C00) == 0x7C00 && (nan & 0x3FF) != 0 && (nan & 0x8000));
-  QVERIFY(std::isnan(f16_to_float(float_to_f16(std::bit_cast<float>(uint32_t(0x7F800001))))));
-
-  QCOMPARE(f16_to_float(0x3C00), 1.0f);
-  QCOMPARE(f16_to_float(0xC100), -2.5f);
-  QCOMPARE(f16_to_float(0x7BFF), 65504.0f);
-  QCOMPARE(f16_to_float(0x0001), 0x1p-24f);
-  QCOMPARE(f16_to_float(0x83FF), -1023 * 0x1p-24f);
-  QCOMPARE(f16_to_float(0x7C00), std::numeric_limits<float>::infinity());
-  QVERIFY(std::isnan(f16_to_float(0x7E00)));
-}
-
-// float_to_f16 against a slow, obviously right reference: the nearest of all finite halves (ties to
-// the even bit pattern), on every half, every midpoint between neighbours and points just beside them.
-void TestSafetensors::f16ConversionMatchesExhaustively() {
-  for (uint32_t h = 0; h <= 0x7FFF; ++h) {
-    const float f = f16_to_float(uint16_t(h));
-    if (std::isnan(f)) continue;
-    QCOMPARE(float_to_f16(f), uint16_t(h));
-    QCOMPARE(float_to_f16(-f), uint16_t(h | 0x8000));
-    if (h >= 0x7C00) continue;
-    const double lo = f, hi = h + 1 == 0x7C00 ? 65536.0 : double(f16_to_float(uint16_t(h + 1)));
-    const float mid = float((lo + hi) / 2);  // exact in float
-    const uint16_t even = (h & 1) ? uint16_t(h + 1) : uint16_t(h);
-    QCOMPARE(float_to_f16(mid), even);
-    QCOMPARE(float_to_f16(std::nextafter(mid, 0.0f)), uint16_t(h));
-    QCOMPARE(float_to_f16(std::nextafter(mid, 1e30f)), uint16_t(h + 1));
-  }
-}
-
 void TestSafetensors::toTensorConvertsEveryDtype() {
-  auto conv = [](DType d, Shape s, Bytes b) { return to_tensor(StoredTensor{"t", d, std::move(s), std::move(b)}); };
+  auto conv = [](StoredDType d, Shape s, Bytes b) { return to_tensor(StoredTensor{"t", d, std::move(s), std::move(b)}); };
   auto same = [](const Tensor& t, const Shape& s, const std::vector<float>& v) {
     QCOMPARE(t.shape, s);
     QCOMPARE(t.data, v);
   };
-  same(conv(DType::F32, {3}, le_bytes<float>({1.0f, -2.5f, 1e-40f})), {3}, {1.0f, -2.5f, 1e-40f});
-  same(conv(DType::F16, {2, 2}, le_bytes<uint16_t>({0x3C00, 0xC100, 0x7BFF, 0x0001})), {2, 2},
+  same(conv(StoredDType::F32, {3}, le_bytes<float>({1.0f, -2.5f, 1e-40f})), {3}, {1.0f, -2.5f, 1e-40f});
+  same(conv(StoredDType::F16, {2, 2}, le_bytes<uint16_t>({0x3C00, 0xC100, 0x7BFF, 0x0001})), {2, 2},
        {1.0f, -2.5f, 65504.0f, 0x1p-24f});
-  same(conv(DType::BF16, {3}, le_bytes<uint16_t>({0x3F80, 0xC020, 0x4049})), {3}, {1.0f, -2.5f, 3.140625f});
-  same(conv(DType::F64, {3}, le_bytes<double>({0.1, -1e300, 2.0})), {3},
+  same(conv(StoredDType::BF16, {3}, le_bytes<uint16_t>({0x3F80, 0xC020, 0x4049})), {3}, {1.0f, -2.5f, 3.140625f});
+  same(conv(StoredDType::F64, {3}, le_bytes<double>({0.1, -1e300, 2.0})), {3},
        {0.1f, -std::numeric_limits<float>::infinity(), 2.0f});
-  same(conv(DType::I64, {3}, le_bytes<int64_t>({int64_t(-5), int64_t(1) << 40, int64_t(16777217)})), {3},
+  same(conv(StoredDType::I64, {3}, le_bytes<int64_t>({int64_t(-5), int64_t(1) << 40, int64_t(16777217)})), {3},
        {-5.0f, 0x1p40f, 16777216.0f});
-  same(conv(DType::I32, {2}, le_bytes<int32_t>({-7, 2147483647})), {2}, {-7.0f, 2147483648.0f});
-  same(conv(DType::I16, {2}, le_bytes<int16_t>({-32768, 300})), {2}, {-32768.0f, 300.0f});
-  same(conv(DType::I8, {2}, le_bytes<int8_t>({-128, 5})), {2}, {-128.0f, 5.0f});
-  same(conv(DType::U8, {2}, le_bytes<uint8_t>({255, 0})), {2}, {255.0f, 0.0f});
-  same(conv(DType::BOOL, {3}, Bytes{1, 0, 1}), {3}, {1.0f, 0.0f, 1.0f});
-  same(conv(DType::F32, {}, le_bytes<float>({4.0f})), {}, {4.0f});
-  same(conv(DType::I8, {0, 4}, Bytes{}), {0, 4}, {});
+  same(conv(StoredDType::I32, {2}, le_bytes<int32_t>({-7, 2147483647})), {2}, {-7.0f, 2147483648.0f});
+  same(conv(StoredDType::I16, {2}, le_bytes<int16_t>({-32768, 300})), {2}, {-32768.0f, 300.0f});
+  same(conv(StoredDType::I8, {2}, le_bytes<int8_t>({-128, 5})), {2}, {-128.0f, 5.0f});
+  same(conv(StoredDType::U8, {2}, le_bytes<uint8_t>({255, 0})), {2}, {255.0f, 0.0f});
+  same(conv(StoredDType::BOOL, {3}, Bytes{1, 0, 1}), {3}, {1.0f, 0.0f, 1.0f});
+  same(conv(StoredDType::F32, {}, le_bytes<float>({4.0f})), {}, {4.0f});
+  same(conv(StoredDType::I8, {0, 4}, Bytes{}), {0, 4}, {});
   // The converted value of every F16 and BF16 pattern is what the helpers give.
   Bytes all;
   for (uint32_t h = 0; h <= 0xFFFF; ++h) {
     all.push_back(uint8_t(h));
     all.push_back(uint8_t(h >> 8));
   }
-  const Tensor f16 = conv(DType::F16, {65536}, all), bf16 = conv(DType::BF16, {65536}, all);
+  const Tensor f16 = conv(StoredDType::F16, {65536}, all), bf16 = conv(StoredDType::BF16, {65536}, all);
   for (uint32_t h = 0; h <= 0xFFFF; ++h) {
     QCOMPARE(std::bit_cast<uint32_t>(f16.data[h]), std::bit_cast<uint32_t>(f16_to_float(uint16_t(h))));
     QCOMPARE(std::bit_cast<uint32_t>(bf16.data[h]), uint32_t(h) << 16);
@@ -585,12 +503,12 @@ void TestSafetensors::toTensorConvertsEveryDtype() {
 }
 
 void TestSafetensors::toTensorRejectsInconsistentTensors() {
-  const QString size = error_of([] { to_tensor(StoredTensor{"w.bad", DType::F16, {3}, Bytes(4)}); });
+  const QString size = error_of([] { to_tensor(StoredTensor{"w.bad", StoredDType::F16, {3}, Bytes(4)}); });
   VERIFY_CONTAINS(size, "tensor 'w.bad'");
   VERIFY_CONTAINS(size, "holds 4 bytes but shape [3] of F16 needs 6");
-  const QString neg = error_of([] { to_tensor(StoredTensor{"neg", DType::F32, {-1}, Bytes{}}); });
+  const QString neg = error_of([] { to_tensor(StoredTensor{"neg", StoredDType::F32, {-1}, Bytes{}}); });
   VERIFY_CONTAINS(neg, "tensor 'neg'");
-  const QString boolean = error_of([] { to_tensor(StoredTensor{"mask", DType::BOOL, {2}, Bytes{1, 2}}); });
+  const QString boolean = error_of([] { to_tensor(StoredTensor{"mask", StoredDType::BOOL, {2}, Bytes{1, 2}}); });
   VERIFY_CONTAINS(boolean, "tensor 'mask': BOOL element 1 is 2");
 }
 
@@ -598,7 +516,7 @@ void TestSafetensors::fromTensorRoundTrip() {
   const Tensor t({2, 2}, std::vector<float>{1.0f, -0.0f, 3.5e-42f, -1e30f});
   const StoredTensor s = from_tensor("layer/kernel", t);
   QCOMPARE(s.name, std::string("layer/kernel"));
-  QCOMPARE(s.dtype, DType::F32);
+  QCOMPARE(s.dtype, StoredDType::F32);
   QCOMPARE(s.shape, (Shape{2, 2}));
   QCOMPARE(s.bytes, le_bytes<float>({1.0f, -0.0f, 3.5e-42f, -1e30f}));
   const Tensor back = to_tensor(s);
@@ -619,7 +537,7 @@ void TestSafetensors::fromTensorRoundTrip() {
 // A failed write leaves nothing behind; a successful one replaces the file whole, without temporaries.
 void TestSafetensors::writeIsAtomic() {
   SafetensorsFile f;
-  f.tensors.push_back({"w", DType::F32, {1}, le_bytes<float>({1.0f})});
+  f.tensors.push_back({"w", StoredDType::F32, {1}, le_bytes<float>({1.0f})});
 
   const fs::path missing_dir = path("no-such-dir");
   const fs::path p = missing_dir / "model.safetensors";
@@ -631,7 +549,7 @@ void TestSafetensors::writeIsAtomic() {
   QTemporaryDir dir;
   const fs::path target = fs::path(dir.path().toStdString()) / "model.safetensors";
   write_safetensors(target, f);
-  f.tensors[0] = {"w", DType::F32, {2}, le_bytes<float>({2.0f, 3.0f})};
+  f.tensors[0] = {"w", StoredDType::F32, {2}, le_bytes<float>({2.0f, 3.0f})};
   write_safetensors(target, f);
   QCOMPARE(to_tensor(read_safetensors(target).tensors.at(0)).data, (std::vector<float>{2.0f, 3.0f}));
   int entries = 0;

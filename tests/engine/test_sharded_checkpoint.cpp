@@ -215,7 +215,7 @@ class TestShardedCheckpoint : public QObject {
       rewrite(2, [&](auto& f) { f.tensors.push_back(first); });
     }
     if (breakage == "stray") fs::copy_file(shard(1), ckpt / "model-00009-of-00009.safetensors");
-    if (breakage == "unlisted") rewrite(1, [](auto& f) { f.tensors.push_back({"extra", checkpoint::DType::U8, {1}, {7}}); });
+    if (breakage == "unlisted") rewrite(1, [](auto& f) { f.tensors.push_back({"extra", checkpoint::StoredDType::U8, {1}, {7}}); });
     if (breakage == "twice") {
       const std::string key = "\"params/l0/kernel\": \"" + where.file_of.at("params/l0/kernel") + "\"";
       text.replace(text.find(key), key.size(), key + ",\n    " + key);

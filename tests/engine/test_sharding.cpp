@@ -325,8 +325,8 @@ class TestSharding : public QObject {
       if (r.find(node) && r.find(node)->kind == ArrayKind::Activation) same(node, value);
     QVERIFY(checked > 10);
     for (const DeviceMemory& d : r.devices) {
-      QCOMPARE(d.total(), double(r.plan->memory.total_elems()) * 4);
-      QCOMPARE(d.arena, double(r.plan->memory.arena_elems) * 4);
+      QCOMPARE(d.total(), double(r.plan->memory.total_bytes()));
+      QCOMPARE(d.arena, double(r.plan->memory.arena_bytes + r.plan->memory.staging_bytes));
     }
     QCOMPARE(r.devices.size(), size_t(m.device_count()));
   }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -38,7 +39,7 @@ constexpr double kTolerance = 1e-5;  // relative L2: float32 sums in another ord
 
 // An operand of the primitive under test.
 struct Operand {
-  enum class Data { Normal, Positive, Labels };
+  enum class Data { Normal, Positive, Labels, SomeNonFinite };
   std::string name;
   Shape shape;
   std::vector<std::string> axes;  // logical names, one per dimension
@@ -80,6 +81,9 @@ struct Case {
   // constrained to afterwards (with_logical_constraint).
   std::vector<std::vector<std::string>> out_axes;
   ir::Attrs attrs = {};
+  // Relative L2 against one device: float32 sums in another order, or a 16-bit result whose
+  // pending sums were rounded before they were added.
+  double tolerance = kTolerance;
 };
 
 ir::Attrs attrs(std::function<void(ir::Attrs&)> f) {
@@ -192,6 +196,17 @@ std::vector<Case> cases() {
   c.push_back({"unstack", Op::Unstack, {arg("w", {L, E, M}, {"layer", "embed", "mlp"})},
                std::vector<std::vector<std::string>>(size_t(L), {"embed", "mlp"})});
   c.push_back({"fill", Op::Fill, {}, {{"batch", "embed"}}, attrs([&](ir::Attrs& a) { a.alpha = 2.5; a.shape = {B, E}; })});
+  c.push_back({"convert to bfloat16", Op::Convert, {arg("x", {B, E}, {"batch", "embed"})}, {{"batch", "embed"}},
+               attrs([](ir::Attrs& a) { a.dtype = DType::BF16; }), 1e-2});
+  c.push_back({"convert to float16", Op::Convert, {arg("x", {B, S, E}, {"batch", "seq", "embed"})}, {{"batch", "seq", "embed"}},
+               attrs([](ir::Attrs& a) { a.dtype = DType::F16; }), 2e-3});
+  {
+    // Gradients (some elements inf or NaN) counted in their updates' state layouts.
+    Operand g1 = arg("g1", {E, M}, {"rows", "cols"}), g2 = arg("g2", {B, E}, {"batch", "embed"});
+    for (Operand* g : {&g1, &g2}) g->data = Operand::Data::SomeNonFinite, g->may_be_partial = false;
+    c.push_back({"count_non_finite", Op::CountNonFinite,
+                 {g1, state("mu1", {E, M}, {"embed", "mlp"}), g2, state("mu2", {B, E}, {"batch", "embed"})}, {{}}});
+  }
   // losses and metrics: labels are laid out on their own, as a target batch may be
   c.push_back({"softmax_cross_entropy (batch, classes)", Op::SoftmaxXent,
                {arg("logits", {B, C}, {"batch", "classes"}), labels("labels", {B}, {"label_batch"}, C)}, {{}}});
@@ -257,6 +272,9 @@ Tensor make_data(const Operand& o) {
       case Operand::Data::Normal: t.data[size_t(i)] = float(z); break;
       case Operand::Data::Positive: t.data[size_t(i)] = float(0.1 + z * z); break;
       case Operand::Data::Labels: t.data[size_t(i)] = float(fnv1a(o.name + std::to_string(i)) % uint64_t(o.classes)); break;
+      case Operand::Data::SomeNonFinite:
+        t.data[size_t(i)] = i % 7 == 3 ? std::numeric_limits<float>::infinity() : i % 11 == 5 ? std::numeric_limits<float>::quiet_NaN() : float(z);
+        break;
     }
   }
   return t;
@@ -558,7 +576,7 @@ void check_case(const Case& c, Tally& tally) {
       std::string wrong = got.error;
       for (size_t k = 0; wrong.empty() && k < got.values.size(); ++k) {
         const double e = relative_l2(got.values[k], want->second.values[k]);
-        if (!(e <= kTolerance)) wrong = "'" + b.results[k].first + "' is off by relative L2 " + std::to_string(e);
+        if (!(e <= c.tolerance)) wrong = "'" + b.results[k].first + "' is off by relative L2 " + std::to_string(e);
       }
       const auto bug = std::find_if(known_bugs().begin(), known_bugs().end(), [&](const KnownBug& k) {
         return got.part && k.applies(b, *got.part);

@@ -153,9 +153,9 @@ class TestWeightUpdate : public QObject {
     }
     // 2 states x (12*24 + 24 + 24*24 + 24 + 24*6) per 4 devices, plus the head bias's 2 x 6 whole.
     const int64_t split = 2 * (12 * 24 + 24 + 24 * 24 + 24 + 24 * 6);
-    QCOMPARE(s->partitioned().memory.opt_state_elems, split / 4 + 2 * 6);
-    QCOMPARE(r->partitioned().memory.opt_state_elems, split + 2 * 6);
-    QCOMPARE(s->partitioned().memory.param_elems, r->partitioned().memory.param_elems);
+    QCOMPARE(s->partitioned().memory.opt_state_bytes, (split / 4 + 2 * 6) * 4);
+    QCOMPARE(r->partitioned().memory.opt_state_bytes, (split + 2 * 6) * 4);
+    QCOMPARE(s->partitioned().memory.param_bytes, r->partitioned().memory.param_bytes);
   }
 
   // One model: what the sharding view and the design check show for every optimizer state is the
@@ -194,7 +194,7 @@ class TestWeightUpdate : public QObject {
     }
     QCOMPARE(states, 12);
     QCOMPARE(shown.devices.at(0).opt_state, run_bytes);
-    QCOMPARE(double(run.memory.opt_state_elems) * sizeof(float), run_bytes);
+    QCOMPARE(double(run.memory.opt_state_bytes), run_bytes);
   }
 };
 

@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (v.data.size() * dtype_size(t.dtype) != t.bytes.size()) finding("to_tensor gave the wrong element count");
     } catch (const Error& e) {
       // Only a BOOL byte other than 0 or 1 is refused after parsing.
-      if (t.dtype != DType::BOOL) finding(std::string("to_tensor refused an accepted tensor: ") + e.what());
+      if (t.dtype != StoredDType::BOOL) finding(std::string("to_tensor refused an accepted tensor: ") + e.what());
     }
   }
   return 0;

@@ -32,7 +32,7 @@ namespace {
   std::abort();
 }
 
-StoredTensor tensor(const std::string& name, DType dtype, Shape shape) {
+StoredTensor tensor(const std::string& name, StoredDType dtype, Shape shape) {
   StoredTensor t{name, dtype, shape, {}};
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -59,9 +59,9 @@ struct Fixture {
     if (!mkdtemp(templ.data())) finding("cannot make a scratch directory under " + fs::temp_directory_path().string());
     dir = templ;
     model.metadata = {{"format", "pt"}};
-    model.tensors = {tensor("params/dense/kernel", DType::F32, {4, 2}), tensor("params/dense/bias", DType::F32, {2}),
-                     tensor("opt_state/mu/dense/kernel", DType::F32, {4, 2}), tensor("opt_state/mu/dense/bias", DType::F32, {2}),
-                     tensor("step", DType::I64, {}), tensor("mask", DType::BOOL, {0})};
+    model.tensors = {tensor("params/dense/kernel", StoredDType::F32, {4, 2}), tensor("params/dense/bias", StoredDType::F32, {2}),
+                     tensor("opt_state/mu/dense/kernel", StoredDType::F32, {4, 2}), tensor("opt_state/mu/dense/bias", StoredDType::F32, {2}),
+                     tensor("step", StoredDType::I64, {}), tensor("mask", StoredDType::BOOL, {0})};
     const auto written = write_model(dir, model, 40);
     if (written.size() != 4 || written.back() != kIndexFile) finding("the fixed model did not write three shards and an index");
     ModelFiles where;

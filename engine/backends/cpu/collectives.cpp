@@ -45,7 +45,7 @@ const char* kind_name(int kind) {
   return kind >= 0 && kind < 8 ? names[kind] : "?";
 }
 
-const char* type_name(int id) { return id == 1 ? "float" : id == 2 ? "double" : "none"; }
+const char* type_name(int id) { return id >= 0 ? dtype_name(DType(id)) : "none"; }
 
 std::string group_str(const std::vector<int>& group) {
   std::string s = "[";
@@ -87,6 +87,24 @@ void sum_block(T* __restrict acc, const T* const* src, int n, int64_t off, int64
     const T* __restrict x = src[k] + off;
     for (int64_t i = 0; i < len; ++i) acc[i] += x[i];
   }
+}
+
+// The 16-bit floats, as elements the data movement copies; their sums go through float32.
+struct Bf16 {
+  uint16_t bits;
+};
+struct Half {
+  uint16_t bits;
+};
+void sum_block(Bf16* acc, const Bf16* const* src, int n, int64_t off, int64_t len) {
+  std::vector<const void*> at(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) at[size_t(r)] = src[r] + off;
+  sum_in_order_16bit(DType::BF16, acc, at.data(), n, len);
+}
+void sum_block(Half* acc, const Half* const* src, int n, int64_t off, int64_t len) {
+  std::vector<const void*> at(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) at[size_t(r)] = src[r] + off;
+  sum_in_order_16bit(DType::F16, acc, at.data(), n, len);
 }
 
 // Above this many bytes written by the whole group, the output cannot stay in the last-level cache
@@ -138,7 +156,7 @@ struct Slot {
   void* out = nullptr;
   int64_t count = 0;
   int kind = 0;
-  int type = 0;
+  int type = -1;  // a DType; -1 before the first call
   int root = 0;  // broadcast's root rank
 };
 
@@ -357,8 +375,13 @@ void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group
   }
 
   if (count > 0 && kind != Kind::Barrier) {
-    if (t == DType::F64) move<double>(kind, g, rank, static_cast<double*>(out), count, root);
-    else move<float>(kind, g, rank, static_cast<float*>(out), count, root);
+    switch (t) {
+      case DType::F64: move<double>(kind, g, rank, static_cast<double*>(out), count, root); break;
+      case DType::F32: move<float>(kind, g, rank, static_cast<float*>(out), count, root); break;
+      case DType::I32: move<int32_t>(kind, g, rank, static_cast<int32_t*>(out), count, root); break;
+      case DType::BF16: move<Bf16>(kind, g, rank, static_cast<Bf16*>(out), count, root); break;
+      case DType::F16: move<Half>(kind, g, rank, static_cast<Half*>(out), count, root); break;
+    }
   }
   arrive(g, rank, kind);
 }

@@ -23,15 +23,15 @@ void split(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
 }
 
 // Copies `len` slices along `dim` from src (at src_off) to dst (at dst_off); the two shapes may
-// differ only in `dim`.
-template <class T>
-void copy_slab(const T* src, const Shape& ss, T* dst, const Shape& ds, int64_t dim, int64_t src_off, int64_t dst_off, int64_t len) {
+// differ only in `dim`. Elements are `es` bytes.
+void copy_slab(const std::byte* src, const Shape& ss, std::byte* dst, const Shape& ds, int64_t dim, int64_t src_off, int64_t dst_off,
+               int64_t len, size_t es) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < dim; ++i) outer *= ss[size_t(i)];
   for (size_t i = size_t(dim) + 1; i < ss.size(); ++i) inner *= ss[i];
   for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(dst + (o * ds[size_t(dim)] + dst_off) * inner, src + (o * ss[size_t(dim)] + src_off) * inner,
-                size_t(len * inner) * sizeof(T));
+    std::memcpy(dst + size_t((o * ds[size_t(dim)] + dst_off) * inner) * es, src + size_t((o * ss[size_t(dim)] + src_off) * inner) * es,
+                size_t(len * inner) * es);
 }
 
 }  // namespace
@@ -79,27 +79,29 @@ UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const shard
 }
 
 // Each device's own block along `dim` is already in place; the others arrive from their owners.
-template <class T>
-void gather_in_place(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx, const std::vector<int>& group) {
-  const UpdateBlock b = update_block(*a.in_shapes[0], ins.attrs, ctx.mesh, ctx.device);
-  T* x = a.in_mut[0];
+void gather_in_place(const ir::Instr& ins, const CommArgs& a, const StepContext& ctx, const std::vector<int>& group) {
+  const UpdateBlock b = update_block(*a.in_shape, ins.attrs, ctx.mesh, ctx.device);
+  const size_t es = dtype_size(a.type);
+  std::byte* x = a.in_mut;
   const int64_t n = ins.attrs.group_size, count = b.runs * b.len;
   if (b.runs == 1) {
-    ctx.comm->all_gather(ctx.device, group, x + b.offset, x, count);
+    ctx.comm->all_gather(ctx.device, group, x + size_t(b.offset) * es, x, count, a.type);
     return;
   }
-  std::vector<T> mine(static_cast<size_t>(count)), staged(static_cast<size_t>(n * count));
-  for (int64_t r = 0; r < b.runs; ++r) std::memcpy(mine.data() + r * b.len, x + r * b.stride + b.offset, size_t(b.len) * sizeof(T));
-  ctx.comm->all_gather(ctx.device, group, mine.data(), staged.data(), count);
+  std::vector<std::byte> mine(size_t(count) * es), staged(size_t(n * count) * es);
+  for (int64_t r = 0; r < b.runs; ++r)
+    std::memcpy(mine.data() + size_t(r * b.len) * es, x + size_t(r * b.stride + b.offset) * es, size_t(b.len) * es);
+  ctx.comm->all_gather(ctx.device, group, mine.data(), staged.data(), count, a.type);
   for (int64_t k = 0; k < n; ++k)
     for (int64_t r = 0; r < b.runs; ++r)
-      std::memcpy(x + r * b.stride + k * b.len, staged.data() + k * count + r * b.len, size_t(b.len) * sizeof(T));
+      std::memcpy(x + size_t(r * b.stride + k * b.len) * es, staged.data() + size_t(k * count + r * b.len) * es, size_t(b.len) * es);
 }
 
-template <class T>
-void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+void run_comm_kernel(const ir::Instr& ins, const CommArgs& a, const StepContext& ctx) {
   if (!ctx.mesh) throw Error(std::string("internal: ") + ir::op_name(ins.op) + " outside an SPMD run");
   const ir::Attrs& at = ins.attrs;
+  const DType t = a.type;
+  const size_t es = dtype_size(t);
   if (ins.op == ir::Op::AllGatherInPlace) {
     if (!ctx.comm) throw Error("internal: no collectives for an SPMD run");
     const std::vector<int> group = ctx.mesh->group(ctx.device, at.mesh_axes);
@@ -113,21 +115,22 @@ void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepCon
     if (ctx.stage_axis < 0) throw Error("internal: a pipeline transfer outside a pipelined run");
     c.at(size_t(ctx.stage_axis)) = at.peer;
     const int peer = int(ctx.mesh->device_at(c));
-    if (ins.op == ir::Op::Send) ctx.comm->post(ctx.device, peer, at.tag, a.in[0], numel(*a.in_shapes[0]));
-    else ctx.comm->take(ctx.device, peer, at.tag, a.out[0], numel(*a.out_shapes[0]));
+    if (ins.op == ir::Op::Send) ctx.comm->post(ctx.device, peer, at.tag, a.in, numel(*a.in_shape), t);
+    else ctx.comm->take(ctx.device, peer, at.tag, a.out, numel(*a.out_shape), t);
     return;
   }
-  const Shape& is = *a.in_shapes[0];
-  const Shape& os = *a.out_shapes[0];
-  const T* x = a.in[0];
-  T* y = a.out[0];
+  const Shape& is = *a.in_shape;
+  const Shape& os = *a.out_shape;
+  const std::byte* x = a.in;
+  std::byte* y = a.out;
   const int64_t n = at.group_size;
   if (ins.op == ir::Op::ShardSlice) {
     int64_t outer, in_inner, out_inner;
     split(is, at.dim, outer, in_inner);
     split(os, at.dim, outer, out_inner);
     const int64_t b = block_index(*ctx.mesh, ctx.device, at.mesh_axes);
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(y + o * out_inner, x + o * in_inner + b * out_inner, size_t(out_inner) * sizeof(T));
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y + size_t(o * out_inner) * es, x + size_t(o * in_inner + b * out_inner) * es, size_t(out_inner) * es);
     return;
   }
   if (!ctx.comm) throw Error("internal: no collectives for an SPMD run");
@@ -135,36 +138,36 @@ void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepCon
   if (int64_t(group.size()) != n) throw Error("internal: collective group size does not match the program");
   switch (ins.op) {
     case ir::Op::AllReduce:
-      ctx.comm->all_reduce(ctx.device, group, x, y, numel(is));
+      ctx.comm->all_reduce(ctx.device, group, x, y, numel(is), t);
       return;
     case ir::Op::AllGather: {
       int64_t outer, inner;
       split(is, at.dim, outer, inner);
       if (outer == 1) {
-        ctx.comm->all_gather(ctx.device, group, x, y, numel(is));
+        ctx.comm->all_gather(ctx.device, group, x, y, numel(is), t);
         return;
       }
       // Gather whole blocks, then interleave them along `dim`.
-      std::vector<T> staged(size_t(n * numel(is)));
-      ctx.comm->all_gather(ctx.device, group, x, staged.data(), numel(is));
+      std::vector<std::byte> staged(size_t(n * numel(is)) * es);
+      ctx.comm->all_gather(ctx.device, group, x, staged.data(), numel(is), t);
       for (int64_t r = 0; r < n; ++r)
         for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(y + (o * n + r) * inner, staged.data() + r * numel(is) + o * inner, size_t(inner) * sizeof(T));
+          std::memcpy(y + size_t((o * n + r) * inner) * es, staged.data() + size_t(r * numel(is) + o * inner) * es, size_t(inner) * es);
       return;
     }
     case ir::Op::ReduceScatter: {
       int64_t outer, inner;
       split(os, at.dim, outer, inner);
       if (outer == 1) {
-        ctx.comm->reduce_scatter(ctx.device, group, x, y, numel(os));
+        ctx.comm->reduce_scatter(ctx.device, group, x, y, numel(os), t);
         return;
       }
       // Make each destination's block contiguous first.
-      std::vector<T> staged(size_t(numel(is)));
+      std::vector<std::byte> staged(size_t(numel(is)) * es);
       for (int64_t r = 0; r < n; ++r)
         for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(staged.data() + r * numel(os) + o * inner, x + (o * n + r) * inner, size_t(inner) * sizeof(T));
-      ctx.comm->reduce_scatter(ctx.device, group, staged.data(), y, numel(os));
+          std::memcpy(staged.data() + size_t(r * numel(os) + o * inner) * es, x + size_t((o * n + r) * inner) * es, size_t(inner) * es);
+      ctx.comm->reduce_scatter(ctx.device, group, staged.data(), y, numel(os), t);
       return;
     }
     case ir::Op::AllToAll: {
@@ -172,20 +175,18 @@ void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepCon
       Shape chunk = is;
       chunk[size_t(at.split_dim)] /= n;
       const int64_t cn = numel(chunk);
-      std::vector<T> send(size_t(n * cn)), recv(size_t(n * cn));
+      std::vector<std::byte> send(size_t(n * cn) * es), recv(size_t(n * cn) * es);
       for (int64_t r = 0; r < n; ++r)
-        copy_slab(x, is, send.data() + r * cn, chunk, at.split_dim, r * chunk[size_t(at.split_dim)], 0, chunk[size_t(at.split_dim)]);
-      ctx.comm->all_to_all(ctx.device, group, send.data(), recv.data(), cn);
+        copy_slab(x, is, send.data() + size_t(r * cn) * es, chunk, at.split_dim, r * chunk[size_t(at.split_dim)], 0,
+                  chunk[size_t(at.split_dim)], es);
+      ctx.comm->all_to_all(ctx.device, group, send.data(), recv.data(), cn, t);
       for (int64_t r = 0; r < n; ++r)
-        copy_slab(recv.data() + r * cn, chunk, y, os, at.dim, 0, r * chunk[size_t(at.dim)], chunk[size_t(at.dim)]);
+        copy_slab(recv.data() + size_t(r * cn) * es, chunk, y, os, at.dim, 0, r * chunk[size_t(at.dim)], chunk[size_t(at.dim)], es);
       return;
     }
     default:
       throw Error(std::string("internal: ") + ir::op_name(ins.op) + " is not a collective");
   }
 }
-
-template void run_comm_kernel<float>(const ir::Instr&, const KernelArgs<float>&, const StepContext&);
-template void run_comm_kernel<double>(const ir::Instr&, const KernelArgs<double>&, const StepContext&);
 
 }  // namespace shardlab::backends::cpu

@@ -2,6 +2,7 @@
 // sharded weight update lies.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,16 @@ UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const shard
 // dropout uses it too.
 ShardIndex shard_index(const Shape& local, const ir::Attrs& attrs, const sharding::Mesh* mesh, int device);
 
-template <class T>
-void run_comm_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx);
+// A communication primitive's operand and result as the executor holds them: raw elements of
+// `type` (any dtype; a float32 value of the double-precision executor is float64), moved as they are.
+struct CommArgs {
+  const std::byte* in = nullptr;
+  std::byte* out = nullptr;
+  std::byte* in_mut = nullptr;  // AllGatherInPlace writes its operand
+  const Shape* in_shape = nullptr;
+  const Shape* out_shape = nullptr;
+  DType type = DType::F32;
+};
+void run_comm_kernel(const ir::Instr& ins, const CommArgs& a, const StepContext& ctx);
 
 }  // namespace shardlab::backends::cpu

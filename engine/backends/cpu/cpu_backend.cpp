@@ -88,18 +88,15 @@ class CpuExecutable final : public Executable {
     return ids;
   }
 
-  void write(int device, int value, const float* host) override {
-    std::copy_n(host, numel(program_->shape(value)), device_at(device).data(value));
-  }
-  void read(int device, int value, float* host) const override {
-    std::copy_n(device_at(device).data(value), numel(program_->shape(value)), host);
-  }
+  void write(int device, int value, const float* host) override { device_at(device).write(value, host); }
+  void read(int device, int value, float* host) const override { device_at(device).read(value, host); }
 
   void run(const RunContext& ctx) override {
     const std::function<void(int)> job = [&](int d) {
       StepContext c;
       c.step = ctx.step;
       c.learning_rate = ctx.learning_rate;
+      c.loss_scale = ctx.loss_scale;
       c.device = rt_->first + d;
       c.mesh = &mesh_;
       c.comm = rt_->comm.get();
@@ -120,7 +117,7 @@ class CpuExecutable final : public Executable {
     return s / double(devices_.size());
   }
   size_t fused_instructions() const override { return devices_[0]->fused_instructions(); }
-  uint64_t bytes_per_device() const override { return uint64_t(devices_[0]->allocated_elems()) * sizeof(float); }
+  uint64_t bytes_per_device() const override { return uint64_t(devices_[0]->allocated_bytes()); }
 
  private:
   // A global device id of this process's.

@@ -4,10 +4,14 @@
 #include "engine/backends/cpu/openmp.h"
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
+#include <type_traits>
 
+#include "engine/backends/cpu/comm_kernels.h"
 #include "engine/backends/cpu/kernels.h"
 #include "engine/plan/foldable_chains.h"
+#include "engine/tensor/convert.h"
 #include "engine/ir/primitive.h"
 #include "engine/profiler/instruction_arrays.h"
 #include "engine/profiler/trace.h"
@@ -26,22 +30,59 @@ void set_threads(int threads) {
 int default_threads() { return int(std::max(1u, std::thread::hardware_concurrency())); }
 
 template <class T>
+DType Executor<T>::held(DType d) {
+  return d == DType::F32 && std::is_same_v<T, double> ? DType::F64 : d;
+}
+
+template <class T>
 Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse, const Executor* share_persistent)
     : program_(program), plan_(std::move(plan)), persistent_(&own_persistent_) {
-  arena_.assign(size_t(plan_.arena_elems), T(0));
+  int64_t persistent_bytes = plan_.param_bytes + plan_.opt_state_bytes, arena_bytes = plan_.arena_bytes;
+  if constexpr (std::is_same_v<T, float>) {
+    arena_at_ = plan_.arena_offset;
+    persistent_at_ = plan_.persistent_offset;
+  } else {
+    lay_out_each_value_alone();
+    arena_bytes = persistent_bytes = 0;
+    for (size_t v = 0; v < program_.values.size(); ++v) {
+      const int64_t end = int64_t(numel(program_.values[v].shape) * dtype_size(held(program_.values[v].dtype)));
+      if (arena_at_[v] >= 0) arena_bytes = std::max(arena_bytes, arena_at_[v] + end);
+      if (persistent_at_[v] >= 0) persistent_bytes = std::max(persistent_bytes, persistent_at_[v] + end);
+    }
+  }
+  arena_.assign(size_t(arena_bytes), std::byte{0});
   if (share_persistent) {
-    if (share_persistent->persistent_->size() != size_t(plan_.param_elems + plan_.opt_state_elems))
+    if (share_persistent->persistent_->size() != size_t(persistent_bytes))
       throw Error("internal: executors disagree on the size of the persistent state");
     persistent_ = share_persistent->persistent_;
   } else {
-    own_persistent_.assign(size_t(plan_.param_elems + plan_.opt_state_elems), T(0));
+    own_persistent_.assign(size_t(persistent_bytes), std::byte{0});
   }
+  int64_t staging = 0;
+  for (const ir::Instr& ins : program_.instrs) staging = std::max(staging, plan::staging_elems(program_, ins));
+  staging_.assign(size_t(staging), T(0));
   if (fuse) {
     plan_fusion();
   } else {
     for (size_t i = 0; i < program_.instrs.size(); ++i) steps_.push_back(Step{i});
   }
   describe_steps();
+}
+
+// The double executor's layout: every arena value at its own offset (8-byte aligned), parameters
+// then optimizer state in the persistent block, in value order as the plan has them.
+template <class T>
+void Executor<T>::lay_out_each_value_alone() {
+  const size_t nv = program_.values.size();
+  arena_at_.assign(nv, -1);
+  persistent_at_.assign(nv, -1);
+  auto size_of = [&](size_t v) { return (int64_t(numel(program_.values[v].shape) * dtype_size(held(program_.values[v].dtype))) + 7) / 8 * 8; };
+  int64_t arena = 0, persistent = 0;
+  for (ir::ValueKind kind : {ir::ValueKind::Param, ir::ValueKind::OptState})
+    for (size_t v = 0; v < nv; ++v)
+      if (plan_.persistent_offset.at(v) >= 0 && program_.values[v].kind == kind) persistent_at_[v] = persistent, persistent += size_of(v);
+  for (size_t v = 0; v < nv; ++v)
+    if (plan_.arena_offset.at(v) >= 0) arena_at_[v] = arena, arena += size_of(v);
 }
 
 // What a trace shows per step: category, name, planned FLOPs or bytes moved, and the step's
@@ -89,15 +130,15 @@ void Executor<T>::describe_steps() {
     };
     double f = flops_of(in);
     for (size_t k : st.folded_instrs) f += flops_of(ins[k]);
-    (comm ? info.bytes : info.flops) = comm ? f * sizeof(T) : f;
+    (comm ? info.bytes : info.flops) = comm ? f * double(dtype_size(held(program_.dtype(in.in.empty() ? in.out.at(0) : in.in[0])))) : f;
     // Live arena bytes once this step is done (distinct buffers only).
     const int64_t stage = in.stage >= 0 ? in.stage : 0;
     const int* from = first.data() + size_t(stage) * nv;
     const int* to = last.data() + size_t(stage) * nv;
     std::vector<std::pair<int64_t, int64_t>> bufs;
     for (size_t v = 0; v < nv; ++v)
-      if (plan_.arena_offset[v] >= 0 && from[v] <= int(st.instr) && to[v] > int(st.instr))
-        bufs.push_back({plan_.arena_offset[v], numel(program_.values[v].shape)});
+      if (arena_at_[v] >= 0 && from[v] <= int(st.instr) && to[v] > int(st.instr))
+        bufs.push_back({arena_at_[v], int64_t(numel(program_.values[v].shape) * dtype_size(held(program_.values[v].dtype)))});
     std::sort(bufs.begin(), bufs.end());
     int64_t covered = 0, reach = 0;
     for (auto [off, n] : bufs) {
@@ -105,7 +146,7 @@ void Executor<T>::describe_steps() {
       covered += off + n - std::max(off, reach);
       reach = off + n;
     }
-    info.live_bytes = double(covered) * sizeof(T);
+    info.live_bytes = double(covered);
     info_.push_back(info);
   }
 }
@@ -143,11 +184,23 @@ void Executor<T>::plan_fusion() {
 }
 
 template <class T>
-T* Executor<T>::data(int v) {
+void* Executor<T>::raw(int v) {
   const size_t i = size_t(v);
-  if (plan_.persistent_offset.at(i) >= 0) return persistent_->data() + plan_.persistent_offset[i];
-  if (plan_.arena_offset.at(i) >= 0) return arena_.data() + plan_.arena_offset[i];
+  if (persistent_at_.at(i) >= 0) return persistent_->data() + persistent_at_[i];
+  if (arena_at_.at(i) >= 0) return arena_.data() + arena_at_[i];
   throw Error("internal: value '" + program_.values.at(i).name + "' has no storage in the plan");
+}
+
+template <class T>
+const void* Executor<T>::raw(int v) const {
+  return const_cast<Executor*>(this)->raw(v);
+}
+
+template <class T>
+T* Executor<T>::data(int v) {
+  if (program_.dtype(v) != DType::F32)
+    throw Error("internal: value '" + program_.values.at(size_t(v)).name + "' is " + dtype_name(program_.dtype(v)) + ", not float32");
+  return static_cast<T*>(raw(v));
 }
 
 template <class T>
@@ -156,8 +209,138 @@ const T* Executor<T>::data(int v) const {
 }
 
 template <class T>
-void Executor<T>::run(const StepContext& ctx) {
+void Executor<T>::write(int v, const T* from) {
+  from_float(from, raw(v), held(program_.dtype(v)), size_t(numel(program_.shape(v))));
+}
+
+template <class T>
+void Executor<T>::read(int v, T* to) const {
+  to_float(raw(v), held(program_.dtype(v)), to, size_t(numel(program_.shape(v))));
+}
+
+// Convert: any held type to any other, through T a chunk at a time (directly where one side is T).
+template <class T>
+void Executor<T>::run_convert(const ir::Instr& ins) {
+  const int x = ins.in[0], y = ins.out[0];
+  const DType from = held(program_.dtype(x)), to = held(program_.dtype(y));
+  const int64_t n = numel(program_.shape(x));
+  const auto* src = static_cast<const std::byte*>(raw(x));
+  auto* dst = static_cast<std::byte*>(raw(y));
+  const DType mine = held(DType::F32);
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= 4 * kChunk)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t off = c * kChunk, len = std::min(kChunk, n - off);
+    const std::byte* s = src + size_t(off) * dtype_size(from);
+    std::byte* d = dst + size_t(off) * dtype_size(to);
+    if (from == to) {
+      if (s != d) std::memcpy(d, s, size_t(len) * dtype_size(to));
+    } else if (from == mine) {
+      from_float(reinterpret_cast<const T*>(s), d, to, size_t(len));
+    } else if (to == mine) {
+      to_float(s, from, reinterpret_cast<T*>(d), size_t(len));
+    } else {
+      std::vector<T> tmp(static_cast<size_t>(len));
+      to_float(s, from, tmp.data(), size_t(len));
+      from_float(tmp.data(), d, to, size_t(len));
+    }
+  }
+}
+
+// A MatMul (with its folded epilogue): operands as stored, the product in T. A 16-bit result is
+// computed into the staging area and rounded into place; its epilogue then runs on the rounded
+// values, rounding after the bias add as the unfused instructions would, so fusing changes nothing.
+template <class T>
+void Executor<T>::run_matmul_step(const Step& step, const ir::Instr& ins) {
+  MatmulOperands x;
+  x.a = raw(ins.in[0]);
+  x.a_type = held(program_.dtype(ins.in[0]));
+  x.a_shape = &program_.shape(ins.in[0]);
+  x.b = raw(ins.in[1]);
+  x.b_type = held(program_.dtype(ins.in[1]));
+  x.b_shape = &program_.shape(ins.in[1]);
+  const int out = step.folded ? step.out : ins.out[0];
+  const DType od = program_.dtype(out);
+  if (od == DType::F32) {
+    Epilogue<T> e;
+    if (step.folded) {
+      e.bias = step.bias >= 0 ? data(step.bias) : nullptr;
+      e.relu = step.relu;
+      e.mask = step.mask >= 0 ? data(step.mask) : nullptr;
+    }
+    run_matmul(ins, x, data(out), e);
+    return;
+  }
+  const Shape& os = program_.shape(ins.out[0]);
+  const int64_t mn = numel(os), cols = os.empty() ? 1 : os.back(), rows = mn / std::max<int64_t>(cols, 1);
+  T* c = staging_.data();
+  run_matmul(ins, x, c);
+  void* y = raw(out);
+  from_float(c, y, od, size_t(mn));
+  if (!step.folded) return;
+  to_float(y, od, c, size_t(mn));
+  if (step.bias >= 0) {
+    std::vector<T> bias(static_cast<size_t>(cols));
+    to_float(raw(step.bias), held(program_.dtype(step.bias)), bias.data(), size_t(cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j) c[r * cols + j] += bias[size_t(j)];
+    from_float(c, y, od, size_t(mn));
+    to_float(y, od, c, size_t(mn));
+  }
+  if (step.relu)
+    for (int64_t i = 0; i < mn; ++i) c[i] = c[i] > T(0) ? c[i] : T(0);
+  if (step.mask >= 0) {
+    std::vector<T> mask(static_cast<size_t>(cols));
+    const DType md = held(program_.dtype(step.mask));
+    const auto* m = static_cast<const std::byte*>(raw(step.mask));
+    for (int64_t r = 0; r < rows; ++r) {
+      to_float(m + size_t(r * cols) * dtype_size(md), md, mask.data(), size_t(cols));
+      for (int64_t j = 0; j < cols; ++j)
+        if (!(mask[size_t(j)] > T(0))) c[r * cols + j] = T(0);
+    }
+  }
+  from_float(c, y, od, size_t(mn));
+}
+
+// Any other computing instruction: its 16-bit and int32 operands and results go through float
+// working copies in the staging area (plan::stages_operand says which).
+template <class T>
+void Executor<T>::run_staged(const ir::Instr& ins, const StepContext& ctx) {
   KernelArgs<T> args;
+  size_t used = 0;
+  const size_t nin = ins.in.size();
+  std::vector<T*> staged(nin + ins.out.size(), nullptr);
+  for (size_t k = 0; k < nin + ins.out.size(); ++k) {
+    if (!plan::stages_operand(program_, ins, k)) continue;
+    const int v = k < nin ? ins.in[k] : ins.out[k - nin];
+    const size_t n = size_t(numel(program_.shape(v)));
+    staged[k] = staging_.data() + used;
+    used += n;
+    if (k < nin) to_float(raw(v), held(program_.dtype(v)), staged[k], n);
+  }
+  for (size_t k = 0; k < nin; ++k) {
+    const int v = ins.in[k];
+    T* d = staged[k] ? staged[k] : data(v);
+    args.in.push_back(d);
+    args.in_mut.push_back(d);
+    args.in_shapes.push_back(&program_.shape(v));
+  }
+  for (size_t k = 0; k < ins.out.size(); ++k) {
+    const int v = ins.out[k];
+    args.out.push_back(staged[nin + k] ? staged[nin + k] : data(v));
+    args.out_shapes.push_back(&program_.shape(v));
+  }
+  run_kernel(ins, args, ctx);
+  for (size_t k = 0; k < ins.out.size(); ++k)
+    if (staged[nin + k]) from_float(staged[nin + k], raw(ins.out[k]), held(program_.dtype(ins.out[k])), size_t(numel(program_.shape(ins.out[k]))));
+  // An update writes its parameter (and state, always float32) in place.
+  if ((ins.op == ir::Op::AdamUpdate || ins.op == ir::Op::SgdUpdate) && staged[0])
+    from_float(staged[0], raw(ins.in[0]), held(program_.dtype(ins.in[0])), size_t(numel(program_.shape(ins.in[0]))));
+}
+
+template <class T>
+void Executor<T>::run(const StepContext& ctx) {
   comm_seconds_ = 0;
   profiler::Trace* trace = ctx.trace;
   profiler::StepSummary summary;
@@ -170,34 +353,25 @@ void Executor<T>::run(const StepContext& ctx) {
     const ir::Instr& ins = program_.instrs[step.instr];
     if (!ir::runs_on_stage(ins, ctx.stage)) continue;  // another pipeline stage's work
     const double t0 = trace ? trace->now_us() : 0.0;
-    args.in.clear();
-    args.out.clear();
-    args.in_shapes.clear();
-    args.out_shapes.clear();
-    args.in_mut.clear();
-    for (int v : ins.in) {
-      T* d = data(v);
-      args.in.push_back(d);
-      args.in_mut.push_back(d);
-      args.in_shapes.push_back(&program_.shape(v));
-    }
-    for (int v : ins.out) {
-      args.out.push_back(data(v));
-      args.out_shapes.push_back(&program_.shape(v));
-    }
-    if (step.folded) {
-      Epilogue<T> e;
-      e.bias = step.bias >= 0 ? data(step.bias) : nullptr;
-      e.relu = step.relu;
-      e.mask = step.mask >= 0 ? data(step.mask) : nullptr;
-      args.out[0] = data(step.out);
-      run_matmul(ins, args, e);
-    } else if (ir::is_collective(ins.op)) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run_kernel(ins, args, ctx);
-      comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (ins.op == ir::Op::MatMul || ins.op == ir::Op::BatchMatMul) {
+      run_matmul_step(step, ins);
+    } else if (ins.op == ir::Op::Convert) {
+      run_convert(ins);
+    } else if (ir::is_collective(ins.op) || ins.op == ir::Op::ShardSlice) {
+      const auto c0 = std::chrono::steady_clock::now();
+      CommArgs a;
+      const int operand = ins.in.empty() ? -1 : ins.in[0];
+      a.in = operand >= 0 ? static_cast<const std::byte*>(raw(operand)) : nullptr;
+      a.in_mut = operand >= 0 ? static_cast<std::byte*>(raw(operand)) : nullptr;
+      a.in_shape = operand >= 0 ? &program_.shape(operand) : nullptr;
+      a.out = ins.out.empty() ? nullptr : static_cast<std::byte*>(raw(ins.out[0]));
+      a.out_shape = ins.out.empty() ? nullptr : &program_.shape(ins.out[0]);
+      a.type = held(program_.dtype(operand >= 0 ? operand : ins.out.at(0)));
+      run_comm_kernel(ins, a, ctx);
+      if (ins.op != ir::Op::ShardSlice)
+        comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
     } else {
-      run_kernel(ins, args, ctx);
+      run_staged(ins, ctx);
     }
     if (trace) {
       const StepInfo& info = info_[k];

@@ -1,7 +1,12 @@
 // Runs a step program on the CPU: one arena for the step's temporaries (allocated once, laid out by
 // the memory plan) and one block for parameters and optimizer state that persists across steps.
+// Values keep their dtype in memory (16-bit activations take half the bytes); kernels compute in
+// float (T), so a 16-bit or int32 operand is staged: converted into a float working copy before the
+// kernel and back after it (the plan's staging_bytes), except for matmul operands, which the GEMM
+// converts as it packs them, and data that collectives move as it is.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -22,11 +27,23 @@ class Executor {
   // `fuse`: fold elementwise instructions into the GEMMs that feed them (off only to test it).
   // `share_persistent`: use that executor's parameters and optimizer state (built from the same
   // model, e.g. the evaluation step beside the training step) instead of allocating them.
+  // T = double (the tests' reference) holds float32 values as double: it lays every value out in
+  // a place of its own rather than by the plan, whose offsets are for 4-byte floats.
   Executor(const ir::Program& program, plan::MemoryPlan plan, bool fuse = true, const Executor* share_persistent = nullptr);
 
-  // Storage of any planned value (parameter, state, input, or a temporary after the step ran).
+  // Storage of a float32 value (parameter, state, input, or a temporary after the step ran), held
+  // as T; an Error for a value of another dtype.
   T* data(int value);
   const T* data(int value) const;
+  // Storage of any value, in held(its dtype).
+  void* raw(int value);
+  const void* raw(int value) const;
+  // A value's elements converted from or to T, whatever its dtype (int32 rounds to nearest).
+  void write(int value, const T* from);
+  void read(int value, T* to) const;
+  // How this executor holds a value of dtype d: float32 as T, every other dtype as itself.
+  static DType held(DType d);
+
   const ir::Program& program() const { return program_; }
   const plan::MemoryPlan& memory_plan() const { return plan_; }
 
@@ -36,17 +53,20 @@ class Executor {
   // Seconds the last run() spent in collectives (waiting for peers included).
   double last_comm_seconds() const { return comm_seconds_; }
 
-  // Elements this executor allocated: its arena, and its persistent block unless shared.
-  int64_t allocated_elems() const { return int64_t(arena_.size() + own_persistent_.size()); }
+  // Bytes this executor allocated: its arena and staging, and its persistent block unless shared.
+  int64_t allocated_bytes() const { return int64_t(arena_.size() + own_persistent_.size() + staging_.size() * sizeof(T)); }
 
  private:
   const ir::Program& program_;
   plan::MemoryPlan plan_;
   // 64-byte aligned, so vector loads never straddle cache lines at a buffer's start.
-  using Buffer = std::vector<T, util::AlignedAllocator<T>>;
-  Buffer arena_;
-  Buffer* persistent_;
-  Buffer own_persistent_;
+  using Bytes = std::vector<std::byte, util::AlignedAllocator<std::byte>>;
+  Bytes arena_;
+  Bytes* persistent_;
+  Bytes own_persistent_;
+  std::vector<T, util::AlignedAllocator<T>> staging_;  // float working copies of staged operands
+  // Where each value lives: byte offsets into the arena or the persistent block (-1 in the other).
+  std::vector<int64_t> arena_at_, persistent_at_;
 
   // The program as executed: one instruction each, or a MatMul with the instructions after it
   // that were folded into its epilogue.
@@ -73,6 +93,10 @@ class Executor {
   std::vector<bool> folded_away_;  // per instruction: performed by an earlier step
   double comm_seconds_ = 0;
   void plan_fusion();
+  void lay_out_each_value_alone();
+  void run_matmul_step(const Step& step, const ir::Instr& ins);
+  void run_staged(const ir::Instr& ins, const StepContext& ctx);
+  void run_convert(const ir::Instr& ins);
 };
 
 // Sets the number of threads the kernels (and Eigen's GEMM) use.

@@ -1,7 +1,7 @@
 // Float GEMM dispatch: picks, once per process, the fastest kernel the CPU runs (AVX-512, else
 // AVX2 + FMA, else Eigen), splits C's columns over the OpenMP threads and hands each thread its own
 // pack buffers. Double GEMMs (used by the tests) and the Eigen fallback go through Eigen's product
-// plus a separate epilogue pass.
+// plus a separate epilogue pass, on operands widened (and rounded) into float or double copies.
 #include "engine/backends/cpu/gemm.h"
 
 #include <Eigen/Core>
@@ -14,11 +14,17 @@
 
 #include "engine/backends/cpu/gemm_blocked.h"
 #include "engine/backends/cpu/gemm_kernels.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 
 namespace shardlab::backends::cpu {
 
 namespace {
+
+template <class T>
+constexpr DType dtype_of_scalar() {
+  return std::is_same_v<T, double> ? DType::F64 : DType::F32;
+}
 
 template <class T>
 void eigen_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
@@ -118,11 +124,44 @@ const char* kernel_name(GemmKernel kernel) {
   return "unknown";
 }
 
-void gemm_with(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float* c, int64_t ldc, const Epilogue<float>& e) {
+// An operand for Eigen: itself where it already is T (and needs no rounding), else a widened and
+// rounded copy in `keep`.
+template <class T>
+const T* as_eigen_operand(const GemmOperand& x, int64_t rows, int64_t cols, MatmulPrecision precision, std::vector<T>& keep) {
+  const bool rounds = x.type == DType::F32 && precision != MatmulPrecision::Highest;
+  if (x.type == dtype_of_scalar<T>() && !rounds) return static_cast<const T*>(x.data);
+  keep.resize(size_t(rows * x.ld));
+  const size_t es = dtype_size(x.type);
+  std::vector<float> row(size_t(x.ld));
+  for (int64_t r = 0; r < rows; ++r) {
+    const void* src = static_cast<const char*>(x.data) + size_t(r * x.ld) * es;
+    if (x.type == DType::F64) {
+      to_float(src, DType::F64, keep.data() + r * x.ld, size_t(cols));
+      continue;
+    }
+    to_float(src, x.type, row.data(), size_t(cols));
+    round_for_matmul(row.data(), size_t(cols), x.type == DType::F32 ? precision : MatmulPrecision::Highest);
+    std::copy_n(row.data(), cols, keep.data() + r * x.ld);
+  }
+  return keep.data();
+}
+
+template <class T>
+void eigen_gemm_any(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, T* c,
+                    int64_t ldc, MatmulPrecision precision) {
+  thread_local std::vector<T> keep_a, keep_b;
+  const T* pa = as_eigen_operand<T>(a, ta ? k : m, ta ? m : k, precision, keep_a);
+  const T* pb = as_eigen_operand<T>(b, tb ? n : k, tb ? k : n, precision, keep_b);
+  eigen_gemm(ta, tb, m, n, k, pa, a.ld, pb, b.ld, c, ldc);
+}
+
+void gemm_with(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+               int64_t ldc, const Epilogue<float>& e, MatmulPrecision precision) {
   const BlockedKernel* bk = blocked(kernel);
   if (!bk && kernel != GemmKernel::eigen)
     throw Error(std::string("gemm: kernel '") + kernel_name(kernel) + "' cannot run on this CPU or build; available_kernels() lists those that can");
+  if (a.type == DType::F64 || b.type == DType::F64 || a.type == DType::I32 || b.type == DType::I32)
+    throw Error("internal: a float GEMM of " + std::string(dtype_name(a.type)) + " and " + dtype_name(b.type) + " operands");
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
@@ -130,25 +169,30 @@ void gemm_with(GemmKernel kernel, bool ta, bool tb, int64_t m, int64_t n, int64_
     return;
   }
   if (bk) {
-    blocked_gemm(*bk, GemmProblem{ta, tb, m, n, k, a, lda, b, ldb, c, ldc, e});
+    blocked_gemm(*bk, GemmProblem{ta, tb, m, n, k, a, b, c, ldc, e, precision});
   } else {
-    eigen_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    eigen_gemm_any<float>(ta, tb, m, n, k, a, b, c, ldc, precision);
     apply_epilogue(e, m, n, 0, 0, c, ldc);
   }
 }
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-          float* c, int64_t ldc, const Epilogue<float>& e) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c, int64_t ldc,
+          const Epilogue<float>& e, MatmulPrecision precision) {
   static const GemmKernel best = available_kernels().front();
   // A product narrower than one register tile in N or K (a 10-class head, its gradient) wastes most
   // of each tile; Eigen's kernels do it 1.5-3x faster (gemm_peak --table on the example shapes).
   const bool narrow = n < 16 || k < 16;
-  gemm_with(narrow ? GemmKernel::eigen : best, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, e);
+  gemm_with(narrow ? GemmKernel::eigen : best, ta, tb, m, n, k, a, b, c, ldc, e, precision);
 }
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
-          double* c, int64_t ldc, const Epilogue<double>& e) {
-  eigen_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, double* c, int64_t ldc,
+          const Epilogue<double>& e, MatmulPrecision precision) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0);
+  } else {
+    eigen_gemm_any<double>(ta, tb, m, n, k, a, b, c, ldc, precision);
+  }
   apply_epilogue(e, m, n, 0, 0, c, ldc);
 }
 

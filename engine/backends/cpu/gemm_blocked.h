@@ -39,23 +39,86 @@ void apply_epilogue(const Epilogue<T>& e, int64_t rows, int64_t cols, int64_t i0
   }
 }
 
+// How packing reads an operand's elements: float32 as they are, or rounded to TensorFloat-32's or
+// bfloat16's mantissa (the matmul precision), or 16-bit floats widened. These are this header's own
+// (internal linkage, see above) rather than engine/tensor/convert.h's, whose inline functions have
+// external linkage; the rounding is the same: to nearest, ties to even.
+enum class Read { F32, Tf32, Bf16Round, Bf16, F16 };
+
+// Always inlined, so no copy outside a kernel's own functions is compiled for the AVX-512 unit.
+[[gnu::always_inline]] inline float keep_mantissa(float x, int bits) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u) return x;  // inf and NaN as they are
+  const int drop = 23 - bits;
+  u = (u + ((1u << (drop - 1)) - 1u) + ((u >> drop) & 1u)) & ~((1u << drop) - 1u);
+  __builtin_memcpy(&x, &u, 4);
+  return x;
+}
+
+template <Read R>
+struct Reader {
+  using Src = float;
+  [[gnu::always_inline]] static float get(float v) {
+    if constexpr (R == Read::Tf32) return keep_mantissa(v, 10);
+    else if constexpr (R == Read::Bf16Round) return keep_mantissa(v, 7);
+    else return v;
+  }
+};
+template <>
+struct Reader<Read::Bf16> {
+  using Src = uint16_t;
+  [[gnu::always_inline]] static float get(uint16_t h) {
+    const uint32_t u = uint32_t(h) << 16;
+    float x;
+    __builtin_memcpy(&x, &u, 4);
+    return x;
+  }
+};
+template <>
+struct Reader<Read::F16> {
+  using Src = uint16_t;
+  [[gnu::always_inline]] static float get(uint16_t h) {
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+    if (exp == 0) return (sign ? -1.f : 1.f) * float(mant) * 0x1p-24f;
+    const uint32_t u = sign | (exp == 31 ? 0x7F800000u | (mant << 13) : ((exp + 112u) << 23) | (mant << 13));
+    float x;
+    __builtin_memcpy(&x, &u, 4);
+    return x;
+#endif
+  }
+};
+
+[[gnu::always_inline]] inline Read read_of(DType t, MatmulPrecision p) {
+  if (t == DType::BF16) return Read::Bf16;
+  if (t == DType::F16) return Read::F16;
+  return p == MatmulPrecision::Tf32 ? Read::Tf32 : p == MatmulPrecision::Bf16 ? Read::Bf16Round : Read::F32;
+}
+
 // Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels (k-major), zero-padding the last one.
 // Reads always run along memory: rows of a power-of-two stride would all fall in one cache set.
-template <int64_t MR>
-void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+// Templated on the micro-kernel K (for K::mr) so that every function compiled into a kernel's unit
+// is named after it (the package test checks that only those hold AVX-512 code).
+template <class K, Read R>
+void pack_a(bool ta, const typename Reader<R>::Src* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  using Src = typename Reader<R>::Src;
+  constexpr int64_t MR = K::mr;
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * kc) {
     const int64_t rows = std::min(MR, mc - ir);
     if (ta) {
       for (int64_t p = 0; p < kc; ++p) {
-        const float* src = a + (p0 + p) * lda + i0 + ir;
-        for (int64_t r = 0; r < rows; ++r) out[p * MR + r] = src[r];
+        const Src* src = a + (p0 + p) * lda + i0 + ir;
+        for (int64_t r = 0; r < rows; ++r) out[p * MR + r] = Reader<R>::get(src[r]);
         for (int64_t r = rows; r < MR; ++r) out[p * MR + r] = 0.f;
       }
     } else {
       for (int64_t r = 0; r < MR; ++r) {
-        const float* src = a + (i0 + ir + r) * lda + p0;
+        const Src* src = a + (i0 + ir + r) * lda + p0;
         if (r < rows)
-          for (int64_t p = 0; p < kc; ++p) out[p * MR + r] = src[p];
+          for (int64_t p = 0; p < kc; ++p) out[p * MR + r] = Reader<R>::get(src[p]);
         else
           for (int64_t p = 0; p < kc; ++p) out[p * MR + r] = 0.f;
       }
@@ -86,16 +149,18 @@ inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd)
 #endif
 
 // Packs op(B)[p0:p0+kc, j0:j0+nc] into NR-column panels (k-major), zero-padding the last one.
-template <int64_t NR>
-void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+template <class K, Read R>
+void pack_b(bool tb, const typename Reader<R>::Src* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+  using Src = typename Reader<R>::Src;
+  constexpr int64_t NR = K::nr;
   if (!tb) {
     // Row by row across the panels, so each row of B is read along memory.
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = b + (p0 + p) * ldb + j0;
+      const Src* src = b + (p0 + p) * ldb + j0;
       for (int64_t jr = 0; jr < nc; jr += NR) {
         const int64_t cols = std::min(NR, nc - jr);
         float* dst = out + jr * kc + p * NR;
-        for (int64_t col = 0; col < cols; ++col) dst[col] = src[jr + col];
+        for (int64_t col = 0; col < cols; ++col) dst[col] = Reader<R>::get(src[jr + col]);
         for (int64_t col = cols; col < NR; ++col) dst[col] = 0.f;
       }
     }
@@ -106,7 +171,7 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_
 #if defined(__AVX2__)
     // A full panel goes 8 x 8 at a time through registers: B's rows are read along memory and the
     // panel's rows written whole, where element-wise copying stores one float per instruction.
-    if constexpr (NR % 8 == 0)
+    if constexpr (NR % 8 == 0 && R == Read::F32)
       if (cols == NR) {
         const int64_t k8 = kc / 8 * 8;
         for (int64_t c0 = 0; c0 < NR; c0 += 8)
@@ -122,13 +187,37 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_
     for (int64_t pb = 0; pb < kc; pb += 64) {
       const int64_t pe = std::min(kc, pb + 64);
       for (int64_t col = 0; col < NR; ++col) {
-        const float* src = b + (j0 + jr + col) * ldb + p0;
+        const Src* src = b + (j0 + jr + col) * ldb + p0;
         if (col < cols)
-          for (int64_t p = pb; p < pe; ++p) out[p * NR + col] = src[p];
+          for (int64_t p = pb; p < pe; ++p) out[p * NR + col] = Reader<R>::get(src[p]);
         else
           for (int64_t p = pb; p < pe; ++p) out[p * NR + col] = 0.f;
       }
     }
+  }
+}
+
+// The packers for an operand's type and the problem's precision.
+template <class K>
+void pack_a_of(const GemmProblem& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  const void* a = g.a.data;
+  switch (read_of(g.a.type, g.precision)) {
+    case Read::F32: return pack_a<K, Read::F32>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
+    case Read::Tf32: return pack_a<K, Read::Tf32>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
+    case Read::Bf16Round: return pack_a<K, Read::Bf16Round>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
+    case Read::Bf16: return pack_a<K, Read::Bf16>(g.trans_a, static_cast<const uint16_t*>(a), g.a.ld, i0, mc, p0, kc, out);
+    case Read::F16: return pack_a<K, Read::F16>(g.trans_a, static_cast<const uint16_t*>(a), g.a.ld, i0, mc, p0, kc, out);
+  }
+}
+template <class K>
+void pack_b_of(const GemmProblem& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
+  const void* b = g.b.data;
+  switch (read_of(g.b.type, g.precision)) {
+    case Read::F32: return pack_b<K, Read::F32>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
+    case Read::Tf32: return pack_b<K, Read::Tf32>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
+    case Read::Bf16Round: return pack_b<K, Read::Bf16Round>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
+    case Read::Bf16: return pack_b<K, Read::Bf16>(g.trans_b, static_cast<const uint16_t*>(b), g.b.ld, p0, kc, j0, nc, out);
+    case Read::F16: return pack_b<K, Read::F16>(g.trans_b, static_cast<const uint16_t*>(b), g.b.ld, p0, kc, j0, nc, out);
   }
 }
 
@@ -156,7 +245,7 @@ void blocked_columns(const GemmProblem& g, int64_t j0, int64_t nc, float* apack,
     const bool accumulate = p0 > 0, last = p0 + kc >= g.k;
     for (int64_t i0 = 0; i0 < g.m; i0 += MC) {
       const int64_t mc = std::min(MC, g.m - i0);
-      pack_a<MR>(g.trans_a, g.a, g.lda, i0, mc, p0, kc, apack);
+      pack_a_of<K>(g, i0, mc, p0, kc, apack);
       for (int64_t jr = 0; jr < nc; jr += NR) {
         const int64_t cols = std::min(NR, nc - jr);
         float* bp = bpack + jr * kc;
@@ -165,9 +254,8 @@ void blocked_columns(const GemmProblem& g, int64_t j0, int64_t nc, float* apack,
         // Untransposed B is packed a few panels at a time, so that each of its kc rows is read
         // 256 bytes along memory rather than one line per row and panel (a 64-row product, one
         // device's share of a data-parallel batch, ran 40 -> 55-64 GFLOP/s on one AVX2 core).
-        if (i0 == 0 && g.trans_b) pack_b<NR>(true, g.b, g.ldb, p0, kc, j0 + jr, cols, bp);
-        if (i0 == 0 && !g.trans_b && jr % kGroupNN == 0)
-          pack_b<NR>(false, g.b, g.ldb, p0, kc, j0 + jr, std::min(kGroupNN, nc - jr), bp);
+        if (i0 == 0 && g.trans_b) pack_b_of<K>(g, p0, kc, j0 + jr, cols, bp);
+        if (i0 == 0 && !g.trans_b && jr % kGroupNN == 0) pack_b_of<K>(g, p0, kc, j0 + jr, std::min(kGroupNN, nc - jr), bp);
         for (int64_t ir = 0; ir < mc; ir += MR) {
           const int64_t rows = std::min(MR, mc - ir);
           const float* ap = apack + ir * kc;

@@ -11,13 +11,11 @@ namespace shardlab::backends::cpu {
 struct GemmProblem {
   bool trans_a, trans_b;
   int64_t m, n, k;
-  const float* a;
-  int64_t lda;
-  const float* b;
-  int64_t ldb;
+  GemmOperand a, b;
   float* c;
   int64_t ldc;
   Epilogue<float> epilogue;
+  MatmulPrecision precision = MatmulPrecision::Highest;
 };
 
 struct BlockedKernel {

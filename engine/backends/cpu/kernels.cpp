@@ -57,33 +57,34 @@ T gelu_derivative(T x) {
 
 // (rows, k) @ (k, cols) with both operands viewed as row-major matrices; see gemm.h.
 template <class T>
-void matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue = {}) {
-  const Shape& sa = *a.in_shapes[0];
-  const Shape& sb = *a.in_shapes[1];
+void matmul(const ir::Instr& ins, const MatmulOperands& x, T* c, const Epilogue<T>& epilogue) {
+  const Shape& sa = *x.a_shape;
+  const Shape& sb = *x.b_shape;
   const int64_t ra = numel(sa) / sa.back(), ca = sa.back();
   const int64_t rb = numel(sb) / sb.back(), cb = sb.back();
   const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
   const int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
-  gemm(ta, tb, m, n, k, a.in[0], ca, a.in[1], cb, a.out[0], n, epilogue);
+  gemm(ta, tb, m, n, k, {x.a, x.a_type, ca}, {x.b, x.b_type, cb}, c, n, epilogue, ins.attrs.precision);
 }
 
 // One GEMM per index of the leading dims. Many small products (attention's per-head scores) run
 // side by side on the threads, each single-threaded; a few large ones each use them all.
 template <class T>
-void batch_matmul(const ir::Instr& ins, const KernelArgs<T>& a) {
-  const Shape& sa = *a.in_shapes[0];
-  const Shape& sb = *a.in_shapes[1];
+void batch_matmul(const ir::Instr& ins, const MatmulOperands& x, T* C) {
+  const Shape& sa = *x.a_shape;
+  const Shape& sb = *x.b_shape;
   const size_t r = sa.size();
   const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
   const int64_t m = ta ? sa[r - 1] : sa[r - 2], k = ta ? sa[r - 2] : sa[r - 1], n = tb ? sb[r - 2] : sb[r - 1];
   const int64_t stride_a = sa[r - 2] * sa[r - 1], stride_b = sb[r - 2] * sb[r - 1], batch = numel(sa) / std::max<int64_t>(stride_a, 1);
-  const T* A = a.in[0];
-  const T* B = a.in[1];
-  T* C = a.out[0];
+  const auto* A = static_cast<const char*>(x.a);
+  const auto* B = static_cast<const char*>(x.b);
+  const size_t ea = dtype_size(x.a_type), eb = dtype_size(x.b_type);
   const bool across = batch >= 2 * openmp::max_threads();
 #pragma omp parallel for schedule(static) if (across)
   for (int64_t i = 0; i < batch; ++i)
-    gemm(ta, tb, m, n, k, A + i * stride_a, sa[r - 1], B + i * stride_b, sb[r - 1], C + i * m * n, n);
+    gemm(ta, tb, m, n, k, {A + size_t(i * stride_a) * ea, x.a_type, sa[r - 1]}, {B + size_t(i * stride_b) * eb, x.b_type, sb[r - 1]},
+         C + i * m * n, n, {}, ins.attrs.precision);
 }
 
 // Result dim d is operand dim perm[d]: each output row (last dim) is read with the stride its
@@ -291,10 +292,24 @@ void softmax_xent(const KernelArgs<T>& a, bool grad) {
   }
 }
 
+// Under dynamic loss scaling an update whose step overflowed changes nothing (the last operand
+// counts the non-finite gradient elements); otherwise its gradient is divided by the loss scale.
+template <class T>
+bool skipped(const ir::Instr& ins, const KernelArgs<T>& a) {
+  return ins.attrs.loss_scaled && a.in.back()[0] != T(0);
+}
+
+template <class T>
+T unscale(const ir::Instr& ins, const StepContext& ctx) {
+  return ins.attrs.loss_scaled ? T(1.0 / ctx.loss_scale) : T(1);
+}
+
 template <class T>
 void adam(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+  if (skipped(ins, a)) return;
   const ir::Attrs& at = ins.attrs;
   const UpdateBlock blk = update_block(*a.in_shapes[0], at, ctx.mesh, ctx.device);
+  const T gs = unscale<T>(ins, ctx);
   // Optax scale_by_adam: bias correction with the incremented count, eps outside the square root.
   const double t = double(ctx.step + 1);
   const T inv_c1 = T(1.0 / (1.0 - std::pow(at.b1, t))), inv_c2 = T(1.0 / (1.0 - std::pow(at.b2, t)));
@@ -308,8 +323,9 @@ void adam(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) 
     // One pass over parameter, gradient and both moments: the update is memory-bound.
 #pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
-      const T m = b1 * mu[i] + (T(1) - b1) * g[i];
-      const T v = b2 * nu[i] + (T(1) - b2) * g[i] * g[i];
+      const T gi = g[i] * gs;
+      const T m = b1 * mu[i] + (T(1) - b1) * gi;
+      const T v = b2 * nu[i] + (T(1) - b2) * gi * gi;
       mu[i] = m;
       nu[i] = v;
       // adamw's decoupled decay is wd * p (wd = 0 for adam)
@@ -320,19 +336,21 @@ void adam(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) 
 
 template <class T>
 void sgd(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx) {
+  if (skipped(ins, a)) return;
   const UpdateBlock blk = update_block(*a.in_shapes[0], ins.attrs, ctx.mesh, ctx.device);
-  const T m = T(ins.attrs.momentum), lr = T(ctx.learning_rate);
+  const T m = T(ins.attrs.momentum), lr = T(ctx.learning_rate), gs = unscale<T>(ins, ctx);
+  const size_t states = a.in.size() - (ins.attrs.loss_scaled ? 3 : 2);
   for (int64_t r = 0; r < blk.runs; ++r) {
     T* p = a.in_mut[0] + r * blk.stride + blk.offset;
     const T* g = a.in[1] + r * blk.len;
-    T* tr = a.in_mut.size() > 2 ? a.in_mut[2] + r * blk.len : nullptr;
+    T* tr = states > 0 ? a.in_mut[2] + r * blk.len : nullptr;
     const int64_t n = blk.len;
     if (ins.attrs.momentum == 0.0) {
-      for_each(n, [=](int64_t i) { p[i] += -lr * g[i]; });
+      for_each(n, [=](int64_t i) { p[i] += -lr * (g[i] * gs); });
     } else if (ins.attrs.nesterov) {  // optax.trace: t = g + m t; update g + m t
-      for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * (g[i] + m * tr[i]); });
+      for_each(n, [=](int64_t i) { tr[i] = g[i] * gs + m * tr[i]; p[i] += -lr * (g[i] * gs + m * tr[i]); });
     } else {
-      for_each(n, [=](int64_t i) { tr[i] = g[i] + m * tr[i]; p[i] += -lr * tr[i]; });
+      for_each(n, [=](int64_t i) { tr[i] = g[i] * gs + m * tr[i]; p[i] += -lr * tr[i]; });
     }
   }
 }
@@ -346,8 +364,6 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
   const T* x = a.in.empty() ? nullptr : a.in[0];
   const T* x1 = a.in.size() > 1 ? a.in[1] : nullptr;
   switch (ins.op) {
-    case Op::MatMul: matmul(ins, a); return;
-    case Op::BatchMatMul: batch_matmul(ins, a); return;
     case Op::Transpose: transpose(ins.attrs, a); return;
     case Op::Softmax: softmax(ins.attrs, a); return;
     case Op::SoftmaxGrad: softmax_grad(a); return;
@@ -421,7 +437,20 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
       for (size_t k = 0; k < a.out.size(); ++k) std::memcpy(a.out[k], x + int64_t(k) * part, size_t(part) * sizeof(T));
       return;
     }
-    case Op::Fill: std::fill(y, y + n, T(ins.attrs.alpha)); return;
+    case Op::Fill: std::fill(y, y + n, T(ins.attrs.loss_scaled ? ctx.loss_scale : ins.attrs.alpha)); return;
+    case Op::CountNonFinite: {
+      double bad = 0;
+      for (size_t k = 0; k < a.in.size(); k += 2) {
+        const T* g = a.in[k];
+        const int64_t m = numel(*a.in_shapes[k]);
+        int64_t count = 0;
+#pragma omp parallel for simd reduction(+ : count) schedule(static) if (m >= kParallelMin)
+        for (int64_t i = 0; i < m; ++i) count += std::isfinite(g[i]) ? 0 : 1;
+        bad += double(count);
+      }
+      y[0] = T(bad);
+      return;
+    }
     case Op::SoftmaxXent: softmax_xent(a, false); return;
     case Op::SoftmaxXentGrad: softmax_xent(a, true); return;
     case Op::Mse: {
@@ -448,6 +477,9 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     }
     case Op::SgdUpdate: sgd(ins, a, ctx); return;
     case Op::AdamUpdate: adam(ins, a, ctx); return;
+    case Op::MatMul:
+    case Op::BatchMatMul:
+    case Op::Convert:
     case Op::AllReduce:
     case Op::AllGather:
     case Op::ReduceScatter:
@@ -455,19 +487,24 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     case Op::ShardSlice:
     case Op::AllGatherInPlace:
     case Op::Send:
-    case Op::Recv: run_comm_kernel(ins, a, ctx); return;
+    case Op::Recv:
+      break;  // the executor runs these on their operands as stored (run_matmul, run_comm_kernel)
     case Op::kCount: break;
   }
   throw Error(std::string("internal: no CPU kernel for ") + ir::op_name(ins.op));
 }
 
 template <class T>
-void run_matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue) {
-  matmul(ins, a, epilogue);
+void run_matmul(const ir::Instr& ins, const MatmulOperands& x, T* c, const Epilogue<T>& epilogue) {
+  if (ins.op == Op::BatchMatMul) {
+    if (!epilogue.empty()) throw Error("internal: an epilogue folded into a batched matmul");
+    return batch_matmul(ins, x, c);
+  }
+  matmul(ins, x, c, epilogue);
 }
 
-template void run_matmul<float>(const ir::Instr&, const KernelArgs<float>&, const Epilogue<float>&);
-template void run_matmul<double>(const ir::Instr&, const KernelArgs<double>&, const Epilogue<double>&);
+template void run_matmul<float>(const ir::Instr&, const MatmulOperands&, float*, const Epilogue<float>&);
+template void run_matmul<double>(const ir::Instr&, const MatmulOperands&, double*, const Epilogue<double>&);
 template void run_kernel<float>(const ir::Instr&, const KernelArgs<float>&, const StepContext&);
 template void run_kernel<double>(const ir::Instr&, const KernelArgs<double>&, const StepContext&);
 

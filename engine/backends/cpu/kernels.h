@@ -1,5 +1,7 @@
 // CPU kernels, one per primitive, templated on the scalar so tests can run the same program in
-// double precision (finite differences) that training runs in float.
+// double precision (finite differences) that training runs in float. They see every operand as T:
+// the executor stages 16-bit and int32 values through T (Executor::run), except a matmul's
+// operands, which the GEMM reads as they are stored.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +26,18 @@ struct KernelArgs {
 template <class T>
 void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext& ctx);
 
-// A MatMul with the elementwise instructions that consume it folded into its store (see
-// Executor's fusion): bias add, then relu, or relu's gradient masked by the activation.
+// A MatMul or BatchMatMul on its operands as stored (float32 as T, or 16-bit), into c (T), with
+// the elementwise instructions that consume it folded into its store (see Executor's fusion): bias
+// add, then relu, or relu's gradient masked by the activation.
+struct MatmulOperands {
+  const void* a = nullptr;
+  DType a_type = DType::F32;
+  const Shape* a_shape = nullptr;
+  const void* b = nullptr;
+  DType b_type = DType::F32;
+  const Shape* b_shape = nullptr;
+};
 template <class T>
-void run_matmul(const ir::Instr& ins, const KernelArgs<T>& a, const Epilogue<T>& epilogue);
+void run_matmul(const ir::Instr& ins, const MatmulOperands& x, T* c, const Epilogue<T>& epilogue = {});
 
 }  // namespace shardlab::backends::cpu

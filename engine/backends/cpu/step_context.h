@@ -18,6 +18,9 @@ class Collectives;
 struct StepContext {
   int64_t step = 0;            // updates applied so far (Optax's count before this update)
   double learning_rate = 0.0;  // from the schedule at `step`
+  // Dynamic loss scaling: the loss's cotangent, which the gradients carry and the updates divide
+  // out (1 without it).
+  double loss_scale = 1.0;
   // Set when the program runs on one device of several (an SPMD program with collectives).
   int device = 0;
   const sharding::Mesh* mesh = nullptr;

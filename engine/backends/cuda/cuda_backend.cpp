@@ -198,11 +198,11 @@ class CudaExecutable final : public Executable {
     for (int d = 0; d < n; ++d) {
       if (rt_->over_processes) check(cudaSetDevice(rt_->gpu(d)), "cudaSetDevice");
       Device dev;
-      dev.arena = DeviceBuffer(size_t(plan_.arena_elems) * 4);
+      dev.arena = DeviceBuffer(size_t(plan_.arena_bytes));
       if (share) {
         dev.persistent = share->devices_[size_t(d)].persistent;
       } else {
-        dev.own_persistent = DeviceBuffer(size_t(plan_.param_elems + plan_.opt_state_elems) * 4);
+        dev.own_persistent = DeviceBuffer(size_t(plan_.param_bytes + plan_.opt_state_bytes));
         dev.persistent = dev.own_persistent.as<float>();
       }
       dev.row_scratch = DeviceBuffer(size_t(rows) * sizeof(double));
@@ -216,7 +216,7 @@ class CudaExecutable final : public Executable {
       check(cudaSetDevice(rt_->gpu(d)), "cudaSetDevice");
       check(cudaDeviceSynchronize(), "allocating the devices' memory");
     }
-    own_bytes_ = uint64_t(plan_.arena_elems + (share ? 0 : plan_.param_elems + plan_.opt_state_elems)) * 4;
+    own_bytes_ = uint64_t(plan_.arena_bytes + (share ? 0 : plan_.param_bytes + plan_.opt_state_bytes));
     plan_steps(options.fuse);
   }
 
@@ -329,8 +329,9 @@ class CudaExecutable final : public Executable {
   float* data(int device, int v) const {
     const size_t i = size_t(v);
     const Device& d = devices_.at(size_t(device));
-    if (plan_.persistent_offset.at(i) >= 0) return d.persistent + plan_.persistent_offset[i];
-    if (plan_.arena_offset.at(i) >= 0) return d.arena.as<float>() + plan_.arena_offset[i];
+    // The plan's offsets are in bytes; every value here is float32 (load refuses others).
+    if (plan_.persistent_offset.at(i) >= 0) return d.persistent + plan_.persistent_offset[i] / 4;
+    if (plan_.arena_offset.at(i) >= 0) return d.arena.as<float>() + plan_.arena_offset[i] / 4;
     throw Error("internal: value '" + program_.values.at(i).name + "' has no storage in the plan");
   }
 
@@ -654,6 +655,10 @@ class CudaBackend final : public Backend {
       if (!has_kernel(ins.op))
         throw Error("the CUDA backend has no kernel for " + std::string(ir::op_name(ins.op)) + " yet" +
                     (ins.node.empty() ? std::string() : " (node '" + ins.node + "')") + "; train this model on the CPU backend");
+    for (const ir::Value& v : program.values)
+      if (v.dtype != DType::F32)
+        throw Error("the CUDA backend runs float32 values only yet ('" + v.name + "' is " + dtype_name(v.dtype) +
+                    "); train with precision dtype and param_dtype float32, or on the CPU backend");
     const int n = int(mesh.device_count());
     if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);

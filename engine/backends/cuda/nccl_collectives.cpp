@@ -29,7 +29,16 @@ std::string group_str(const std::vector<int>& g) {
   return s + "}";
 }
 
-ncclDataType_t nccl_type(DType t) { return t == DType::F64 ? ncclFloat64 : ncclFloat32; }
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F64: return ncclFloat64;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
+    case DType::I32: return ncclInt32;
+    case DType::F32: break;
+  }
+  return ncclFloat32;
+}
 
 // Waits between looks at a GPU or at NCCL: a short spin for the common quick case, then sleeps.
 void wait_a_little(int& looks) {

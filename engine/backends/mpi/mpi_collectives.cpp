@@ -71,8 +71,16 @@ void fold(char* acc_bytes, const std::vector<const char*>& src, int64_t count) {
 }
 
 void fold(DType t, char* acc, const std::vector<const char*>& src, int64_t count) {
-  if (t == DType::F64) fold<double>(acc, src, count);
-  else fold<float>(acc, src, count);
+  switch (t) {
+    case DType::F64: return fold<double>(acc, src, count);
+    case DType::F32: return fold<float>(acc, src, count);
+    case DType::I32: return fold<int32_t>(acc, src, count);
+    case DType::BF16:
+    case DType::F16: {
+      const std::vector<const void*> at(src.begin(), src.end());
+      return sum_in_order_16bit(t, acc, at.data(), int(at.size()), count);
+    }
+  }
 }
 
 int message_bytes(size_t bytes, const std::string& what) {

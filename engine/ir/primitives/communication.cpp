@@ -82,6 +82,7 @@ void register_communication(std::vector<Primitive>& t) {
   Primitive recv = comm(Op::Recv, "recv");
   recv.num_inputs = 0;
   recv.shapes = [](const std::vector<Shape>&, const Attrs& a) { return std::vector<Shape>{a.shape}; };
+  recv.dtypes = [](const std::vector<DType>&, const Attrs& a) { return std::vector<DType>{a.dtype}; };
   t.push_back(recv);
 }
 

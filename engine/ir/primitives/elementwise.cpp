@@ -134,6 +134,17 @@ void register_elementwise(std::vector<Primitive>& t) {
     return Cotangents{p.apply1(Op::Dropout, {*ct[0]}, ins.attrs, ins.node)};
   };
   t.push_back(dropout);
+
+  // Mixed precision's cast (Flax's promote_dtype, .astype): rounds to nearest even. Linear up to
+  // that rounding, so pending sums pass through and are reduced where a reader needs them. Its
+  // VJP casts the cotangent back, so a parameter kept in float32 gets a float32 gradient.
+  Primitive convert = ew(Op::Convert, "convert", 1);
+  convert.dtypes = [](const std::vector<DType>&, const Attrs& a) { return std::vector<DType>{a.dtype}; };
+  convert.partition = sc.partition;
+  convert.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
+    return Cotangents{convert_to(p, *ct[0], p.dtype(ins.in[0]), ins.node)};
+  };
+  t.push_back(convert);
 }
 
 }  // namespace shardlab::ir

@@ -1,5 +1,5 @@
 // Embedding lookups. Gather(table, ids) takes row ids[i] of the table for every index i of ids
-// (ids are whole numbers stored in the activation's scalar type); its gradient, ScatterAdd(ids, g),
+// (int32, or whole numbers in a float type); its gradient, ScatterAdd(ids, g),
 // sums every g row back into the row of the table it came from.
 #include <algorithm>
 
@@ -34,6 +34,7 @@ void register_indexing(std::vector<Primitive>& t) {
     if (in[0].empty()) throw Error("the table needs rank >= 1");
     return std::vector<Shape>{gathered(in[0], in[1])};
   };
+  gather.dtypes = [](const std::vector<DType>& in, const Attrs&) { return std::vector<DType>{in[0]}; };  // the table's
   gather.flops = [](const std::vector<Shape>&, const std::vector<Shape>&, const Attrs&) { return 0.0; };
   // Each device looks up in the whole vocabulary; the ids keep their split and the table's
   // feature dims theirs, so a batch split and an embed split compose.
@@ -65,6 +66,7 @@ void register_indexing(std::vector<Primitive>& t) {
       throw Error("rows " + shape_str(in[1]) + " do not match ids " + shape_str(in[0]) + " into a table " + shape_str(a.shape));
     return std::vector<Shape>{a.shape};
   };
+  scatter.dtypes = [](const std::vector<DType>& in, const Attrs&) { return std::vector<DType>{in[1]}; };  // the rows'
   scatter.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return double(numel(in[1])); };
   // Every device sums its own rows into a whole-vocabulary table: a sum pending over the ids' axes.
   scatter.partition = [](PartitionContext& c, const Instr& ins) {

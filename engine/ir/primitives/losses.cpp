@@ -1,9 +1,17 @@
-// Scalar losses (mean over the batch) and metrics. Labels are class indices stored as floats.
+// Scalar losses (mean over the batch) and metrics, always float32 (mixed precision converts the
+// predictions first). Labels are class indices, int32 (or whole numbers in a float type).
 #include "engine/ir/primitives/common.h"
 
 namespace shardlab::ir {
 
 namespace {
+
+std::vector<DType> scalar_f32(const std::vector<DType>& in, const Attrs&) {
+  if (in[0] != DType::F32) throw Error(std::string("the predictions are ") + dtype_name(in[0]) + "; a loss or metric reads float32");
+  return {DType::F32};
+}
+// A loss's gradient: the predictions' dtype, whatever the labels' and the cotangent's.
+std::vector<DType> like_predictions(const std::vector<DType>& in, const Attrs&) { return {in[0]}; }
 
 std::vector<Shape> classification(const std::vector<Shape>& in, const Attrs&) {
   if (in[0].empty() || leading(in[0]) != in[1])
@@ -69,6 +77,7 @@ void register_losses(std::vector<Primitive>& t) {
   xent.num_inputs = 2;
   xent.partition = mean_rule;
   xent.shapes = classification;
+  xent.dtypes = scalar_f32;
   xent.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 4.0 * double(numel(in[0])); };
   xent.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
     Cotangents r(2);
@@ -87,6 +96,7 @@ void register_losses(std::vector<Primitive>& t) {
     return std::vector<Shape>{in[0]};
   };
   xent_grad.flops = xent.flops;
+  xent_grad.dtypes = like_predictions;
   t.push_back(xent_grad);
 
   Primitive mse;
@@ -99,6 +109,7 @@ void register_losses(std::vector<Primitive>& t) {
     return std::vector<Shape>{Shape{}};
   };
   mse.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 3.0 * double(numel(in[0])); };
+  mse.dtypes = scalar_f32;
   mse.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
     Cotangents r(2);
     int d = p.apply1(Op::MseGrad, {ins.in[0], ins.in[1], *ct[0]}, {}, ins.node);
@@ -119,6 +130,7 @@ void register_losses(std::vector<Primitive>& t) {
   mse_grad.partition = mean_grad_rule;
   mse_grad.shapes = [](const std::vector<Shape>& in, const Attrs&) { return std::vector<Shape>{in[0]}; };
   mse_grad.flops = mse.flops;
+  mse_grad.dtypes = like_predictions;
   t.push_back(mse_grad);
 
   Primitive acc;  // fraction of rows whose arg-max equals the label; a metric, never differentiated
@@ -127,6 +139,7 @@ void register_losses(std::vector<Primitive>& t) {
   acc.num_inputs = 2;
   acc.partition = mean_rule;
   acc.shapes = classification;
+  acc.dtypes = scalar_f32;
   acc.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return double(numel(in[0])); };
   t.push_back(acc);
 }

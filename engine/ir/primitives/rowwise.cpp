@@ -100,6 +100,7 @@ void register_rowwise(std::vector<Primitive>& t) {
     Attrs zero;
     zero.alpha = 0.0;
     zero.shape = p.shape(ins.in[0]);
+    zero.dtype = p.dtype(*ct[0]);
     int z = p.apply1(Op::Fill, {}, zero, ins.node);
     return Cotangents{p.apply1(Op::BiasAdd, {z, *ct[0]}, {}, ins.node)};
   };

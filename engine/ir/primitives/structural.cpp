@@ -154,6 +154,7 @@ void register_structural(std::vector<Primitive>& t) {
         Attrs zero;
         zero.alpha = 0.0;
         zero.shape = p.shape(ins.out[i]);
+        zero.dtype = p.dtype(ins.out[i]);
         parts.push_back(p.apply1(Op::Fill, {}, zero, ins.node));
       }
     }
@@ -166,6 +167,7 @@ void register_structural(std::vector<Primitive>& t) {
   fill.name = "fill";
   fill.num_inputs = 0;
   fill.shapes = [](const std::vector<Shape>&, const Attrs& a) { return std::vector<Shape>{a.shape}; };
+  fill.dtypes = [](const std::vector<DType>&, const Attrs& a) { return std::vector<DType>{a.dtype}; };
   fill.flops = no_flops;
   // A constant is made whole on every device; readers slice it for free.
   fill.partition = [](PartitionContext& c, const Instr& ins) {
