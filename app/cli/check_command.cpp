@@ -72,6 +72,9 @@ int run_check(const CheckArgs& a) {
   o.batch_size = a.batch_size;
   o.accumulate = a.accumulate;
   o.pipeline_schedule = a.pipeline_schedule;
+  o.dtype = a.precision.dtype;
+  o.param_dtype = a.precision.param_dtype;
+  o.matmul_precision = a.precision.matmul_precision;
   p = project::with_overrides(std::move(p), o);
   runtime::PreflightOptions checks;
   checks.mesh = a.mesh;
@@ -109,6 +112,7 @@ int run_check(const CheckArgs& a) {
     j["project"] = p.display_name();
     j["batch_size"] = p.training.batch_size;
     j["accumulate"] = p.training.accumulate;
+    j["precision"] = project::summary_json(p.precision);
     j["layers"] = nlohmann::ordered_json::array();
     for (const Row& row : rows) {
       const graph::NodeReport* n = row.node;

@@ -11,6 +11,12 @@ class Processes;
 
 namespace shardlab::cli {
 
+// --dtype, --param-dtype, --matmul-precision: the project's precision policy overridden for one run
+// or report ("" keeps the project's).
+struct PrecisionArgs {
+  std::string dtype, param_dtype, matmul_precision;
+};
+
 struct CheckArgs {
   std::string project;
   bool json = false;
@@ -19,6 +25,7 @@ struct CheckArgs {
   std::string pipeline_schedule;  // "gpipe" or "1f1b" (training.pipeline_schedule)
   std::string mesh, rules;  // override the project's, as train's do
   int devices = 0;          // the device count the mesh must have, as train's --devices
+  PrecisionArgs precision;
 };
 int run_check(const CheckArgs& a);
 
@@ -45,6 +52,7 @@ struct TrainArgs {
   std::string resume_from;    // --resume-from: a step directory to continue from
   std::string max_shard_size;  // "2GB": shard each checkpoint's safetensors; empty: one file
   bool quiet = false;
+  PrecisionArgs precision;
   // Set when mpirun or srun launched this process as one of several: the run spans them all and
   // process 0 prints, logs and writes checkpoints.
   std::shared_ptr<backends::Processes> processes;
@@ -58,6 +66,7 @@ struct ProfileArgs {
   std::string backend = "cpu";
   std::string mesh, rules;
   std::string trace;  // also write the Chrome trace
+  PrecisionArgs precision;
 };
 int run_profile(const ProfileArgs& a);
 
@@ -81,6 +90,7 @@ struct ShardArgs {
   std::string pipeline_schedule;  // "gpipe" or "1f1b" (training.pipeline_schedule)
   std::string backend = "cpu";  // the report names its devices and their memory where not the CPU
   int processes = 1;  // a run over this many processes: which one holds each device's blocks
+  PrecisionArgs precision;
 };
 int run_shard(const ShardArgs& a);
 

@@ -46,6 +46,19 @@ static void add_microbatch_options(CLI::App* cmd, int64_t& accumulate, std::stri
       ->check(CLI::IsMember({"gpipe", "1f1b"}));
 }
 
+// --dtype, --param-dtype and --matmul-precision read the same on every command that plans a step.
+static void add_precision_options(CLI::App* cmd, shardlab::cli::PrecisionArgs& p) {
+  cmd->add_option("--dtype", p.dtype,
+                  "compute dtype of activations and matmul inputs: float32, bfloat16 or float16 (overrides precision.dtype)")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16", "f32", "bf16", "f16"}));
+  cmd->add_option("--param-dtype", p.param_dtype, "dtype the parameters are stored in (overrides precision.param_dtype)")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16", "f32", "bf16", "f16"}));
+  cmd->add_option("--matmul-precision", p.matmul_precision,
+                  "how float32 matmuls round their operands: highest, tf32 or bf16, as jax.default_matmul_precision "
+                  "(overrides precision.matmul_precision)")
+      ->check(CLI::IsMember({"highest", "tf32", "bf16", "tensorfloat32", "bfloat16", "float32"}));
+}
+
 // The processes of a run that mpirun or srun launched (null: this process alone).
 std::shared_ptr<shardlab::backends::Processes> join_launched_run(int* argc, char*** argv) {
 #if SHARDLAB_HAVE_MPI
@@ -88,6 +101,7 @@ int main(int argc, char** argv) {
   c->add_flag("--json", check.json, "print the table as JSON");
   c->add_option("--batch-size", check.batch_size, "override the project's batch size")->check(CLI::PositiveNumber);
   add_microbatch_options(c, check.accumulate, check.pipeline_schedule);
+  add_precision_options(c, check.precision);
   add_mesh_options(c, check.mesh, check.rules, presets.check);
   c->add_option("--devices", check.devices, "virtual CPU devices (must match the mesh)")->check(CLI::PositiveNumber);
 
@@ -100,6 +114,7 @@ int main(int argc, char** argv) {
   sh->add_option("--dims", shard.dims, "the two dimensions --show draws, e.g. 1,2")->capture_default_str();
   sh->add_option("--batch-size", shard.batch_size, "override the project's batch size");
   add_microbatch_options(sh, shard.accumulate, shard.pipeline_schedule);
+  add_precision_options(sh, shard.precision);
   sh->add_option("--processes", shard.processes,
                  "for a run over this many processes (mpirun -np): show which process holds each device's blocks")
       ->check(CLI::PositiveNumber);
@@ -112,6 +127,7 @@ int main(int argc, char** argv) {
   t->add_option("--epochs", train.epochs, "number of epochs")->check(CLI::PositiveNumber)->excludes(steps);
   t->add_option("--batch-size", train.batch_size, "examples per step")->check(CLI::PositiveNumber);
   add_microbatch_options(t, train.accumulate, train.pipeline_schedule);
+  add_precision_options(t, train.precision);
   t->add_option("--seed", train.seed, "seed for initialisation, shuffling and dropout")->check(CLI::NonNegativeNumber);
   t->add_option("--lr", train.learning_rate, "learning rate: the constant schedule's value or the warmup-cosine schedule's peak")
       ->check(CLI::NonNegativeNumber);
@@ -177,6 +193,7 @@ int main(int argc, char** argv) {
   pr->add_option("--steps", profile.steps, "steps to run (the first is warm-up)")->check(CLI::Range(2, 1000000));
   pr->add_option("--threads", profile.threads, "CPU threads (default: every core)")->check(CLI::PositiveNumber);
   add_mesh_options(pr, profile.mesh, profile.rules, presets.profile);
+  add_precision_options(pr, profile.precision);
   pr->add_option("--trace", profile.trace, "also write the Chrome trace JSON");
   add_backend_option(pr, profile.backend);
 

@@ -20,6 +20,9 @@ int run_profile(const ProfileArgs& a) {
   opt.backend = a.backend;
   opt.mesh = a.mesh;
   opt.rules = a.rules;
+  opt.dtype = a.precision.dtype;
+  opt.param_dtype = a.precision.param_dtype;
+  opt.matmul_precision = a.precision.matmul_precision;
   opt.trace_detailed = true;
   opt.trace_keep = int(a.steps);
   project::Project p = project::load_project(a.project);

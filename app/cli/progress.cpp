@@ -38,6 +38,7 @@ void ProgressPrinter::on_start(const runtime::StartInfo& s) {
     std::printf("SPMD on %d virtual devices%s, mesh %s: %lld collectives per step, %s moved per device\n", s.devices,
                 s.processes > 1 ? (" in " + std::to_string(s.processes) + " processes").c_str() : "", s.mesh.c_str(),
                 (long long)s.collectives, runtime::format_bytes(s.comm_bytes).c_str());
+  if (s.precision != "float32") std::printf("precision: %s\n", s.precision.c_str());
   std::printf("memory plan%s: parameters %s, optimizer state %s, step arena %s; total %s\n",
               s.devices > 1 ? " per device" : "",
               runtime::format_bytes(s.param_bytes).c_str(), runtime::format_bytes(s.opt_state_bytes).c_str(),
@@ -53,6 +54,10 @@ void ProgressPrinter::on_step(const runtime::StepEvent& e) {
   const double rate = smoothed_step_s_ > 0 ? 1.0 / smoothed_step_s_ : 0;
   char acc[32] = "";
   if (std::isfinite(e.accuracy)) std::snprintf(acc, sizeof acc, " acc %.3f", e.accuracy);
+  // A step dynamic loss scaling skipped is always printed, with the scale it backed off to.
+  if (e.skipped && !tty_)
+    std::printf("step %lld: gradients overflowed in float16: update skipped, loss scale now %g (%lld skipped so far)\n",
+                (long long)e.step, e.loss_scale, (long long)e.skipped_steps);
   auto now = std::chrono::steady_clock::now();
   if (tty_) {
     // Redraw at most 10 times a second, always on the last step.
@@ -97,7 +102,7 @@ void JsonlLog::on_start(const runtime::StartInfo& s) {
                            {"param_count", s.param_count},
                            {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
                            {"devices", s.devices},       {"processes", s.processes},
-                           {"mesh", s.mesh}};
+                           {"mesh", s.mesh},             {"precision", s.precision}};
   write(j);
 }
 
@@ -108,6 +113,11 @@ void JsonlLog::on_step(const runtime::StepEvent& e) {
                            {"step_time_s", e.step_time_s}, {"cpu_time_s", e.cpu_time_s}, {"comm_time_s", e.comm_time_s},
                            {"data_wait_s", e.data_wait_s},
                            {"examples_per_s", e.examples_per_s}};
+  if (std::isfinite(e.loss_scale)) {
+    j["skipped"] = e.skipped;
+    j["loss_scale"] = e.loss_scale;
+    j["skipped_steps"] = e.skipped_steps;
+  }
   write(j);
 }
 

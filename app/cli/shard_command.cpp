@@ -62,6 +62,9 @@ int run_shard(const ShardArgs& a) {
   o.batch_size = a.batch_size;
   o.accumulate = a.accumulate;
   o.pipeline_schedule = a.pipeline_schedule;
+  o.dtype = a.precision.dtype;
+  o.param_dtype = a.precision.param_dtype;
+  o.matmul_precision = a.precision.matmul_precision;
   p = project::with_overrides(std::move(p), o);
   const sharding::Mesh mesh = a.mesh.empty() ? sharding::project_mesh(p) : sharding::parse_mesh(a.mesh);
   try {
@@ -109,6 +112,7 @@ int run_shard(const ShardArgs& a) {
     j["mesh"] = sharding::mesh_to_json(mesh)["axes"];
     j["microbatches"] = r.microbatches;
     j["rules"] = sharding::rules_to_json(rules);
+    j["precision"] = project::summary_json(p.precision);
     j["arrays"] = nlohmann::ordered_json::array();
     for (const auto& x : r.arrays) {
       nlohmann::ordered_json o{{"name", x.name},
@@ -117,6 +121,7 @@ int run_shard(const ShardArgs& a) {
                                {"spec", spec_json(x.spec, x.shape.size())},
                                {"shape", x.shape},
                                {"shard_shape", x.shard},
+                               {"dtype", dtype_name(x.dtype)},
                                {"bytes_per_device", x.bytes_per_device}};
       if (!x.pending_sum.empty()) o["pending_sum"] = x.pending_sum;
       if (!x.error.empty()) o["error"] = x.error;
@@ -154,13 +159,14 @@ int run_shard(const ShardArgs& a) {
       std::printf("%s process %d holds devices %lld-%lld", q ? ";" : "", q, (long long)(q * per), (long long)(q * per + per - 1));
     std::printf("\n\n");
   }
-  std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %12s\n", "array", "kind", "logical axes", "PartitionSpec", "shape",
-              "shard", "per device");
-  std::printf("%s\n", std::string(181, '-').c_str());
+  if (p.precision.str() != "float32") std::printf("precision: %s\n\n", p.precision.str().c_str());
+  std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %-5s %12s\n", "array", "kind", "logical axes", "PartitionSpec", "shape",
+              "shard", "dtype", "per device");
+  std::printf("%s\n", std::string(187, '-').c_str());
   for (const auto& x : r.arrays) {
-    std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %12s\n", x.name.c_str(), sharding::kind_name(x.kind),
+    std::printf("%-28s %-16s %-30s %-47s %-22s %-20s %-5s %12s\n", x.name.c_str(), sharding::kind_name(x.kind),
                 names_str(x.logical).c_str(), spec_text(x).c_str(), shape_str(x.shape).c_str(),
-                shape_str(x.shard).c_str(), runtime::format_bytes(x.bytes_per_device).c_str());
+                shape_str(x.shard).c_str(), dtype_short(x.dtype), runtime::format_bytes(x.bytes_per_device).c_str());
   }
   const auto& d0 = r.devices.front();
   if (r.microbatches > 1)

@@ -64,6 +64,9 @@ int run_train(const TrainArgs& a) {
   opt.pipeline_schedule = a.pipeline_schedule;
   opt.seed = a.seed;
   opt.learning_rate = a.learning_rate;
+  opt.dtype = a.precision.dtype;
+  opt.param_dtype = a.precision.param_dtype;
+  opt.matmul_precision = a.precision.matmul_precision;
   opt.threads = a.threads;
   opt.backend = a.backend;
   opt.devices = a.devices;

@@ -98,9 +98,12 @@ fs::path begin_save(const fs::path& root, int64_t step, nlohmann::ordered_json& 
   return tmp;
 }
 
-SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step) {
+SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step, const StoredDTypes& dtypes) {
   SafetensorsFile f;
-  for (const auto& [name, t] : arrays) f.tensors.push_back(from_tensor(name, t));
+  for (const auto& [name, t] : arrays) {
+    const auto d = dtypes.find(name);
+    f.tensors.push_back(from_tensor(name, t, d == dtypes.end() ? StoredDType::F32 : d->second));
+  }
   f.metadata["format"] = "shardlab";
   f.metadata["step"] = std::to_string(step);
   return f;
@@ -129,9 +132,9 @@ void abandon_save(const fs::path& tmp) {
 }
 
 fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
-              nlohmann::ordered_json meta, uint64_t max_shard_bytes) {
+              nlohmann::ordered_json meta, uint64_t max_shard_bytes, const StoredDTypes& dtypes) {
   const fs::path tmp = begin_save(root, step, meta);
-  write_model(tmp, tensor_file(arrays, step), max_shard_bytes);
+  write_model(tmp, tensor_file(arrays, step, dtypes), max_shard_bytes);
   return commit_save(root, step, tmp, meta);
 }
 
@@ -171,6 +174,7 @@ Loaded load(const fs::path& dir) {
                     " is " + (std::isnan(x.data[i]) ? "NaN" : "infinite") +
                     " (the run had diverged when this was saved; resume from an earlier checkpoint)");
     out.arrays[t.name] = std::move(x);
+    out.dtypes[t.name] = t.dtype;
   }
   return out;
 }

@@ -26,6 +26,9 @@ inline constexpr const char* kCommitFile = "COMMITTED";
 
 std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
 
+// The dtype each tensor is written in where it is not F32 (a bfloat16 parameter is kept as BF16).
+using StoredDTypes = std::map<std::string, StoredDType>;
+
 // Writes <root>/step_<step>/ atomically. `meta` gets "step" added (and "format" and "version" when
 // absent) and is checked against checkpoint.json's schema (checkpoint_meta.h) before anything is
 // written; every tensor file gets per-tensor CRC32C checksums and the step in its __metadata__. max_shard_bytes > 0 splits the
@@ -33,7 +36,7 @@ std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
 // model.safetensors.index.json (one model.safetensors when everything fits in one).
 std::filesystem::path save(const std::filesystem::path& root, int64_t step,
                            const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta,
-                           uint64_t max_shard_bytes = 0);
+                           uint64_t max_shard_bytes = 0, const StoredDTypes& dtypes = {});
 
 // save() in phases, for a checkpoint several processes write (two-phase, like Orbax): process 0
 // begins it (meta completed and checked, the temporary directory made, whose path it returns),
@@ -45,7 +48,8 @@ std::filesystem::path commit_save(const std::filesystem::path& root, int64_t ste
                                   const nlohmann::ordered_json& meta);
 void abandon_save(const std::filesystem::path& tmp);
 // The arrays as the tensor file of a checkpoint of `step` holds them (before checksums).
-SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step);
+SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step,
+                            const StoredDTypes& dtypes = {});
 
 // The newest committed checkpoint under `root`, if any.
 std::optional<std::filesystem::path> latest(const std::filesystem::path& root);
@@ -55,7 +59,8 @@ struct Loaded {
   int64_t step = 0;
   int64_t data_position = 0;  // checkpoint.json's, or `step` when it has none
   nlohmann::ordered_json meta;
-  std::map<std::string, Tensor> arrays;
+  std::map<std::string, Tensor> arrays;     // widened to float32 whatever they were stored as
+  std::map<std::string, StoredDType> dtypes;  // what each was stored as
 };
 // Reads a committed checkpoint directory in either layout; errors name the directory or file, the
 // field or tensor, and the reason. Refused: checkpoint.json off its schema (checkpoint_meta.h), a

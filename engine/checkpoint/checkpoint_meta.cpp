@@ -119,6 +119,7 @@ MetaFields validate_meta(const Json& meta, const std::string& file, int64_t dir_
     c.fail("mesh", brief(meta["mesh"]) + " is " + type_of(meta["mesh"]) + ", not a string");
   if (c.has("shardings")) c.object_of("shardings", [](const Json& x) { return x.is_string(); }, "string");
   if (c.has("metrics")) c.object_of("metrics", [](const Json& x) { return x.is_number(); }, "number");
+  if (c.has("loss_scale")) c.object_of("loss_scale", [](const Json& x) { return x.is_number() && x.get<double>() >= 0; }, "non-negative number");
   return out;
 }
 

@@ -513,17 +513,26 @@ void add_checksums(SafetensorsFile& f) {
 
 // ----------------------------------------------------------------------------------- conversions
 
-StoredTensor from_tensor(const std::string& name, const Tensor& t) {
+StoredTensor from_tensor(const std::string& name, const Tensor& t, StoredDType as) {
+  if (as != StoredDType::F32 && as != StoredDType::BF16 && as != StoredDType::F16)
+    throw Error("tensor " + in_quotes(name) + ": internal: written as " + dtype_name(as) + ", not F32, BF16 or F16");
+  const size_t es = dtype_size(as);
   uint64_t nbytes = 0;
-  if (!checked_nbytes(t.shape, 4, nbytes) || nbytes != uint64_t(t.data.size()) * 4)
+  if (!checked_nbytes(t.shape, es, nbytes) || nbytes != uint64_t(t.data.size()) * es)
     throw Error("tensor " + in_quotes(name) + ": shape " + shape_list(t.shape) + " does not match its " +
                 std::to_string(t.data.size()) + " elements");
   StoredTensor s;
   s.name = name;
-  s.dtype = StoredDType::F32;
+  s.dtype = as;
   s.shape = t.shape;
   s.bytes.resize(size_t(nbytes));
-  for (size_t i = 0; i < t.data.size(); ++i) store_le(&s.bytes[4 * i], std::bit_cast<uint32_t>(t.data[i]), 4);
+  if (as == StoredDType::F32) {
+    for (size_t i = 0; i < t.data.size(); ++i) store_le(&s.bytes[4 * i], std::bit_cast<uint32_t>(t.data[i]), 4);
+  } else {
+    std::vector<uint16_t> h(t.data.size());
+    from_float(t.data.data(), h.data(), as == StoredDType::BF16 ? DType::BF16 : DType::F16, h.size());
+    for (size_t i = 0; i < h.size(); ++i) store_le(&s.bytes[2 * i], h[i], 2);
+  }
   return s;
 }
 

@@ -82,8 +82,9 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path);
 // The same from bytes in memory; `name_for_errors` starts every error message.
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name_for_errors);
 
-// An F32 StoredTensor holding t. Throws Error if t.data does not hold numel(t.shape) elements.
-StoredTensor from_tensor(const std::string& name, const Tensor& t);
+// A StoredTensor holding t as F32, or rounded to BF16 or F16 (to nearest, ties to even). Throws
+// Error if t.data does not hold numel(t.shape) elements.
+StoredTensor from_tensor(const std::string& name, const Tensor& t, StoredDType as = StoredDType::F32);
 
 // Converts any supported dtype to float (F64 and 64/32-bit integers round to nearest float, BOOL is
 // 0 or 1). Throws Error naming the tensor if its bytes do not match its shape and dtype, or a BOOL

@@ -105,6 +105,23 @@ int64_t checked_elements(const Shape& s, const std::string& what) {
 
 }  // namespace
 
+namespace {
+
+// A node's "precision": {"dtype": ..., "param_dtype": ...}, each a float dtype.
+void read_precision(const Node& n, NodeReport& r) {
+  if (n.precision.is_null()) return;
+  if (!n.precision.is_object()) throw Error("precision: expected an object of dtype and param_dtype, got " + n.precision.dump());
+  for (auto it = n.precision.begin(); it != n.precision.end(); ++it) {
+    if (it.key() != "dtype" && it.key() != "param_dtype")
+      throw Error("precision." + it.key() + ": unknown field (expected dtype or param_dtype)");
+    const std::optional<DType> d = it->is_string() ? parse_float_dtype(it->get<std::string>()) : std::nullopt;
+    if (!d) throw Error("precision." + it.key() + ": bad value " + it->dump() + " (expected one of " + float_dtype_names() + ")");
+    (it.key() == "dtype" ? r.dtype : r.param_dtype) = d;
+  }
+}
+
+}  // namespace
+
 GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const std::string& prefix) {
   GraphReport rep;
   std::map<std::string, std::string> own_error;  // node -> its first error, for the editor to show on it
@@ -224,6 +241,7 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
       continue;
     }
     try {
+      read_precision(n, r);
       r.output = r.layer->infer(r.inputs, r.params);
       r.inner = r.layer->inner_arrays(r.inputs);
       checked_elements(r.output.shape, n.type == "Input" ? "output (batch_size x shape)" : "output");

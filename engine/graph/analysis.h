@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct NodeReport {
   std::string error;  // the node's own error; empty when it is fine
   bool inferred() const { return !output.shape.empty(); }
   std::vector<NodeReport> body;  // Repeat: its block's nodes (one layer)
+  // The node's own precision (its "precision" field), over the project's policy where set.
+  std::optional<DType> dtype, param_dtype;
 };
 
 struct GraphReport {

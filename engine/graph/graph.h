@@ -29,6 +29,8 @@ struct Node {
   Json params = Json::object();
   Json param_axes = Json::object();  // per-parameter logical axis overrides, e.g. {"kernel": ["embed","hidden"]}
   Json output_axes;                  // logical names of the output, overriding inference (null: infer)
+  // The node's own precision over the project's: {"dtype": ..., "param_dtype": ...} (null: none).
+  Json precision;
   std::shared_ptr<Graph> body;       // Repeat's block
 };
 

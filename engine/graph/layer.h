@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,11 +44,16 @@ struct LowerContext {
   std::string node;  // full node path ("blocks/W1")
   bool training = true;
   uint64_t seed = 0;
-  // The program value of this node's parameter `name`.
+  // The program value of this node's parameter `name`, in its stored dtype.
   std::function<int(const std::string& name)> param;
   // Where set, every node's output value by path (a block's nodes: their last layer's), so a
   // report can name the value each node's activation is (lowering a Repeat passes it on).
   std::map<std::string, int>* outputs = nullptr;
+  // The dtype this node computes in (a Repeat's is its block's default).
+  DType compute = DType::F32;
+  // `v` in the node's compute dtype: as Flax's promote_dtype casts a module's inputs and parameters
+  // (a Convert where it is not already).
+  int cast(int v) const { return ir::convert_to(program, v, compute, node); }
 };
 
 // One field of a layer's "params" as an editor offers it.
@@ -76,6 +82,9 @@ class Layer {
   virtual int lower(LowerContext& ctx, const std::vector<int>& in) const = 0;
   // The arrays inside it, from its inputs; lower() names their values in ctx.outputs.
   virtual std::vector<InnerArray> inner_arrays(const std::vector<ArrayInfo>&) const { return {}; }
+  // The dtype it computes in when its node does not say (nullopt: the project's policy). LayerNorm
+  // keeps float32, as mixed-precision recipes do.
+  virtual std::optional<DType> compute_dtype() const { return std::nullopt; }
 };
 
 // Creates a layer of the given type, or nullptr if there is none.

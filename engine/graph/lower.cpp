@@ -21,6 +21,7 @@ int lower_graph(ir::Program& p, const Graph& g, const GraphReport& report, int i
     for (const std::string& port : r.layer->input_ports()) in.push_back(out.at(source.at(local + "." + port)));
     LowerContext ctx{p, r.name, opt.training, opt.seed,
                      [&](const std::string& name) { return param(local + "/" + name); }, opt.outputs};
+    ctx.compute = r.dtype.value_or(r.layer->compute_dtype().value_or(opt.dtype));
     out[local] = r.layer->lower(ctx, in);
     if (opt.outputs) (*opt.outputs)[r.name] = out[local];
     // An explicit output_axes is a sharding constraint on the node's output.

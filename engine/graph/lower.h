@@ -16,6 +16,9 @@ struct LowerOptions {
   std::string prefix;    // node path prefix ("blocks/" inside a Repeat)
   // Where set, filled with every node's output value by path, block nodes included (their last layer's).
   std::map<std::string, int>* outputs = nullptr;
+  // The project's compute dtype (precision.dtype): what a node computes in unless it or its layer
+  // type says otherwise.
+  DType dtype = DType::F32;
 };
 
 // Lowers `g` in the report's order, feeding `input` to the Input node (or to "@in" in a block).

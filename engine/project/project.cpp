@@ -57,7 +57,7 @@ graph::Graph parse_graph(const Json& j, const std::string& where, bool body) {
     const Json& n = nodes[i];
     std::string at = where + ".nodes[" + std::to_string(i) + "]";
     if (n.is_object() && n.contains("name") && n["name"].is_string()) at = where + ": node '" + n["name"].get<std::string>() + "'";
-    only(n, at, {"name", "type", "params", "param_axes", "output_axes", "body"});
+    only(n, at, {"name", "type", "params", "param_axes", "output_axes", "precision", "body"});
     graph::Node node;
     node.name = str(require(n, "name", at), at + ".name");
     node.type = str(require(n, "type", at), at + ".type");
@@ -70,6 +70,7 @@ graph::Graph parse_graph(const Json& j, const std::string& where, bool body) {
       node.param_axes = n["param_axes"];
     }
     if (n.contains("output_axes")) node.output_axes = n["output_axes"];
+    if (n.contains("precision")) node.precision = n["precision"];
     if (n.contains("body")) node.body = std::make_shared<graph::Graph>(parse_graph(n["body"], at + ".body", true));
     g.nodes.push_back(std::move(node));
   }
@@ -97,6 +98,7 @@ Json graph_to_json(const graph::Graph& g, bool body) {
     if (!n.params.empty()) o["params"] = n.params;
     if (!n.param_axes.empty()) o["param_axes"] = n.param_axes;
     if (!n.output_axes.is_null()) o["output_axes"] = n.output_axes;
+    if (!n.precision.is_null()) o["precision"] = n.precision;
     if (n.body) o["body"] = graph_to_json(*n.body, true);
     nodes.push_back(o);
   }
@@ -220,8 +222,8 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
   if (j["version"] != kFormatVersion)
     throw Error(filename + ": version: format version " + j["version"].dump() + " is not readable by this build (reads " +
                 std::to_string(kFormatVersion) + ")");
-  only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "mesh",
-                  "logical_axis_rules", "constraint_fallback", "editor"});
+  only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "precision",
+                  "mesh", "logical_axis_rules", "constraint_fallback", "editor"});
   Project p;
   p.name = j.contains("name") ? str(j["name"], filename + ": name") : "";
   p.description = j.contains("description") ? str(j["description"], filename + ": description") : "";
@@ -234,6 +236,8 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
   p.data = data::parse_data_spec(p.data_json, filename + ": data");
   p.training_json = j.contains("training") ? j["training"] : Json::object();
   p.training = parse_training(p.training_json, filename + ": training");
+  if (j.contains("precision")) p.precision_json = j["precision"];
+  p.precision = parse_precision(p.precision_json, filename + ": precision");
   if (j.contains("mesh")) p.mesh = j["mesh"];
   if (j.contains("logical_axis_rules")) p.logical_axis_rules = j["logical_axis_rules"];
   if (j.contains("constraint_fallback")) {
@@ -291,6 +295,7 @@ std::string to_json_string(const Project& p) {
   j["optimizer"] = p.optimizer_json;
   j["data"] = p.data_json;
   j["training"] = p.training_json;
+  if (!p.precision_json.is_null()) j["precision"] = p.precision_json;
   if (!p.mesh.is_null()) j["mesh"] = p.mesh;
   if (!p.logical_axis_rules.empty()) j["logical_axis_rules"] = p.logical_axis_rules;
   if (!p.constraint_fallback.empty()) j["constraint_fallback"] = p.constraint_fallback;

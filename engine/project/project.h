@@ -11,6 +11,7 @@
 #include "engine/graph/analysis.h"
 #include "engine/graph/graph.h"
 #include "engine/project/optimizer_spec.h"
+#include "engine/project/precision_spec.h"
 
 namespace shardlab::project {
 
@@ -53,8 +54,10 @@ struct Project {
   OptimizerSpec optimizer;
   data::DataSpec data;
   TrainingSpec training;
-  // Sections kept as written, so saving gives back the file that was read.
-  graph::Json loss_json, optimizer_json, data_json, training_json;
+  PrecisionSpec precision;
+  // Sections kept as written, so saving gives back the file that was read (precision_json is null
+  // when the file has no precision section).
+  graph::Json loss_json, optimizer_json, data_json, training_json, precision_json;
   graph::Json mesh = nullptr;                       // filled by the sharding work
   graph::Json logical_axis_rules = graph::Json::array();
   // What a constrained output's logical name without a rule means: "unsharded" (the default),

@@ -26,6 +26,16 @@ Project with_overrides(Project p, const RunOverrides& o) {
     p.training_json["epochs"] = p.training.epochs = o.epochs;
     if (o.steps < 0) p.training_json["steps"] = p.training.steps = 0;
   }
+  if (!o.dtype.empty() || !o.param_dtype.empty() || !o.matmul_precision.empty()) {
+    graph::Json j = p.precision_json.is_object() ? p.precision_json : graph::Json::object();
+    for (auto [key, value] : {std::pair{"dtype", &o.dtype}, std::pair{"param_dtype", &o.param_dtype},
+                              std::pair{"matmul_precision", &o.matmul_precision}})
+      if (!value->empty()) j[key] = *value;
+    // Parsed as the file's section is, so a bad value is refused in the same words and float16's
+    // loss scaling follows the dtype.
+    p.precision = parse_precision(j, "precision");
+    p.precision_json = j;
+  }
   if (o.learning_rate) {
     const double rate = *o.learning_rate;
     if (!(rate >= 0)) throw Error("learning rate: " + std::to_string(rate) + " (a learning rate is >= 0)");

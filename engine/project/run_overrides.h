@@ -19,6 +19,8 @@ struct RunOverrides {
   int64_t steps = -1;                    // >= 0 replaces training.steps
   int64_t epochs = -1;                   // >= 0 replaces training.epochs (and steps becomes 0 unless given)
   std::optional<double> learning_rate;   // a constant schedule's value, or a warmup-cosine schedule's peak
+  // Non-empty: replace precision.dtype, precision.param_dtype, precision.matmul_precision.
+  std::string dtype, param_dtype, matmul_precision;
 };
 
 // Throws Error naming the field for a value the project format would refuse (a negative learning rate).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/backends/processes.h"
@@ -52,6 +53,7 @@ SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, 
   backends::LoadOptions lo;
   lo.what = "the training step";
   exe_ = backend_->load(step_.program, step_.memory, mesh_, lo);
+  if (project_.precision.loss_scale) loss_scale_.scale = project_.precision.loss_scale->initial;
   // Initialise each parameter once, globally, and hand every device its block.
   for (const ModelParam& mp : global_.params) {
     Tensor full(mp.info.shape);
@@ -174,17 +176,33 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
                                double data_wait_us) {
   feed(*exe_, step_, global_, features, targets);
   backends::RunContext ctx;
-  ctx.step = step_count_;
+  ctx.step = updates_applied();
   ctx.learning_rate = learning_rate;
+  ctx.loss_scale = loss_scaling() ? loss_scale_.scale : 1.0;
   ctx.trace = trace;
   ctx.data_wait_us = data_wait_us;
   exe_->run(ctx);
   ++step_count_;
   comm_seconds_ = exe_->last_comm_seconds();
   // The loss and accuracy are reduced over the mesh: every device holds them (in a pipeline, every
-  // device of the last stage).
+  // device of the last stage), and so is the non-finite count.
   const std::vector<int> mine = exe_->local_devices();
   float v = 0;
+  if (loss_scaling()) {
+    exe_->read(mine.front(), step_.nonfinite, &v);
+    // flax.training.dynamic_scale: back off at once on an overflow, grow after a run of finite steps.
+    const project::LossScaleSpec& spec = *project_.precision.loss_scale;
+    LossScale& s = loss_scale_;
+    s.last_skipped = v != 0;
+    if (s.last_skipped) {
+      ++s.skipped;
+      s.good_steps = 0;
+      s.scale = std::max(s.scale * spec.backoff_factor, double(std::numeric_limits<float>::min()));
+    } else if (++s.good_steps >= spec.growth_interval) {
+      s.good_steps = 0;
+      s.scale = std::min(s.scale * spec.growth_factor, double(std::numeric_limits<float>::max()));
+    }
+  }
   if (step_.accuracy >= 0) {
     exe_->read(step_.device_holding(step_.accuracy, mesh_, mine), step_.accuracy, &v);
     accuracy_ = double(v);

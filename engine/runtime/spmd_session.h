@@ -49,15 +49,30 @@ class SpmdSession {
   // targets): the rest need not be loaded. Empty when it feeds all of them.
   std::vector<char> batch_rows_fed() const;
 
-  // One step on a global batch; returns the loss before the update (as value_and_grad does).
+  // One step on a global batch; returns the loss before the update (as value_and_grad does). Under
+  // loss scaling a step whose gradients overflowed applies nothing and lowers the scale.
   // `trace`, when given, records every device's spans and summary.
   double train_step(const Tensor& features, const Tensor& targets, double learning_rate, profiler::Trace* trace = nullptr,
                     double data_wait_us = 0);
   double last_accuracy() const { return accuracy_; }
-  // Updates applied so far: Adam's bias correction and the dropout key follow it, so a restored
-  // session continues from the checkpoint's step.
+  // Steps run so far; a restored session continues from the checkpoint's step.
   int64_t steps_done() const { return step_count_; }
   void set_steps_done(int64_t steps) { step_count_ = steps; }
+  // Updates applied so far: the steps run less those dynamic loss scaling skipped. Adam's bias
+  // correction, the learning-rate schedule and the dropout key follow it, as Optax's count does
+  // under a skipped step.
+  int64_t updates_applied() const { return step_count_ - loss_scale_.skipped; }
+
+  // Dynamic loss scaling (precision.loss_scale): the scale the next step runs with, the finite steps
+  // in a row since it last changed, the steps skipped so far, and whether the last one was.
+  struct LossScale {
+    double scale = 1.0;
+    int64_t good_steps = 0, skipped = 0;
+    bool last_skipped = false;
+  };
+  bool loss_scaling() const { return global_.nonfinite >= 0; }
+  const LossScale& loss_scale() const { return loss_scale_; }
+  void set_loss_scale(const LossScale& s) { loss_scale_ = s; }
   // Seconds the last step's devices spent inside collectives, averaged over devices.
   double last_comm_seconds() const { return comm_seconds_; }
 
@@ -89,6 +104,7 @@ class SpmdSession {
   std::unique_ptr<backends::Executable> exe_;
   std::map<int64_t, std::unique_ptr<EvalStep>> eval_;
   int64_t step_count_ = 0;
+  LossScale loss_scale_;
   double accuracy_ = 0, comm_seconds_ = 0;
 };
 

@@ -18,6 +18,17 @@ using ir::ValueKind;
 
 namespace {
 
+// The dtype a parameter is stored in: its node's param_dtype (inside a Repeat, the block node's,
+// then the Repeat's), else the project's.
+DType param_dtype(const graph::NodeReport& n, const graph::ParamInfo& info, const project::PrecisionSpec& policy) {
+  if (n.type == "Repeat") {
+    const std::string inner = n.name + "/" + info.name.substr(0, info.name.find('/'));
+    for (const graph::NodeReport& b : n.body)
+      if (b.name == inner && b.param_dtype) return *b.param_dtype;
+  }
+  return n.param_dtype.value_or(policy.param_dtype);
+}
+
 std::vector<std::string> state_names(const project::OptimizerSpec& o) {
   if (o.type == "adam" || o.type == "adamw") return {"mu", "nu"};
   if (o.momentum != 0.0) return {"trace"};
@@ -26,6 +37,8 @@ std::vector<std::string> state_names(const project::OptimizerSpec& o) {
 
 // Each update goes right after the last instruction that reads its parameter or writes its
 // gradient, so gradients die early instead of all living until the end of the backward pass.
+// Under dynamic loss scaling every update reads the step's non-finite count as well, so they all
+// wait for every gradient: a step that overflowed anywhere changes nothing.
 void append_updates(StepProgram& s, const project::OptimizerSpec& o) {
   ir::Program& p = s.program;
   std::vector<int> last_read(p.values.size(), -1);
@@ -39,6 +52,10 @@ void append_updates(StepProgram& s, const project::OptimizerSpec& o) {
     ins.op = o.type == "sgd" ? Op::SgdUpdate : Op::AdamUpdate;
     ins.in = {mp.value, mp.grad};
     ins.in.insert(ins.in.end(), mp.state.begin(), mp.state.end());
+    if (s.nonfinite >= 0) {
+      ins.in.push_back(s.nonfinite);
+      ins.attrs.loss_scaled = true;
+    }
     ins.attrs.b1 = o.b1;
     ins.attrs.b2 = o.b2;
     ins.attrs.opt_eps = o.eps;
@@ -46,7 +63,9 @@ void append_updates(StepProgram& s, const project::OptimizerSpec& o) {
     ins.attrs.momentum = o.momentum;
     ins.attrs.nesterov = o.nesterov;
     ins.node = mp.path;
-    updates.push_back({std::max(last_read[size_t(mp.value)], last_read[size_t(mp.grad)]), ins});
+    int after = std::max(last_read[size_t(mp.value)], last_read[size_t(mp.grad)]);
+    if (s.nonfinite >= 0) after = std::max(after, last_read[size_t(s.nonfinite)]);
+    updates.push_back({after, ins});
   }
   std::stable_sort(updates.begin(), updates.end(), [](auto& a, auto& b) { return a.first < b.first; });
   std::vector<ir::Instr> merged;
@@ -103,7 +122,7 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
       ModelParam mp;
       mp.path = n.name + "/" + info.name;
       mp.info = info;
-      mp.value = p.add_value(mp.path, info.shape, ValueKind::Param, info.axes);
+      mp.value = p.add_value(mp.path, info.shape, ValueKind::Param, info.axes, param_dtype(n, info, proj.precision));
       by_path[mp.path] = mp.value;
       s.params.push_back(mp);
     }
@@ -147,15 +166,18 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
     // Each microbatch draws its own dropout masks; the first keeps the whole batch's key.
     const uint64_t seed = m == 0 ? proj.training.seed : util::mix64(proj.training.seed ^ (uint64_t(m) << 40));
     const size_t forward_begin = p.instrs.size();
-    const graph::LowerOptions lo{training, seed, "", m == 0 ? &s.activations : nullptr};
-    const int output = graph::lower_graph(p, proj.graph, report, input, [&](const std::string& path) { return by_path.at(path); },
-                                          proj.loss.output, lo);
+    const graph::LowerOptions lo{training, seed, "", m == 0 ? &s.activations : nullptr, proj.precision.dtype};
+    // The loss and metrics read float32, as mixed-precision recipes cast the logits back.
+    const int output = ir::convert_to(p,
+                                      graph::lower_graph(p, proj.graph, report, input, [&](const std::string& path) { return by_path.at(path); },
+                                                         proj.loss.output, lo),
+                                      DType::F32, proj.loss.output);
     s.forward_flops += flops_of(forward_begin, p.instrs.size());
 
     const Shape& out = p.shape(output);
     int target = -1, loss = -1, accuracy = -1;
     if (proj.loss.type == "softmax_cross_entropy") {
-      target = p.add_value("labels" + tag, Shape(out.begin(), out.end() - 1), ValueKind::Target);
+      target = p.add_value("labels" + tag, Shape(out.begin(), out.end() - 1), ValueKind::Target, {}, DType::I32);
       loss = p.apply1(Op::SoftmaxXent, {output, target}, {}, "", "loss" + tag);
       accuracy = p.apply1(Op::Accuracy, {output, target}, {}, "", "accuracy" + tag);
     } else {
@@ -175,7 +197,7 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
     for (size_t k = forward_begin; k < p.instrs.size(); ++k) p.instrs[k].microbatch = m;
     if (training) {
       const size_t backward_begin = p.instrs.size();
-      std::vector<int> g = ir::append_gradients(p, loss, wrt, forward_begin);
+      std::vector<int> g = ir::append_gradients(p, loss, wrt, forward_begin, proj.precision.loss_scale.has_value());
       size_t first_add = 0;
       if (m == 0) {
         grads = std::move(g);
@@ -202,11 +224,21 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
 
   if (training) {
     for (size_t i = 0; i < grads.size(); ++i) s.params[i].grad = grads[i];
+    if (proj.precision.loss_scale && !s.params.empty()) {
+      // Each gradient is counted in its update's layout: that of its first state, else its parameter's.
+      std::vector<int> pairs;
+      for (const ModelParam& mp : s.params) pairs.insert(pairs.end(), {mp.grad, mp.state.empty() ? mp.value : mp.state.front()});
+      s.nonfinite = p.apply1(Op::CountNonFinite, pairs, {}, "", "non-finite gradient elements");
+    }
     append_updates(s, proj.optimizer);
   }
+  // jax.default_matmul_precision: every product of the step, the backward pass's included.
+  for (ir::Instr& ins : p.instrs)
+    if (ins.op == Op::MatMul || ins.op == Op::BatchMatMul) ins.attrs.precision = proj.precision.matmul_precision;
   s.step_flops = flops_of(0, p.instrs.size());
   std::vector<int> keep{s.loss};
   if (s.accuracy >= 0) keep.push_back(s.accuracy);
+  if (s.nonfinite >= 0) keep.push_back(s.nonfinite);
   s.memory = plan::plan_memory(p, keep);
   return s;
 }

@@ -28,6 +28,9 @@ struct StepProgram {
   // `targets`, in batch order: microbatch m is examples [m*B/M, (m+1)*B/M)); `input`, `target`
   // and `output` are the first microbatch's, and `loss` and `accuracy` are the means over all.
   int input = -1, target = -1, output = -1, loss = -1, accuracy = -1;
+  // Under dynamic loss scaling: how many gradient elements of the step are inf or NaN (the updates
+  // skip where it is not 0); -1 without loss scaling.
+  int nonfinite = -1;
   std::vector<int> inputs, targets;
   int64_t microbatches = 1;
   std::vector<ModelParam> params;

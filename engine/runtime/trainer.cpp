@@ -39,6 +39,9 @@ project::RunOverrides overrides_of(const TrainOptions& o) {
   r.steps = o.steps;
   r.epochs = o.epochs;
   r.learning_rate = o.learning_rate;
+  r.dtype = o.dtype;
+  r.param_dtype = o.param_dtype;
+  r.matmul_precision = o.matmul_precision;
   return r;
 }
 
@@ -107,16 +110,25 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
   for (const auto& [k, v] : last_metrics_)
     if (std::isfinite(v)) metrics[k] = v;
   meta["metrics"] = metrics;
+  if (session_->loss_scaling()) {
+    const SpmdSession::LossScale& ls = session_->loss_scale();
+    meta["loss_scale"] = {{"scale", ls.scale}, {"good_steps", ls.good_steps}, {"skipped", ls.skipped}};
+  }
+  // Each array as the step holds it: a bfloat16 parameter is written as BF16.
+  checkpoint::StoredDTypes dtypes;
+  for (const std::string& n : state_names())
+    if (const DType d = session_->global_step().program.dtype(state_value(n)); is_16bit(d))
+      dtypes[n] = d == DType::BF16 ? checkpoint::StoredDType::BF16 : checkpoint::StoredDType::F16;
   const int64_t step = steps_done();
   if (options_.processes) {
-    save_over_processes(root, step, arrays, std::move(meta));
+    save_over_processes(root, step, arrays, std::move(meta), dtypes);
     return;
   }
   const int keep = options_.keep;
   const uint64_t shard_bytes = options_.max_shard_bytes;
-  auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta)]() mutable {
+  auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta), dtypes]() mutable {
     try {
-      const std::filesystem::path dir = checkpoint::save(root, step, arrays, meta, shard_bytes);
+      const std::filesystem::path dir = checkpoint::save(root, step, arrays, meta, shard_bytes, dtypes);
       checkpoint::prune(root, keep);
       for (auto* l : listeners_) l->on_saved(step, dir.string());
     } catch (const std::exception& e) {
@@ -137,7 +149,8 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
 // every process then stops with the error naming that process. Runs in the foreground: every
 // process takes part.
 void Trainer::save_over_processes(const std::string& root, int64_t step,
-                                  const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta) {
+                                  const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta,
+                                  const checkpoint::StoredDTypes& dtypes) {
   backends::Processes& procs = *options_.processes;
   const int k = procs.size(), me = procs.rank();
   std::vector<int> owner(arrays.size());
@@ -181,7 +194,7 @@ void Trainer::save_over_processes(const std::string& root, int64_t step,
       }
   if (!mine.empty()) {
     try {
-      checkpoint::write_shard(tmp, checkpoint::tensor_file(mine, step), size_t(shard_of[size_t(me)]), size_t(shards));
+      checkpoint::write_shard(tmp, checkpoint::tensor_file(mine, step, dtypes), size_t(shard_of[size_t(me)]), size_t(shards));
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -228,6 +241,39 @@ int64_t Trainer::restore_checkpoint(const std::string& dir) {
   if (!error.empty()) throw Error(error);
   int64_t position[2] = {c.step, writes_files() ? c.meta.value("data_position", c.step) : 0};
   if (procs) procs->broadcast(position, sizeof position, 0);
+  // An array stored in another dtype than this project's policy keeps it converts as it loads;
+  // say so once (process 0 has read the files).
+  if (writes_files()) {
+    std::map<std::string, int> conversions;  // "BF16 -> float32" -> arrays
+    for (const std::string& n : state_names()) {
+      const DType want = session_->global_step().program.dtype(state_value(n));
+      const checkpoint::StoredDType got = c.dtypes.at(n);
+      const checkpoint::StoredDType want_stored = want == DType::BF16 ? checkpoint::StoredDType::BF16
+                                                  : want == DType::F16 ? checkpoint::StoredDType::F16
+                                                                       : checkpoint::StoredDType::F32;
+      if (got != want_stored) ++conversions[std::string(checkpoint::dtype_name(got)) + " to " + dtype_name(want)];
+    }
+    for (const auto& [what, count] : conversions)
+      for (auto* l : listeners_)
+        l->on_warning(dir + ": " + std::to_string(count) + (count == 1 ? " array was" : " arrays were") + " converted from " + what +
+                      ": the checkpoint was saved under another precision policy than this project's (" + project_.precision.str() + ")");
+  }
+  // The loss scale where both the run and the checkpoint scale; else the project's initial one.
+  if (session_->loss_scaling()) {
+    double ls[3] = {session_->loss_scale().scale, 0, 0};
+    if (writes_files() && c.meta.contains("loss_scale")) {
+      const auto& j = c.meta["loss_scale"];
+      ls[0] = j.value("scale", ls[0]);
+      ls[1] = j.value("good_steps", 0.0);
+      ls[2] = j.value("skipped", 0.0);
+    }
+    if (procs) procs->broadcast(ls, sizeof ls, 0);
+    SpmdSession::LossScale s;
+    s.scale = ls[0];
+    s.good_steps = int64_t(ls[1]);
+    s.skipped = int64_t(ls[2]);
+    session_->set_loss_scale(s);
+  }
   for (const std::string& n : state_names()) {
     Tensor t = writes_files() ? c.arrays.at(n) : Tensor(session_->global_step().program.shape(state_value(n)));
     if (procs) {
@@ -262,6 +308,8 @@ StartInfo Trainer::plan_info() const {
   s.opt_state_bytes = double(m.opt_state_bytes);
   s.arena_bytes = double(m.arena_bytes + m.staging_bytes);
   s.total_bytes = double(m.total_bytes());
+  s.precision = project_.precision.str();
+  s.loss_scaling = session_->loss_scaling();
   return s;
 }
 
@@ -325,7 +373,7 @@ double Trainer::train_step(const Tensor& features, const Tensor& targets) {
   profiler::Trace* trace = trace_for_next_step();
   const double wait = pending_data_wait_us_;
   pending_data_wait_us_ = 0;
-  return session_->train_step(features, targets, project_.optimizer.learning_rate.at(steps_done()), trace, wait);
+  return session_->train_step(features, targets, project_.optimizer.learning_rate.at(session_->updates_applied()), trace, wait);
 }
 
 EvalEvent Trainer::evaluate(const data::Dataset& ds) {
@@ -392,8 +440,13 @@ void Trainer::run_loop() {
     auto t1 = Clock::now();
     const double cpu0 = process_cpu_seconds();
     StepEvent ev;
-    ev.learning_rate = project_.optimizer.learning_rate.at(steps_done());
+    ev.learning_rate = project_.optimizer.learning_rate.at(session_->updates_applied());
     ev.loss = train_step(b.features, b.targets);
+    if (session_->loss_scaling()) {
+      ev.skipped = session_->loss_scale().last_skipped;
+      ev.loss_scale = session_->loss_scale().scale;
+      ev.skipped_steps = session_->loss_scale().skipped;
+    }
     ev.step_time_s = seconds_since(t1);
     ev.cpu_time_s = process_cpu_seconds() - cpu0;
     ev.comm_time_s = session_->last_comm_seconds();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/backends/backend.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/run_identity.h"
 #include "engine/data/dataset.h"
 #include "engine/profiler/trace.h"
@@ -34,6 +35,8 @@ struct StartInfo {
   double step_flops = 0;
   // The plan's memory per device, in bytes: parameters, optimizer state, the step's arena (inputs included).
   double param_bytes = 0, opt_state_bytes = 0, arena_bytes = 0, total_bytes = 0;
+  std::string precision = "float32";  // the precision policy (PrecisionSpec::str)
+  bool loss_scaling = false;          // dynamic loss scaling (float16)
 };
 
 struct StepEvent {
@@ -47,6 +50,11 @@ struct StepEvent {
   double cpu_time_s = 0;
   // Seconds this process's devices spent in collectives, waiting for peers included (their mean).
   double comm_time_s = 0;
+  // Dynamic loss scaling: whether this step overflowed and applied nothing, and the scale the next
+  // step runs with (NaN without loss scaling).
+  bool skipped = false;
+  double loss_scale = NAN;
+  int64_t skipped_steps = 0;  // so far, this one included
 };
 
 struct EvalEvent {
@@ -77,6 +85,8 @@ struct TrainOptions {
   std::string pipeline_schedule;  // "gpipe" or "1f1b"; empty: the project's training.pipeline_schedule
   int64_t seed = -1;
   std::optional<double> learning_rate;  // the schedule's constant value or its peak
+  // Non-empty: override the project's precision.dtype, param_dtype, matmul_precision.
+  std::string dtype, param_dtype, matmul_precision;
   int threads = 0;    // 0: every core
   std::string backend = "cpu";  // backends::make_backend's kind: "cpu" or "cuda"
   // A run over several processes (mpirun, srun): every process makes the same Trainer with the
@@ -168,7 +178,7 @@ class Trainer {
   int state_value(const std::string& name) const;
   void run_loop();
   void save_over_processes(const std::string& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
-                           nlohmann::ordered_json meta);
+                           nlohmann::ordered_json meta, const checkpoint::StoredDTypes& dtypes);
   // The step directory a run continues from ("": none), and what a failure to read it should add.
   struct ResumePoint {
     std::string dir, advice;

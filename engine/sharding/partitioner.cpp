@@ -36,6 +36,9 @@ class Partitioner : public ir::PartitionContext {
   PartitionedStep run() {
     const Pipeline& pipe = out_.pipeline;
     if (pipe.on()) {
+      if (g_.nonfinite >= 0)
+        throw Error("dynamic loss scaling (float16) does not run with pipeline stages (layer=" + pipe.axis +
+                    ") yet: use bfloat16, turn precision.loss_scale off, or map layer to None");
       stage_of_ = assign_stages(g_.program, pipe.stages, pipe.axis);
       p().stage_axis = pipe.axis;
       p().stages = pipe.stages;
@@ -61,8 +64,10 @@ class Partitioner : public ir::PartitionContext {
     out_.target = out_.local[size_t(g_.target)];
     out_.loss = out_.local[size_t(g_.loss)];
     if (g_.accuracy >= 0) out_.accuracy = out_.local[size_t(g_.accuracy)];
+    if (g_.nonfinite >= 0) out_.nonfinite = out_.local[size_t(g_.nonfinite)];
     std::vector<int> keep{out_.loss};
     if (out_.accuracy >= 0) keep.push_back(out_.accuracy);
+    if (out_.nonfinite >= 0) keep.push_back(out_.nonfinite);
     out_.memory = plan::plan_memory(out_.program, keep);
     return std::move(out_);
   }

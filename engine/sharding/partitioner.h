@@ -36,6 +36,7 @@ struct PartitionedStep {
   std::vector<int> local;         // global value -> local value (-1 where not materialised)
   std::vector<Sharding> sharding; // global value -> layout of its local value
   int input = -1, target = -1, loss = -1, accuracy = -1;  // local values (input, target: the first microbatch's)
+  int nonfinite = -1;  // the step's non-finite gradient count under dynamic loss scaling (every device holds it)
   std::vector<int> inputs, targets;                       // every microbatch's, in order
   std::vector<CollectiveInfo> collectives;
   plan::MemoryPlan memory;         // of the local program

@@ -31,6 +31,12 @@ std::optional<DType> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 
+std::optional<DType> parse_float_dtype(std::string_view s) {
+  const std::optional<DType> d = parse_dtype(s);
+  if (!d || *d == DType::I32 || *d == DType::F64) return std::nullopt;
+  return d;
+}
+
 std::string float_dtype_names() { return "float32, bfloat16, float16"; }
 
 const char* matmul_precision_name(MatmulPrecision p) {

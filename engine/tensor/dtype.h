@@ -24,6 +24,8 @@ const char* dtype_name(DType d);
 const char* dtype_short(DType d);
 // Either spelling (and "half" for float16) of a program's types; nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view s);
+// A compute or parameter dtype: float32, bfloat16 or float16 by either spelling; nullopt otherwise.
+std::optional<DType> parse_float_dtype(std::string_view s);
 // The accepted names, for error messages: "float32, bfloat16, float16".
 std::string float_dtype_names();
 

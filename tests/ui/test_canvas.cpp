@@ -152,8 +152,11 @@ class CanvasTest : public QObject {
       auto c = openCanvas(f.fileName().remove(".shardlab.json"));
       const project::Project& p = c->doc.project();
       // Show every block so its nodes are drawn too.
+      // Names first: expanding a block is an edit, which may replace the project's node list.
+      QStringList blocks;
       for (const graph::Node& n : p.graph.nodes)
-        if (n.type == "Repeat") QVERIFY(c->scene()->toggleExpanded(QString::fromStdString(n.name)));
+        if (n.type == "Repeat") blocks << QString::fromStdString(n.name);
+      for (const QString& b : blocks) QVERIFY(c->scene()->toggleExpanded(b));
       auto checkGraph = [&](const graph::Graph& g, const QString& parent) {
         QList<QRectF> rects;
         for (const graph::Node& n : g.nodes) {

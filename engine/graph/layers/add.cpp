@@ -17,8 +17,13 @@ class AddLayer : public Layer {
       throw Error("inputs a " + describe(in[0]) + " and b " + describe(in[1]) + " have different shapes");
     return in[0];
   }
+  // Inputs of different dtypes meet in the wider one, as JAX promotes (bfloat16 + float32 is float32;
+  // bfloat16 + float16, which neither holds, is float32 too).
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
-    return ctx.program.apply1(ir::Op::Add, {in.at(0), in.at(1)}, {}, ctx.node);
+    const DType a = ctx.program.dtype(in.at(0)), b = ctx.program.dtype(in.at(1));
+    const DType to = a == b ? a : DType::F32;
+    return ctx.program.apply1(ir::Op::Add, {ir::convert_to(ctx.program, in[0], to, ctx.node), ir::convert_to(ctx.program, in[1], to, ctx.node)},
+                              {}, ctx.node);
   }
 };
 

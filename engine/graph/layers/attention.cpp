@@ -95,13 +95,13 @@ class AttentionLayer : public Layer {
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
     ir::Program& p = ctx.program;
     const std::string& node = ctx.node;
-    const int x = in.at(0);
+    const int x = ctx.cast(in.at(0));
     const Shape xs = p.shape(x);
     const int64_t b = xs[0], s = xs[1], e = xs[2], qkv = qkv_ ? qkv_ : e, kv = qkv / heads_, out = out_ ? out_ : e;
     // (batch, seq, embed) @ (embed, heads * kv) -> (batch, heads, seq, kv)
     auto project = [&](const std::string& name) {
-      int y = p.apply1(ir::Op::MatMul, {x, reshape(p, ctx.param(name + "/kernel"), {e, qkv}, node)}, {}, node);
-      if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, reshape(p, ctx.param(name + "/bias"), {qkv}, node)}, {}, node);
+      int y = p.apply1(ir::Op::MatMul, {x, reshape(p, ctx.cast(ctx.param(name + "/kernel")), {e, qkv}, node)}, {}, node);
+      if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, reshape(p, ctx.cast(ctx.param(name + "/bias")), {qkv}, node)}, {}, node);
       return transpose(p, reshape(p, y, {b, s, heads_, kv}, node), {0, 2, 1, 3}, node);
     };
     ir::Attrs scale;
@@ -125,8 +125,8 @@ class AttentionLayer : public Layer {
     // (batch, heads, seq, kv) -> (batch, seq, heads * kv) @ (heads * kv, out)
     int o = p.apply1(ir::Op::BatchMatMul, {w, v}, {}, node);
     o = reshape(p, transpose(p, o, {0, 2, 1, 3}, node), {b, s, qkv}, node);
-    int y = p.apply1(ir::Op::MatMul, {o, reshape(p, ctx.param("out/kernel"), {qkv, out}, node)}, {}, node);
-    if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, ctx.param("out/bias")}, {}, node);
+    int y = p.apply1(ir::Op::MatMul, {o, reshape(p, ctx.cast(ctx.param("out/kernel")), {qkv, out}, node)}, {}, node);
+    if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, ctx.cast(ctx.param("out/bias"))}, {}, node);
     return y;
   }
 

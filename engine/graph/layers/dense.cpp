@@ -42,8 +42,8 @@ class DenseLayer : public Layer {
   }
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
     // (batch, ..., in) @ (in, features)
-    int y = ctx.program.apply1(ir::Op::MatMul, {in.at(0), ctx.param("kernel")}, {}, ctx.node);
-    if (use_bias_) y = ctx.program.apply1(ir::Op::BiasAdd, {y, ctx.param("bias")}, {}, ctx.node);
+    int y = ctx.program.apply1(ir::Op::MatMul, {ctx.cast(in.at(0)), ctx.cast(ctx.param("kernel"))}, {}, ctx.node);
+    if (use_bias_) y = ctx.program.apply1(ir::Op::BiasAdd, {y, ctx.cast(ctx.param("bias"))}, {}, ctx.node);
     return y;
   }
 

@@ -33,11 +33,13 @@ class LayerNormLayer : public Layer {
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
     ir::Attrs a;
     a.eps = eps_;
-    int y = ctx.program.apply1(ir::Op::LayerNorm, {in.at(0)}, a, ctx.node);
-    if (use_scale_) y = ctx.program.apply1(ir::Op::MulRow, {y, ctx.param("scale")}, {}, ctx.node);
-    if (use_bias_) y = ctx.program.apply1(ir::Op::BiasAdd, {y, ctx.param("bias")}, {}, ctx.node);
+    int y = ctx.program.apply1(ir::Op::LayerNorm, {ctx.cast(in.at(0))}, a, ctx.node);
+    if (use_scale_) y = ctx.program.apply1(ir::Op::MulRow, {y, ctx.cast(ctx.param("scale"))}, {}, ctx.node);
+    if (use_bias_) y = ctx.program.apply1(ir::Op::BiasAdd, {y, ctx.cast(ctx.param("bias"))}, {}, ctx.node);
     return y;
   }
+  // Statistics and output in float32 under any policy, unless the node says otherwise.
+  std::optional<DType> compute_dtype() const override { return DType::F32; }
 
  private:
   double eps_ = 1e-6;

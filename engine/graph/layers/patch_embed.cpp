@@ -61,10 +61,10 @@ class PatchEmbedLayer : public Layer {
     rows.shape = {b, gh * gw, k};
     ir::Attrs flat;
     flat.shape = {k, features_};
-    int x = p.apply1(ir::Op::Reshape, {in[0]}, tiles, ctx.node);
+    int x = p.apply1(ir::Op::Reshape, {ctx.cast(in[0])}, tiles, ctx.node);
     x = p.apply1(ir::Op::Reshape, {p.apply1(ir::Op::Transpose, {x}, grid, ctx.node)}, rows, ctx.node);
-    int y = p.apply1(ir::Op::MatMul, {x, p.apply1(ir::Op::Reshape, {ctx.param("kernel")}, flat, ctx.node)}, {}, ctx.node);
-    if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, ctx.param("bias")}, {}, ctx.node);
+    int y = p.apply1(ir::Op::MatMul, {x, p.apply1(ir::Op::Reshape, {ctx.cast(ctx.param("kernel"))}, flat, ctx.node)}, {}, ctx.node);
+    if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, ctx.cast(ctx.param("bias"))}, {}, ctx.node);
     return y;
   }
 

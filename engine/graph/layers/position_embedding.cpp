@@ -33,8 +33,8 @@ class PositionEmbeddingLayer : public Layer {
     ir::Attrs a;
     a.dim = 0;
     a.shape = ctx.program.shape(in.at(0));
-    const int pos = ctx.program.apply1(ir::Op::Broadcast, {ctx.param("embedding")}, a, ctx.node);
-    return ctx.program.apply1(ir::Op::Add, {in[0], pos}, {}, ctx.node);
+    const int pos = ctx.program.apply1(ir::Op::Broadcast, {ctx.cast(ctx.param("embedding"))}, a, ctx.node);
+    return ctx.program.apply1(ir::Op::Add, {ctx.cast(in[0]), pos}, {}, ctx.node);
   }
 
  private:

@@ -63,7 +63,7 @@ class RepeatLayer : public Layer {
       }
     int carry = in[0];
     for (int64_t i = 0; i < count_; ++i) {
-      LowerOptions opt{ctx.training, util::mix64(ctx.seed ^ uint64_t(i + 1)), ctx.node + "/", ctx.outputs};
+      LowerOptions opt{ctx.training, util::mix64(ctx.seed ^ uint64_t(i + 1)), ctx.node + "/", ctx.outputs, ctx.compute};
       const size_t begin = ctx.program.instrs.size();
       carry = lower_graph(ctx.program, *body_, r, carry,
                           [&](const std::string& path) { return slices.at(path).at(size_t(i)); }, body_->output, opt);
