@@ -26,7 +26,8 @@ std::vector<EpilogueChain> find_epilogue_chains(const Program& p) {
   };
   std::vector<EpilogueChain> chains;
   for (size_t i = 0; i < ins.size(); ++i) {
-    if (ins[i].op != Op::MatMul || uses[size_t(ins[i].out[0])] != 1) continue;
+    // A product rounded into float32 storage (a folded cast) rounds before any epilogue would run.
+    if (ins[i].op != Op::MatMul || uses[size_t(ins[i].out[0])] != 1 || ins[i].attrs.result_dtype) continue;
     const int m = ins[i].out[0];
     const auto j = next_reader(i, m);
     if (!j) continue;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,10 @@ struct Attrs {
   // MatMul, BatchMatMul: how float32 operands are rounded before their products (the project's
   // matmul_precision; float32 accumulation whatever it is).
   MatmulPrecision precision = MatmulPrecision::Highest;
+  // MatMul, BatchMatMul with Converts folded in (ir/cast_folding.h): float32 operands read rounded
+  // to this 16-bit dtype, as if converted first; the result stored in result_dtype (float32: it is
+  // still rounded to the 16-bit dtype of its operands, as if converted back at once).
+  std::optional<DType> round_operands, result_dtype;
   // Fill: the step's loss scale instead of alpha (the loss's cotangent under dynamic loss scaling).
   // An optimizer update: its gradient is scaled by the loss scale, which it divides out; its last
   // operand counts the step's non-finite gradient elements, and where that is not 0 it skips.

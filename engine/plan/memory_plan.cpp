@@ -31,19 +31,49 @@ int inplace_operand(Op op) {
 
 int64_t planned_bytes(const ir::Program& p, int v) { return (p.bytes(v) + 3) / 4 * 4; }
 
+Staging staging_of(Op op) {
+  switch (op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Scale: case Op::Relu: case Op::ReluGrad: case Op::Gelu:
+    case Op::GeluGrad: case Op::Tanh: case Op::TanhGrad:
+      return Staging::Pointwise;
+    case Op::BiasAdd: case Op::MulRow:
+      return Staging::Rows;
+    default:
+      return Staging::Whole;
+  }
+}
+
 bool stages_operand(const ir::Program& p, const ir::Instr& ins, size_t k) {
   const bool result = k >= ins.in.size();
   const int v = result ? ins.out[k - ins.in.size()] : ins.in[k];
   if (p.dtype(v) == DType::F32) return false;
-  if (ir::is_collective(ins.op) || ins.op == Op::Convert) return false;
+  if (ir::is_collective(ins.op) || ins.op == Op::ShardSlice || ins.op == Op::Convert || ins.op == Op::Reshape) return false;
   if ((ins.op == Op::MatMul || ins.op == Op::BatchMatMul) && !result) return false;
   return true;
 }
 
+int64_t staging_chunk(const ir::Program& p, const ir::Instr& ins) {
+  const int64_t n = ins.out.empty() ? 0 : numel(p.shape(ins.out[0]));
+  switch (staging_of(ins.op)) {
+    case Staging::Pointwise: return std::min(n, kStagingChunk);
+    case Staging::Rows: {
+      const int64_t cols = std::max<int64_t>(1, p.shape(ins.in[1]).empty() ? 1 : numel(p.shape(ins.in[1])));
+      return std::min(n, std::max<int64_t>(1, kStagingChunk / cols) * cols);
+    }
+    case Staging::Whole: break;
+  }
+  return n;
+}
+
 int64_t staging_elems(const ir::Program& p, const ir::Instr& ins) {
   int64_t n = 0;
-  for (size_t k = 0; k < ins.in.size() + ins.out.size(); ++k)
-    if (stages_operand(p, ins, k)) n += numel(p.shape(k < ins.in.size() ? ins.in[k] : ins.out[k - ins.in.size()]));
+  const Staging how = staging_of(ins.op);
+  for (size_t k = 0; k < ins.in.size() + ins.out.size(); ++k) {
+    if (!stages_operand(p, ins, k)) continue;
+    const int64_t whole = numel(p.shape(k < ins.in.size() ? ins.in[k] : ins.out[k - ins.in.size()]));
+    // A Rows instruction's row (operand 1) is staged whole, once.
+    n += how == Staging::Whole || (how == Staging::Rows && k == 1) ? whole : staging_chunk(p, ins);
+  }
   return n;
 }
 

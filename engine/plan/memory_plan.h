@@ -39,10 +39,20 @@ int64_t planned_bytes(const ir::Program& p, int v);
 
 // Float32 elements a backend that computes 16-bit and int32 values in float32 copies `ins`'s
 // operands and results into and out of: every one that is not float32, except what moves as it is
-// (collectives, Convert's operand and result) and a matmul's operands (converted while packed).
+// (collectives, Convert, Reshape) and a matmul's operands (converted while packed). An elementwise
+// instruction is staged a chunk at a time (staging_chunk), so only a chunk of each counts.
 int64_t staging_elems(const ir::Program& p, const ir::Instr& ins);
+
+// Elementwise instructions whose operands and results have one size (staged kStagingChunk
+// elements at a time), and those that add or multiply a row (BiasAdd, MulRow: staged whole rows,
+// about kStagingChunk elements at a time, their row whole).
+inline constexpr int64_t kStagingChunk = 16384;
+enum class Staging { Whole, Pointwise, Rows };
+Staging staging_of(ir::Op op);
 // Whether `ins` stages its operand k (k < ins.in.size()) or result k - ins.in.size().
 bool stages_operand(const ir::Program& p, const ir::Instr& ins, size_t k);
+// The elements of one chunk of `ins` (a Rows instruction's: whole rows), or of all of it.
+int64_t staging_chunk(const ir::Program& p, const ir::Instr& ins);
 
 // `keep` are values read after the step (loss, metrics): they stay live to the end.
 // In-place reuse: an elementwise result may take its operand's buffer when that operand dies there.

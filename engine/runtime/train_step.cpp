@@ -7,6 +7,7 @@
 
 #include "engine/graph/init.h"
 #include "engine/graph/lower.h"
+#include "engine/ir/cast_folding.h"
 #include "engine/ir/primitive.h"
 #include "engine/util/error.h"
 #include "engine/util/hash.h"
@@ -222,6 +223,10 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
   s.loss = loss_sum;
   s.accuracy = accuracy_sum;
 
+  std::map<int, int> moved;
+  ir::fold_casts(p, &moved);
+  for (auto& [node, v] : s.activations)
+    if (const auto it = moved.find(v); it != moved.end()) v = it->second;
   if (training) {
     for (size_t i = 0; i < grads.size(); ++i) s.params[i].grad = grads[i];
     if (proj.precision.loss_scale && !s.params.empty()) {

@@ -1,5 +1,6 @@
 #include "engine/tensor/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -179,8 +180,26 @@ void from_float(const double* src, void* dst, DType to, size_t n) { from_wide(sr
 
 void round_for_matmul(float* x, size_t n, MatmulPrecision p) {
   if (p == MatmulPrecision::Highest) return;
+  if (p == MatmulPrecision::F16) return round_to_dtype(x, n, DType::F16);
   const int mantissa = p == MatmulPrecision::Tf32 ? 10 : 7;
   for (size_t i = 0; i < n; ++i) x[i] = round_mantissa(x[i], mantissa);
 }
+
+namespace {
+template <class T>
+void round_through(T* x, size_t n, DType d) {
+  if (!is_16bit(d)) return;
+  constexpr size_t kChunk = 1024;
+  uint16_t bits[kChunk];
+  for (size_t off = 0; off < n; off += kChunk) {
+    const size_t len = std::min(kChunk, n - off);
+    from_float(x + off, bits, d, len);
+    to_float(bits, d, x + off, len);
+  }
+}
+}  // namespace
+
+void round_to_dtype(float* x, size_t n, DType d) { round_through(x, n, d); }
+void round_to_dtype(double* x, size_t n, DType d) { round_through(x, n, d); }
 
 }  // namespace shardlab

@@ -47,5 +47,9 @@ void to_float(const void* src, DType from, double* dst, size_t n);
 void from_float(const double* src, void* dst, DType to, size_t n);
 // n floats rounded in place as a matmul of this precision rounds its float32 operands.
 void round_for_matmul(float* x, size_t n, MatmulPrecision p);
+// n values rounded in place to what 16-bit `d` holds (through float), kept in their own type: a
+// matmul result the model stores in `d` but a folded Convert widens at once (ir/cast_folding.h).
+void round_to_dtype(float* x, size_t n, DType d);
+void round_to_dtype(double* x, size_t n, DType d);
 
 }  // namespace shardlab

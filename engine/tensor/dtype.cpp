@@ -44,8 +44,13 @@ const char* matmul_precision_name(MatmulPrecision p) {
     case MatmulPrecision::Highest: return "highest";
     case MatmulPrecision::Tf32: return "tf32";
     case MatmulPrecision::Bf16: return "bf16";
+    case MatmulPrecision::F16: return "f16";
   }
   return "?";
+}
+
+MatmulPrecision rounding_to(DType d) {
+  return d == DType::BF16 ? MatmulPrecision::Bf16 : d == DType::F16 ? MatmulPrecision::F16 : MatmulPrecision::Highest;
 }
 
 std::optional<MatmulPrecision> parse_matmul_precision(std::string_view s) {

@@ -31,8 +31,12 @@ std::string float_dtype_names();
 
 // How a float32 matmul rounds its operands (jax.default_matmul_precision): not at all, to
 // TensorFloat-32's 10-bit mantissa, or to bfloat16's 7-bit one; products accumulate in float32.
-enum class MatmulPrecision : uint8_t { Highest, Tf32, Bf16 };
-const char* matmul_precision_name(MatmulPrecision p);  // "highest", "tf32", "bf16"
+// F16 (to half, range included) is no user's setting: it is how a matmul whose float16 Convert was
+// folded into it reads its float32 operands (ir/cast_folding.h).
+enum class MatmulPrecision : uint8_t { Highest, Tf32, Bf16, F16 };
+const char* matmul_precision_name(MatmulPrecision p);  // "highest", "tf32", "bf16" ("f16")
+// The precision that rounds a float32 value as storing it in 16-bit `d` would (BF16 or F16).
+MatmulPrecision rounding_to(DType d);
 std::optional<MatmulPrecision> parse_matmul_precision(std::string_view s);
 
 }  // namespace shardlab

@@ -108,6 +108,59 @@ void check_against_flax(const std::string& project_file, const std::string& mode
            qPrintable(QString("%1 loss after: %2, Flax %3").arg(label.c_str()).arg(after, 0, 'g', 9).arg(want_after, 0, 'g', 9)));
 }
 
+// The same model under a precision policy (make_precision_reference.py): Flax's initial
+// parameters, 10 Adam steps on the fixed batch with the policy `dtype` / `matmul_precision` laid
+// over the project, every loss within 1e-2 relative and every parameter tensor after 3 steps within
+// 2e-2 of Flax's (the bounds). The figures actually reached are printed, and the run must
+// also be nearer the policy's reference than the float32 one: a run that ignored the policy would
+// pass bounds this loose.
+void check_policy_against_flax(const std::string& project_file, const std::string& model, const std::string& policy,
+                               const std::string& dtype, const std::string& matmul_precision) {
+  const std::string label = model + "-" + policy;
+  const std::string dir = kRef + "data/" + label + "/", base = kRef + "data/" + model + "/";
+  nlohmann::json ref = nlohmann::json::parse(std::ifstream(dir + "losses.json"));
+  nlohmann::json f32 = nlohmann::json::parse(std::ifstream(base + "losses.json"));
+  QCOMPARE(ref["init_from"].get<std::string>(), model);
+  const Tensor x = data::load_npy(base + "x.npy"), y = data::load_npy(base + "y.npy");
+  runtime::TrainOptions opt;
+  opt.batch_size = x.shape[0];
+  opt.threads = 2;
+  opt.dtype = dtype;
+  opt.matmul_precision = matmul_precision;
+  runtime::Trainer trainer(project::load_project(project_file), opt);
+  for (const std::string& p : trainer.parameter_paths()) trainer.set_parameter(p, data::load_npy(base + "init/" + npy_name(p)));
+
+  const size_t steps = ref["losses"].size();
+  double worst_loss = 0;
+  // The whole model's distance from the policy's reference and from the float32 one.
+  double err_policy = 0, err_f32 = 0, norm = 0;
+  for (size_t step = 0; step < steps; ++step) {
+    const double loss = trainer.train_step(x, y), want = ref["losses"][step].get<double>();
+    const double rel = std::abs(loss - want) / std::abs(want);
+    worst_loss = std::max(worst_loss, rel);
+    QVERIFY2(rel <= 1e-2, qPrintable(QString("%1 step %2: loss %3, Flax %4").arg(label.c_str()).arg(step + 1).arg(loss, 0, 'g', 9).arg(want, 0, 'g', 9)));
+    if (step + 1 != ref["params_after_step"].get<size_t>()) continue;
+    for (const std::string& p : trainer.parameter_paths()) {
+      const Tensor got = trainer.parameter(p), want_p = data::load_npy(dir + "step3/" + npy_name(p)),
+                   want_f32 = data::load_npy(base + "step3/" + npy_name(p));
+      const double rel_p = relative_error(got, want_p);
+      qInfo("%s %s after 3 steps: relative error %.3g (float32's reference: %.3g)", label.c_str(), p.c_str(), rel_p,
+            relative_error(got, want_f32));
+      QVERIFY2(rel_p <= 2e-2, qPrintable(QString("%1 %2 after 3 steps: relative error %3").arg(label.c_str(), p.c_str()).arg(rel_p)));
+      for (size_t i = 0; i < got.data.size(); ++i) {
+        err_policy += std::pow(double(got.data[i]) - double(want_p.data[i]), 2);
+        err_f32 += std::pow(double(got.data[i]) - double(want_f32.data[i]), 2);
+        norm += std::pow(double(want_p.data[i]), 2);
+      }
+    }
+  }
+  const double policy_rel = std::sqrt(err_policy / norm), f32_rel = std::sqrt(err_f32 / norm);
+  qInfo("%s: worst loss over %zu steps %.3g relative to Flax; parameters after 3 steps %.3g from the policy's reference, %.3g from float32's",
+        label.c_str(), steps, worst_loss, policy_rel, f32_rel);
+  QVERIFY2(policy_rel < f32_rel / 2, qPrintable(QString("%1: the run is no nearer the policy's reference (%2) than float32's (%3)")
+                                                    .arg(label.c_str()).arg(policy_rel).arg(f32_rel)));
+}
+
 }  // namespace
 
 class TestReference : public QObject {
@@ -128,6 +181,19 @@ class TestReference : public QObject {
   }
   void vitTinyFsdpOnEightDevicesMatchesFlax() {
     check_against_flax(kRef + "vit-tiny.shardlab.json", "vit-tiny", "data=8", "batch=data,embed=data");
+  }
+  // Mixed precision and TensorFloat-32 matmuls against make_precision_reference.py.
+  void fashionMlpInBfloat16MatchesFlax() {
+    check_policy_against_flax(std::string(SHARDLAB_SOURCE_DIR) + "/projects/fashion-mlp.shardlab.json", "fashion-mlp", "bf16", "bfloat16", "");
+  }
+  void dotReluDotInBfloat16MatchesFlax() {
+    check_policy_against_flax(kRef + "dot-relu-dot-small.shardlab.json", "dot-relu-dot", "bf16", "bfloat16", "");
+  }
+  void fashionMlpWithTf32MatmulsMatchesTheirEmulation() {
+    check_policy_against_flax(std::string(SHARDLAB_SOURCE_DIR) + "/projects/fashion-mlp.shardlab.json", "fashion-mlp", "tf32", "", "tf32");
+  }
+  void dotReluDotWithTf32MatmulsMatchesTheirEmulation() {
+    check_policy_against_flax(kRef + "dot-relu-dot-small.shardlab.json", "dot-relu-dot", "tf32", "", "tf32");
   }
 };
 

@@ -262,6 +262,14 @@ void Executor<T>::run_matmul_step(const Step& step, const ir::Instr& ins) {
   x.b_shape = &program_.shape(ins.in[1]);
   const int out = step.folded ? step.out : ins.out[0];
   const DType od = program_.dtype(out);
+  // A Convert folded into the operands (ir/cast_folding.h) rounds float32 ones as it would have.
+  ir::Instr folded_cast;
+  const ir::Instr* mm = &ins;
+  if (ins.attrs.round_operands) {
+    folded_cast = ins;
+    folded_cast.attrs.precision = rounding_to(*ins.attrs.round_operands);
+    mm = &folded_cast;
+  }
   if (od == DType::F32) {
     Epilogue<T> e;
     if (step.folded) {
@@ -269,13 +277,16 @@ void Executor<T>::run_matmul_step(const Step& step, const ir::Instr& ins) {
       e.relu = step.relu;
       e.mask = step.mask >= 0 ? data(step.mask) : nullptr;
     }
-    run_matmul(ins, x, data(out), e);
+    run_matmul(*mm, x, data(out), e);
+    // A 16-bit product a folded Convert widens: stored in float32, rounded to its 16-bit dtype.
+    const DType product = ins.attrs.round_operands.value_or(program_.dtype(ins.in[0]));
+    if (ins.attrs.result_dtype && is_16bit(product)) round_to_dtype(data(out), size_t(numel(program_.shape(out))), product);
     return;
   }
   const Shape& os = program_.shape(ins.out[0]);
   const int64_t mn = numel(os), cols = os.empty() ? 1 : os.back(), rows = mn / std::max<int64_t>(cols, 1);
   T* c = staging_.data();
-  run_matmul(ins, x, c);
+  run_matmul(*mm, x, c);
   void* y = raw(out);
   from_float(c, y, od, size_t(mn));
   if (!step.folded) return;
@@ -304,39 +315,75 @@ void Executor<T>::run_matmul_step(const Step& step, const ir::Instr& ins) {
 }
 
 // Any other computing instruction: its 16-bit and int32 operands and results go through float
-// working copies in the staging area (plan::stages_operand says which).
+// working copies in the staging area (plan::stages_operand says which). An elementwise one goes a
+// chunk at a time (plan::staging_chunk), its row operand (BiasAdd's bias) staged whole.
 template <class T>
 void Executor<T>::run_staged(const ir::Instr& ins, const StepContext& ctx) {
-  KernelArgs<T> args;
+  const size_t nin = ins.in.size(), nall = nin + ins.out.size();
+  std::vector<bool> staged(nall);
+  bool any = false;
+  for (size_t k = 0; k < nall; ++k) any |= staged[k] = plan::stages_operand(program_, ins, k);
+  const plan::Staging how = any ? plan::staging_of(ins.op) : plan::Staging::Whole;
+  auto value = [&](size_t k) { return k < nin ? ins.in[k] : ins.out[k - nin]; };
+  const int64_t total = ins.out.empty() ? 0 : numel(program_.shape(ins.out[0]));
+  const int64_t chunk = how == plan::Staging::Whole ? total : plan::staging_chunk(program_, ins);
+  // Operands staged whole: all of them where the instruction is not elementwise, else the row.
+  auto whole = [&](size_t k) { return how == plan::Staging::Whole || (how == plan::Staging::Rows && k == 1); };
+  std::vector<T*> buf(nall, nullptr);
   size_t used = 0;
-  const size_t nin = ins.in.size();
-  std::vector<T*> staged(nin + ins.out.size(), nullptr);
-  for (size_t k = 0; k < nin + ins.out.size(); ++k) {
-    if (!plan::stages_operand(program_, ins, k)) continue;
-    const int v = k < nin ? ins.in[k] : ins.out[k - nin];
-    const size_t n = size_t(numel(program_.shape(v)));
-    staged[k] = staging_.data() + used;
+  for (size_t k = 0; k < nall; ++k) {
+    if (!staged[k]) continue;
+    const int v = value(k);
+    const size_t n = whole(k) ? size_t(numel(program_.shape(v))) : size_t(chunk);
+    buf[k] = staging_.data() + used;
     used += n;
-    if (k < nin) to_float(raw(v), held(program_.dtype(v)), staged[k], n);
+    if (k < nin && whole(k)) to_float(raw(v), held(program_.dtype(v)), buf[k], n);
   }
-  for (size_t k = 0; k < nin; ++k) {
-    const int v = ins.in[k];
-    T* d = staged[k] ? staged[k] : data(v);
-    args.in.push_back(d);
-    args.in_mut.push_back(d);
-    args.in_shapes.push_back(&program_.shape(v));
-  }
-  for (size_t k = 0; k < ins.out.size(); ++k) {
-    const int v = ins.out[k];
-    args.out.push_back(staged[nin + k] ? staged[nin + k] : data(v));
-    args.out_shapes.push_back(&program_.shape(v));
-  }
-  run_kernel(ins, args, ctx);
-  for (size_t k = 0; k < ins.out.size(); ++k)
-    if (staged[nin + k]) from_float(staged[nin + k], raw(ins.out[k]), held(program_.dtype(ins.out[k])), size_t(numel(program_.shape(ins.out[k]))));
+  // One pass over elements [off, off + len) (all of them where not chunked).
+  std::vector<Shape> shapes(nall);
+  auto pass = [&](int64_t off, int64_t len) {
+    KernelArgs<T> args;
+    for (size_t k = 0; k < nall; ++k) {
+      const int v = value(k);
+      const Shape* shape = &program_.shape(v);
+      T* p = nullptr;
+      if (how == plan::Staging::Whole || whole(k)) {
+        p = staged[k] ? buf[k] : data(v);
+      } else {
+        shapes[k] = how == plan::Staging::Rows ? Shape{len / shape->back(), shape->back()} : Shape{len};
+        shape = &shapes[k];
+        if (staged[k]) {
+          p = buf[k];
+          if (k < nin)
+            to_float(static_cast<const std::byte*>(raw(v)) + size_t(off) * dtype_size(program_.dtype(v)), held(program_.dtype(v)), p,
+                     size_t(len));
+        } else {
+          p = data(v) + off;
+        }
+      }
+      if (k < nin) {
+        args.in.push_back(p);
+        args.in_mut.push_back(p);
+        args.in_shapes.push_back(shape);
+      } else {
+        args.out.push_back(p);
+        args.out_shapes.push_back(shape);
+      }
+    }
+    run_kernel(ins, args, ctx);
+    for (size_t k = nin; k < nall; ++k)
+      if (staged[k]) {
+        const int v = value(k);
+        const int64_t o = whole(k) ? 0 : off, n = whole(k) ? numel(program_.shape(v)) : len;
+        from_float(buf[k], static_cast<std::byte*>(raw(v)) + size_t(o) * dtype_size(program_.dtype(v)), held(program_.dtype(v)), size_t(n));
+      }
+  };
+  if (how == plan::Staging::Whole) pass(0, total);
+  else
+    for (int64_t off = 0; off < total; off += chunk) pass(off, std::min(chunk, total - off));
   // An update writes its parameter (and state, always float32) in place.
   if ((ins.op == ir::Op::AdamUpdate || ins.op == ir::Op::SgdUpdate) && staged[0])
-    from_float(staged[0], raw(ins.in[0]), held(program_.dtype(ins.in[0])), size_t(numel(program_.shape(ins.in[0]))));
+    from_float(buf[0], raw(ins.in[0]), held(program_.dtype(ins.in[0])), size_t(numel(program_.shape(ins.in[0]))));
 }
 
 template <class T>
@@ -355,8 +402,8 @@ void Executor<T>::run(const StepContext& ctx) {
     const double t0 = trace ? trace->now_us() : 0.0;
     if (ins.op == ir::Op::MatMul || ins.op == ir::Op::BatchMatMul) {
       run_matmul_step(step, ins);
-    } else if (ins.op == ir::Op::Convert) {
-      run_convert(ins);
+    } else if (ins.op == ir::Op::Convert || (ins.op == ir::Op::Reshape && program_.dtype(ins.in[0]) != DType::F32)) {
+      run_convert(ins);  // a Reshape of a 16-bit value is a copy of its bytes
     } else if (ir::is_collective(ins.op) || ins.op == ir::Op::ShardSlice) {
       const auto c0 = std::chrono::steady_clock::now();
       CommArgs a;

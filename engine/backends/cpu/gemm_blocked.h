@@ -43,7 +43,7 @@ void apply_epilogue(const Epilogue<T>& e, int64_t rows, int64_t cols, int64_t i0
 // bfloat16's mantissa (the matmul precision), or 16-bit floats widened. These are this header's own
 // (internal linkage, see above) rather than engine/tensor/convert.h's, whose inline functions have
 // external linkage; the rounding is the same: to nearest, ties to even.
-enum class Read { F32, Tf32, Bf16Round, Bf16, F16 };
+enum class Read { F32, Tf32, Bf16Round, F16Round, Bf16, F16 };
 
 // Always inlined, so no copy outside a kernel's own functions is compiled for the AVX-512 unit.
 [[gnu::always_inline]] inline float keep_mantissa(float x, int bits) {
@@ -62,6 +62,9 @@ struct Reader {
   [[gnu::always_inline]] static float get(float v) {
     if constexpr (R == Read::Tf32) return keep_mantissa(v, 10);
     else if constexpr (R == Read::Bf16Round) return keep_mantissa(v, 7);
+#if defined(__F16C__)
+    else if constexpr (R == Read::F16Round) return _cvtsh_ss(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+#endif
     else return v;
   }
 };
@@ -95,7 +98,13 @@ struct Reader<Read::F16> {
 [[gnu::always_inline]] inline Read read_of(DType t, MatmulPrecision p) {
   if (t == DType::BF16) return Read::Bf16;
   if (t == DType::F16) return Read::F16;
-  return p == MatmulPrecision::Tf32 ? Read::Tf32 : p == MatmulPrecision::Bf16 ? Read::Bf16Round : Read::F32;
+  switch (p) {
+    case MatmulPrecision::Tf32: return Read::Tf32;
+    case MatmulPrecision::Bf16: return Read::Bf16Round;
+    case MatmulPrecision::F16: return Read::F16Round;
+    case MatmulPrecision::Highest: break;
+  }
+  return Read::F32;
 }
 
 // Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels (k-major), zero-padding the last one.
@@ -205,6 +214,7 @@ void pack_a_of(const GemmProblem& g, int64_t i0, int64_t mc, int64_t p0, int64_t
     case Read::F32: return pack_a<K, Read::F32>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
     case Read::Tf32: return pack_a<K, Read::Tf32>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
     case Read::Bf16Round: return pack_a<K, Read::Bf16Round>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
+    case Read::F16Round: return pack_a<K, Read::F16Round>(g.trans_a, static_cast<const float*>(a), g.a.ld, i0, mc, p0, kc, out);
     case Read::Bf16: return pack_a<K, Read::Bf16>(g.trans_a, static_cast<const uint16_t*>(a), g.a.ld, i0, mc, p0, kc, out);
     case Read::F16: return pack_a<K, Read::F16>(g.trans_a, static_cast<const uint16_t*>(a), g.a.ld, i0, mc, p0, kc, out);
   }
@@ -216,6 +226,7 @@ void pack_b_of(const GemmProblem& g, int64_t p0, int64_t kc, int64_t j0, int64_t
     case Read::F32: return pack_b<K, Read::F32>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
     case Read::Tf32: return pack_b<K, Read::Tf32>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
     case Read::Bf16Round: return pack_b<K, Read::Bf16Round>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
+    case Read::F16Round: return pack_b<K, Read::F16Round>(g.trans_b, static_cast<const float*>(b), g.b.ld, p0, kc, j0, nc, out);
     case Read::Bf16: return pack_b<K, Read::Bf16>(g.trans_b, static_cast<const uint16_t*>(b), g.b.ld, p0, kc, j0, nc, out);
     case Read::F16: return pack_b<K, Read::F16>(g.trans_b, static_cast<const uint16_t*>(b), g.b.ld, p0, kc, j0, nc, out);
   }

@@ -146,6 +146,15 @@ BatchDims batch_dims(const Shape& a, const Shape& b, const Attrs& at) {
   return d;
 }
 
+// Both operands share one dtype (a float32 one read rounded to round_operands counts as that dtype),
+// which the result keeps unless result_dtype says otherwise.
+std::vector<DType> matmul_dtypes(const std::vector<DType>& in, const Attrs& at) {
+  auto effective = [&](DType d) { return d == DType::F32 && at.round_operands ? *at.round_operands : d; };
+  const DType a = effective(in[0]), b = effective(in[1]);
+  if (a != b) throw Error(std::string("operands are ") + dtype_name(in[0]) + " and " + dtype_name(in[1]) + " (convert one of them first)");
+  return {at.result_dtype.value_or(a)};
+}
+
 }  // namespace
 
 void register_matmul(std::vector<Primitive>& t) {
@@ -186,6 +195,7 @@ void register_matmul(std::vector<Primitive>& t) {
     return r;
   };
   mm.partition = matmul_rule;
+  mm.dtypes = matmul_dtypes;
   mm.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs& at) {
     Dims d = dims(in[0], in[1], at);
     return 2.0 * double(numel(d.rows)) * double(d.inner_a) * double(d.cols);
@@ -219,6 +229,7 @@ void register_matmul(std::vector<Primitive>& t) {
     return r;
   };
   bmm.partition = batch_matmul_rule;
+  bmm.dtypes = matmul_dtypes;
   bmm.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs& at) {
     BatchDims d = batch_dims(in[0], in[1], at);
     return 2.0 * double(numel(d.batch)) * double(d.m) * double(d.k) * double(d.n);
