@@ -60,7 +60,9 @@ int run_inspect(const CheckpointArgs& a) {
 int run_export(const CheckpointArgs& a) {
   if (a.format != "safetensors" && a.format != "onnx")
     throw Error("--format " + a.format + ": expected safetensors or onnx");
-  std::printf("%s\n", checkpoint::export_checkpoint(resolve(a.checkpoint), a.format, a.out).c_str());
+  std::optional<DType> dtype;
+  if (!a.dtype.empty()) dtype = parse_float_dtype(a.dtype);
+  std::printf("%s\n", checkpoint::export_checkpoint(resolve(a.checkpoint), a.format, a.out, dtype).c_str());
   return 0;
 }
 

@@ -74,6 +74,7 @@ struct CheckpointArgs {
   std::string checkpoint;  // a step directory, or a root (its newest checkpoint)
   std::string format = "safetensors";
   std::string out;
+  std::string dtype;  // export: the parameters' (and an ONNX graph's) dtype; "": as stored / float32
 };
 int run_inspect(const CheckpointArgs& a);
 int run_export(const CheckpointArgs& a);

@@ -165,6 +165,10 @@ int main(int argc, char** argv) {
   ex->add_option("--format", exp.format, "safetensors (the parameters) or onnx (the inference graph with them)")
       ->capture_default_str();
   ex->add_option("--out", exp.out, "the file to write")->required();
+  ex->add_option("--dtype", exp.dtype,
+                 "write the parameters as float32, bfloat16 or float16 (an ONNX graph then computes in it, its input "
+                 "and output float32); default: safetensors as the checkpoint stores them, ONNX float32")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16", "f32", "bf16", "f16"}));
 
   shardlab::cli::AdviseArgs advise;
   auto* ad = app.add_subcommand("advise", "Rank the meshes and rules a project could use on N devices: memory per device from "

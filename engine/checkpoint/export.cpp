@@ -66,13 +66,20 @@ void check_export_target(const fs::path& dir, const fs::path& out) {
                 " being exported; write the export elsewhere");
 }
 
-std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out) {
+StoredDType stored_dtype(DType d) { return d == DType::BF16 ? StoredDType::BF16 : d == DType::F16 ? StoredDType::F16 : StoredDType::F32; }
+
+std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out, std::optional<DType> dtype) {
   const SafetensorsFile all = read_model(dir);  // one file or shards
   SafetensorsFile params;
   for (const auto& t : all.tensors)
     if (t.name.rfind(kParamPrefix, 0) == 0) {
+      const std::string name = t.name.substr(kParamPrefix.size());
+      if (dtype && t.dtype != stored_dtype(*dtype)) {
+        params.tensors.push_back(from_tensor(name, to_tensor(t), stored_dtype(*dtype)));
+        continue;
+      }
       StoredTensor p = t;
-      p.name = t.name.substr(kParamPrefix.size());
+      p.name = name;
       params.tensors.push_back(std::move(p));
     }
   if (params.tensors.empty()) throw Error(dir.string() + ": the checkpoint holds no parameters (no params/... tensors)");
@@ -83,7 +90,7 @@ std::string export_parameters(const std::filesystem::path& dir, const std::files
 }
 
 // The checkpoint's own project (checkpoint.json keeps it) with its trained parameters.
-std::string export_onnx_model(const std::filesystem::path& dir, const std::filesystem::path& out) {
+std::string export_onnx_model(const std::filesystem::path& dir, const std::filesystem::path& out, DType dtype) {
   if (!interop::onnx_available()) interop::export_onnx({}, {}, out);  // throws, saying why
   const Loaded c = load(dir);
   const std::filesystem::path meta_file = dir / kMetaFile;
@@ -95,15 +102,18 @@ std::string export_onnx_model(const std::filesystem::path& dir, const std::files
     if (name.rfind(kParamPrefix, 0) == 0) params[name.substr(kParamPrefix.size())] = t;
   // export_onnx writes atomically (util::write_file_atomically), as write_safetensors does.
   return interop::export_onnx(p, params, out,
-                              "Exported by Shardlab from " + dir.string() + " (step " + std::to_string(c.step) + ")");
+                              "Exported by Shardlab from " + dir.string() + " (step " + std::to_string(c.step) + ")", dtype);
 }
 
 }  // namespace
 
-std::string export_checkpoint(const std::filesystem::path& dir, const std::string& format, const std::filesystem::path& out) {
+std::string export_checkpoint(const std::filesystem::path& dir, const std::string& format, const std::filesystem::path& out,
+                              std::optional<DType> dtype) {
+  if (dtype && *dtype != DType::F32 && !is_16bit(*dtype))
+    throw Error(std::string("export dtype ") + dtype_name(*dtype) + ": expected one of " + float_dtype_names());
   if (format == "safetensors" || format == "onnx") check_export_target(dir, out);
-  if (format == "safetensors") return export_parameters(dir, out);
-  if (format == "onnx") return export_onnx_model(dir, out);
+  if (format == "safetensors") return export_parameters(dir, out, dtype);
+  if (format == "onnx") return export_onnx_model(dir, out, dtype.value_or(DType::F32));
   throw Error("export format '" + format + "': expected safetensors or onnx");
 }
 

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+
+#include "engine/tensor/dtype.h"
 
 namespace shardlab::checkpoint {
 
@@ -14,7 +17,11 @@ namespace shardlab::checkpoint {
 // name) outside the checkpoint directory: a symlink, a directory, a device node, a FIFO, or a file
 // of the checkpoint itself (a hard link included) is refused before anything is read or written.
 // The file is written to a temporary name beside `out` and renamed over it.
+// `dtype` (float32, bfloat16, float16): the parameters are written in it, converted (to nearest
+// even) where the checkpoint holds another; the ONNX graph then computes in it, its input and output
+// staying float32 (a Cast at each end). Unset: safetensors keeps each tensor's stored dtype, ONNX is
+// float32.
 std::string export_checkpoint(const std::filesystem::path& checkpoint_dir, const std::string& format,
-                              const std::filesystem::path& out);
+                              const std::filesystem::path& out, std::optional<DType> dtype = std::nullopt);
 
 }  // namespace shardlab::checkpoint

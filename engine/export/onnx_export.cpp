@@ -31,6 +31,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "engine/util/atomic_file.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 
 namespace shardlab::interop {
@@ -78,7 +79,7 @@ void set_shape(onnx::ValueInfoProto& v, const Shape& per_example) {
 
 class Exporter {
  public:
-  explicit Exporter(onnx::GraphProto& g) : g_(g) {}
+  Exporter(onnx::GraphProto& g, DType dtype) : g_(g), dtype_(dtype) {}
 
   // Emits the nodes of `g` (analysed as `nodes`, whose names start with `report_prefix`) with
   // names under `scope`; `carry` feeds a block's "@in". Returns each local node's output tensor.
@@ -98,7 +99,7 @@ class Exporter {
         auto s = source.find(local + "." + port);
         if (s == source.end() || !out.count(s->second))
           throw Error("node " + in_quotes(r.name) + ": input " + in_quotes(port) + " is not connected");
-        in.push_back(out.at(s->second));
+        in.push_back(computable(out.at(s->second), r.type));
       }
       out[local] = emit_node(r, *node, scope + local, in, [&](const std::string& p) { return param(local + "/" + p); });
     }
@@ -117,6 +118,7 @@ class Exporter {
       auto* v = g_.add_input();
       v->set_name(name);
       set_shape(*v, Shape(r.output.shape.begin() + 1, r.output.shape.end()));
+      float_input_ = name;
       return name;
     }
     if (type == "Dense") {
@@ -308,13 +310,26 @@ class Exporter {
     return output;
   }
 
+  // Float data in the graph's dtype (rounded to nearest even where it is 16-bit).
   void add_initializer(const std::string& name, const Shape& shape, const float* data) {
     if (!initializers_.insert(name).second) return;
     auto* t = g_.add_initializer();
     t->set_name(name);
-    t->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    t->set_data_type(onnx_type(dtype_));
     for (int64_t d : shape) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(data), size_t(numel(shape)) * sizeof(float)));
+    const size_t n = size_t(numel(shape));
+    if (dtype_ == DType::F32) {
+      t->set_raw_data(std::string(reinterpret_cast<const char*>(data), n * sizeof(float)));
+      return;
+    }
+    std::vector<uint16_t> bits(n);
+    from_float(data, bits.data(), dtype_, n);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(bits.data()), n * sizeof(uint16_t)));
+  }
+
+  static int onnx_type(DType d) {
+    return d == DType::F16 ? onnx::TensorProto_DataType_FLOAT16 : d == DType::BF16 ? onnx::TensorProto_DataType_BFLOAT16
+                                                                                   : onnx::TensorProto_DataType_FLOAT;
   }
 
   // Node r's parameter `pname` as an initializer called `name`, checked against the shape the
@@ -376,19 +391,37 @@ class Exporter {
   }
 
   onnx::GraphProto& g_;
+  const DType dtype_;
   std::set<std::string> initializers_;
+  // The graph input stays float32 where the graph computes in a 16-bit type: a layer that computes
+  // on it reads one Cast of it (an Embed reads its ids as they are: a 16-bit float would round them).
+  std::string float_input_, cast_input_;
+  std::string computable(const std::string& tensor, const std::string& type) {
+    if (dtype_ == DType::F32 || tensor != float_input_ || type == "Embed") return tensor;
+    if (cast_input_.empty()) {
+      cast_input_ = op("Cast", tensor + "/Cast", {tensor}, tensor + "/cast");
+      auto* to = g_.mutable_node(g_.node_size() - 1)->add_attribute();
+      to->set_name("to");
+      to->set_type(onnx::AttributeProto_AttributeType_INT);
+      to->set_i(onnx_type(dtype_));
+    }
+    return cast_input_;
+  }
 };
 
 }  // namespace
 
 bool onnx_available() { return true; }
 
-OnnxModel onnx_model(const project::Project& project, const std::map<std::string, Tensor>& params, const std::string& doc) {
-  return onnx_model(project, project::analyze_project(project), params, doc);
+OnnxModel onnx_model(const project::Project& project, const std::map<std::string, Tensor>& params, const std::string& doc,
+                     DType dtype) {
+  return onnx_model(project, project::analyze_project(project), params, doc, dtype);
 }
 
 OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& report,
-                     const std::map<std::string, Tensor>& params, const std::string& doc) {
+                     const std::map<std::string, Tensor>& params, const std::string& doc, DType dtype) {
+  if (dtype != DType::F32 && !is_16bit(dtype))
+    throw Error(std::string("ONNX export in ") + dtype_name(dtype) + ": expected one of " + float_dtype_names());
   if (!report.ok()) throw Error(project.display_name() + ": " + report.errors.front());
   onnx::ModelProto model;
   model.set_ir_version(kOnnxIrVersion);
@@ -403,7 +436,7 @@ OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& 
   onnx::GraphProto& g = *model.mutable_graph();
   g.set_name(project.name.empty() ? "shardlab" : project.name);
 
-  Exporter ex(g);
+  Exporter ex(g, dtype);
   const ParamFn whole = [&](const std::string& path) {
     auto it = params.find(path);
     if (it == params.end()) throw Error("parameter " + in_quotes(path) + ": not among the given parameters");
@@ -423,12 +456,30 @@ OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& 
   // The graph output carries the output node's name whichever node made the tensor.
   m.output = project.loss.output;
   if (it->second == m.input) m.output += "/output";
+  // A 16-bit graph's output tensor is renamed, so that the Cast back to float32 takes the name.
+  if (dtype != DType::F32 && it->second == m.output) {
+    const std::string renamed = m.output + "/" + dtype_short(dtype);
+    for (auto& n : *g.mutable_node()) {
+      for (auto& o : *n.mutable_output())
+        if (o == m.output) o = renamed;
+      for (auto& i : *n.mutable_input())
+        if (i == m.output) i = renamed;
+    }
+    it->second = renamed;
+  }
   if (it->second != m.output) {
     auto* n = g.add_node();
-    n->set_op_type("Identity");
+    // Back to float32 where the graph computes in a 16-bit type.
+    n->set_op_type(dtype == DType::F32 ? "Identity" : "Cast");
     n->set_name(m.output + "/output");
     n->add_input(it->second);
     n->add_output(m.output);
+    if (dtype != DType::F32) {
+      auto* to = n->add_attribute();
+      to->set_name("to");
+      to->set_type(onnx::AttributeProto_AttributeType_INT);
+      to->set_i(onnx::TensorProto_DataType_FLOAT);
+    }
   }
   set_shape(*g.add_output(), Shape(out_node->output.shape.begin() + 1, out_node->output.shape.end()));
   g.mutable_output(0)->set_name(m.output);
@@ -440,8 +491,8 @@ OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& 
 }
 
 std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params, const fs::path& out,
-                        const std::string& doc) {
-  const OnnxModel m = onnx_model(project, params, doc);
+                        const std::string& doc, DType dtype) {
+  const OnnxModel m = onnx_model(project, params, doc, dtype);
   util::write_file_atomically(out, m.bytes);
   return "wrote " + out.string() + ": ONNX IR " + std::to_string(kOnnxIrVersion) + ", opset " + std::to_string(kOnnxOpset) + ", " +
          std::to_string(m.nodes) + " nodes, " + std::to_string(m.initializers) + " initializers, input '" + m.input +

@@ -55,13 +55,15 @@ struct OnnxModel {
 // `params`: parameter path ("dense1/kernel", "blocks/W1/kernel" stacked) -> values, each of the
 // shape the project gives it. `report` is analyze_project(project)'s; the first form makes it.
 // `doc` goes into the model's doc_string.
+// `dtype`: what the graph computes in and its initializers hold (float32, float16, bfloat16); its
+// input and output stay float32, with a Cast after the one and before the other.
 OnnxModel onnx_model(const project::Project& project, const std::map<std::string, Tensor>& params,
-                     const std::string& doc = "");
+                     const std::string& doc = "", DType dtype = DType::F32);
 OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& report,
-                     const std::map<std::string, Tensor>& params, const std::string& doc = "");
+                     const std::map<std::string, Tensor>& params, const std::string& doc = "", DType dtype = DType::F32);
 
 // onnx_model() written atomically to `out`; returns a one-line summary.
 std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params,
-                        const std::filesystem::path& out, const std::string& doc = "");
+                        const std::filesystem::path& out, const std::string& doc = "", DType dtype = DType::F32);
 
 }  // namespace shardlab::interop

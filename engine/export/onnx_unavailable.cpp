@@ -15,13 +15,13 @@ namespace {
 
 bool onnx_available() { return false; }
 
-OnnxModel onnx_model(const project::Project&, const std::map<std::string, Tensor>&, const std::string&) { refuse(); }
+OnnxModel onnx_model(const project::Project&, const std::map<std::string, Tensor>&, const std::string&, DType) { refuse(); }
 OnnxModel onnx_model(const project::Project&, const graph::GraphReport&, const std::map<std::string, Tensor>&,
-                     const std::string&) {
+                     const std::string&, DType) {
   refuse();
 }
 std::string export_onnx(const project::Project&, const std::map<std::string, Tensor>&, const std::filesystem::path&,
-                        const std::string&) {
+                        const std::string&, DType) {
   refuse();
 }
 

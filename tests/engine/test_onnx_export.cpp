@@ -24,6 +24,7 @@
 #include "engine/export/onnx_export.h"
 #include "engine/runtime/inference.h"
 #include "engine/runtime/trainer.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 #include "tests/engine/python_runner.h"
 #include "tests/engine/test_support.h"
@@ -132,7 +133,7 @@ struct Exported {
   QString cli_error;  // empty when the CLI succeeded
 };
 
-Exported export_through_cli(project::Project project, const fs::path& dir, uint32_t seed) {
+Exported export_through_cli(project::Project project, const fs::path& dir, uint32_t seed, const QStringList& extra = {}) {
   Exported e;
   project.training.batch_size = 4;  // the export does not depend on it; the trainer's buffers do
   runtime::Trainer t(project);
@@ -153,7 +154,8 @@ Exported export_through_cli(project::Project project, const fs::path& dir, uint3
   }
   QProcess p;
   p.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli",
-          {"export", QString::fromStdString(step->string()), "--format", "onnx", "--out", QString::fromStdString(e.model.string())});
+          QStringList{"export", QString::fromStdString(step->string()), "--format", "onnx", "--out", QString::fromStdString(e.model.string())} +
+              extra);
   if (!p.waitForFinished(120000)) e.cli_error = "the CLI did not finish";
   else if (p.exitCode() != 0) e.cli_error = p.readAllStandardError();
   return e;
@@ -488,6 +490,65 @@ class TestOnnxExport : public QObject {
     }
 #endif
     const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 28, 28}, 7, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
+  // --dtype float16 / bfloat16: every float initializer in that type (the parameters rounded to it,
+  // to nearest even), the input and output float32 with a Cast at each end (none for token ids,
+  // which an Embed reads as they are: a 16-bit float would round ids past 2048 or 256), accepted by
+  // ONNX's checker and strict, type-checked shape inference; float16 runs in onnxruntime close to
+  // Shardlab's float32 forward pass where it is installed.
+  void sixteenBitExportsHoldTheirDtype_data() {
+    QTest::addColumn<QString>("project");
+    QTest::addColumn<QString>("dtype");
+    for (const char* p : {"vit-fashion", "copy-transformer"})
+      for (const char* d : {"float16", "bfloat16"}) QTest::newRow(qPrintable(QString("%1 %2").arg(p, d))) << QString(p) << QString(d);
+  }
+  void sixteenBitExportsHoldTheirDtype() {
+    QFETCH(QString, project);
+    QFETCH(QString, dtype);
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath(project + "-" + dtype).toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/projects/" + project.toStdString() + ".shardlab.json"),
+                                          dir, 300, {"--dtype", dtype});
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+    const DType d = *parse_float_dtype(dtype.toStdString());
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      const int want = d == DType::F16 ? onnx::TensorProto_DataType_FLOAT16 : onnx::TensorProto_DataType_BFLOAT16;
+      QCOMPARE(g.input(0).type().tensor_type().elem_type(), int(onnx::TensorProto_DataType_FLOAT));
+      QCOMPARE(g.output(0).type().tensor_type().elem_type(), int(onnx::TensorProto_DataType_FLOAT));
+      int sixteen = 0;
+      for (const auto& t : g.initializer()) {
+        if (t.data_type() == onnx::TensorProto_DataType_INT64) continue;  // shapes
+        QCOMPARE(t.data_type(), want);
+        ++sixteen;
+      }
+      QVERIFY(sixteen > 10);
+      // A parameter as written: the checkpoint's values rounded to the dtype.
+      const std::string name = project == "vit-fashion" ? "head/kernel" : "head/kernel";
+      for (const auto& t : g.initializer())
+        if (t.name() == name) {
+          const Tensor& p = e.params.at(name);
+          std::vector<uint16_t> bits(p.data.size());
+          from_float(p.data.data(), bits.data(), d, bits.size());
+          QCOMPARE(t.raw_data(), std::string(reinterpret_cast<const char*>(bits.data()), bits.size() * 2));
+        }
+      const bool cast_input = has_node(g, g.input(0).name() + "/Cast");
+      QCOMPARE(cast_input, project == "vit-fashion");  // copy-transformer's input is token ids
+      QCOMPARE(node_named(g, g.output(0).name() + "/output").op_type(), std::string("Cast"));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    if (d != DType::F16 || project != "vit-fashion") return;  // onnxruntime's CPU runs no bfloat16 MatMul
+    const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 28, 28}, 7, 1.0f), dir, 3e-2);
     if (!skipped.isEmpty()) {
       qInfo().noquote() << "skipping:" << skipped;
       QSKIP(qPrintable(skipped));
