@@ -367,6 +367,44 @@ class TestInspector : public QObject {
     QCOMPARE(type->currentText(), QString("softmax_cross_entropy"));
   }
 
+  // The precision policy is a project setting: each field one undoable edit of the file's
+  // precision section; float16 turns loss scaling on unless the box says otherwise.
+  void precisionSettings() {
+    open("fashion-mlp.shardlab.json");
+    QComboBox* dtype = find<QComboBox>("computeDtype");
+    QCheckBox* scaling = find<QCheckBox>("lossScaling");
+    QCOMPARE(dtype->currentText(), QString("float32"));
+    QVERIFY(!scaling->isChecked());
+    const int before = doc_->undoStack()->count();
+    dtype->setFocus();
+    QTest::keyClick(dtype, Qt::Key_Down);  // bfloat16
+    QCOMPARE(doc_->project().precision.dtype, DType::BF16);
+    QCOMPARE(doc_->project().precision_json["dtype"], Json("bfloat16"));
+    QTest::keyClick(dtype, Qt::Key_Down);  // float16
+    QCOMPARE(doc_->project().precision.dtype, DType::F16);
+    QVERIFY(doc_->project().precision.loss_scale);
+    QVERIFY(scaling->isChecked());
+    QTest::mouseClick(scaling, Qt::LeftButton, {}, QPoint(6, scaling->height() / 2));
+    QVERIFY(!doc_->project().precision.loss_scale);
+    QCOMPARE(doc_->project().precision_json["loss_scale"], Json(false));
+    QComboBox* params = find<QComboBox>("paramDtype");
+    params->setFocus();
+    QTest::keyClick(params, Qt::Key_Down);
+    QCOMPARE(doc_->project().precision.param_dtype, DType::BF16);
+    QComboBox* matmul = find<QComboBox>("matmulPrecision");
+    matmul->setFocus();
+    QTest::keyClick(matmul, Qt::Key_Down);
+    QCOMPARE(doc_->project().precision.matmul_precision, MatmulPrecision::Tf32);
+    QCOMPARE(doc_->undoStack()->count(), before + 5);
+    // The design check follows: bfloat16 parameters take half the bytes.
+    const Json saved = Json::parse(project::to_json_string(doc_->project()));
+    QCOMPARE(saved["precision"]["param_dtype"], Json("bfloat16"));
+    for (int i = 0; i < 5; ++i) doc_->undoStack()->undo();
+    QCOMPARE(dtype->currentText(), QString("float32"));
+    QVERIFY(doc_->project().precision_json.is_null());
+    QVERIFY(!scaling->isChecked());
+  }
+
   void nodeInsideARepeatBlock() {
     open("dot-relu-dot.shardlab.json");
     doc_->setSelection({"blocks/W1"});

@@ -165,6 +165,36 @@ class TestTrainingDashboard : public QObject {
   }
 
   // deep-mlp-small takes ~2.5 s a step at its batch of 512 on one core; batch 32 takes ~0.3 s.
+  // float16 with a loss scale far beyond its range: the first steps overflow; each is logged,
+  // marked on the loss chart and counted beside the scale, and the run goes on to finish.
+  void float16ShowsItsSkippedSteps() {
+    QString text = tinyProject();
+    text.replace(R"("training":)", R"("precision": {"dtype": "float16", "loss_scale": {"initial": 1e12}}, "training":)");
+    ProjectDocument doc;
+    doc.open(writeProject("f16.shardlab.json", text));
+    TrainingTab tab(&doc);
+    tab.resize(1360, 860);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    typeInto(tab.form()->stepsBox(), "40");
+    QSignalSpy finished(&tab, &TrainingTab::runFinished);
+    QSignalSpy failed(&tab, &TrainingTab::runFailed);
+    QTest::mouseClick(button(tab, "start"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 40000);
+    QCOMPARE(failed.count(), 0);
+    QLabel* scale = tab.findChild<QLabel*>("lossScale");
+    QVERIFY(scale->isVisible());
+    VERIFY_CONTAINS(scale->text(), "step(s) skipped");
+    const QRegularExpressionMatch m = QRegularExpression("(\\d+) step\\(s\\) skipped").match(scale->text());
+    QVERIFY2(m.hasMatch() && m.captured(1).toInt() >= 10, qPrintable(scale->text()));
+    LineChart* loss = tab.lossChart();
+    QCOMPARE(loss->pointCount(loss->seriesIndex("skipped")), m.captured(1).toInt());
+    const QString log = tab.runLog()->toPlainText();
+    VERIFY_CONTAINS(log, "Precision: float16 compute, float32 parameters, dynamic loss scaling");
+    VERIFY_CONTAINS(log, "step 1: gradients overflowed: update skipped, loss scale now 5e+11");
+    VERIFY_CONTAINS(log, "Done: 40 steps");
+  }
+
   void threeStepRun() {
     ProjectDocument doc;
     TrainingTab tab(&doc);

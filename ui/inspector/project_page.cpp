@@ -1,5 +1,6 @@
 #include "ui/inspector/project_page.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -71,6 +72,36 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
   lossForm->addRow(tr("output"), withError(lossOutput_, lossError_, loss));
   column->addWidget(loss);
 
+  // Flax's policy: param_dtype, dtype, and jax.default_matmul_precision for float32 products.
+  auto* precision = new QGroupBox(tr("Precision"), this);
+  auto* precisionForm = new QFormLayout(precision);
+  precisionForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  auto dtypes = [&](const char* name, const QString& tip) {
+    auto* box = new QComboBox(precision);
+    box->setObjectName(name);
+    box->addItems({"float32", "bfloat16", "float16"});
+    box->setToolTip(tip);
+    return box;
+  };
+  dtype_ = dtypes("computeDtype", tr("The dtype activations and matmul inputs are computed in (Flax's dtype). LayerNorm and the "
+                                     "loss stay float32; a node may set its own in its precision."));
+  precisionForm->addRow(tr("compute"), dtype_);
+  paramDtype_ = dtypes("paramDtype", tr("The dtype parameters are stored in (Flax's param_dtype): the master weights. "
+                                        "Optimizer state is float32 whatever this is."));
+  precisionForm->addRow(tr("parameters"), paramDtype_);
+  matmulPrecision_ = new QComboBox(precision);
+  matmulPrecision_->setObjectName("matmulPrecision");
+  matmulPrecision_->addItems({"highest", "tf32", "bf16"});
+  matmulPrecision_->setToolTip(tr("How float32 matmuls round their operands, as jax.default_matmul_precision: highest (not at "
+                                  "all), tf32 (a GPU's TensorFloat-32, emulated on the CPU) or bf16; float32 accumulation"));
+  precisionForm->addRow(tr("matmuls"), matmulPrecision_);
+  lossScale_ = new QCheckBox(tr("dynamic loss scaling"), precision);
+  lossScale_->setObjectName("lossScaling");
+  lossScale_->setToolTip(tr("Scale the loss before the backward pass and skip a step whose gradients overflow, lowering the "
+                            "scale (flax.training.dynamic_scale); on by default for float16"));
+  precisionForm->addRow(QString(), lossScale_);
+  column->addWidget(precision);
+
   auto* check = new QGroupBox(tr("Design check"), this);
   auto* checkColumn = new QVBoxLayout(check);
   summary_ = new QLabel(check);
@@ -86,6 +117,17 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
   connect(description_, &QPlainTextEdit::textChanged, this, &ProjectPage::descriptionEdited);
   connect(lossType_, &QComboBox::activated, this, &ProjectPage::lossTypeChosen);
   connect(lossOutput_, &QComboBox::activated, this, &ProjectPage::lossOutputChosen);
+  connect(dtype_, &QComboBox::activated, this,
+          [this] { setPrecision("dtype", dtype_->currentText().toStdString(), tr("Set compute dtype")); });
+  connect(paramDtype_, &QComboBox::activated, this,
+          [this] { setPrecision("param_dtype", paramDtype_->currentText().toStdString(), tr("Set parameter dtype")); });
+  connect(matmulPrecision_, &QComboBox::activated, this,
+          [this] { setPrecision("matmul_precision", matmulPrecision_->currentText().toStdString(), tr("Set matmul precision")); });
+  connect(lossScale_, &QCheckBox::clicked, this, [this](bool on) {
+    // Written only where it differs from what the compute dtype implies (on for float16).
+    const bool implied = doc_->project().precision.dtype == DType::F16;
+    setPrecision("loss_scale", on == implied ? graph::Json() : graph::Json(on), on ? tr("Turn loss scaling on") : tr("Turn loss scaling off"));
+  });
   refresh();
 }
 
@@ -125,7 +167,27 @@ void ProjectPage::refresh() {
     if (e.rfind("loss", 0) == 0) lossErrors << QString::fromStdString(e);
   showFieldError(lossOutput_, lossError_, lossErrors.join("\n"));
 
+  const project::PrecisionSpec& pr = p.precision;
+  dtype_->setCurrentText(QString(dtype_name(pr.dtype)));
+  paramDtype_->setCurrentText(QString(dtype_name(pr.param_dtype)));
+  matmulPrecision_->setCurrentText(QString(matmul_precision_name(pr.matmul_precision)));
+  lossScale_->setChecked(pr.loss_scale.has_value());
+
   refreshSummary();
+}
+
+void ProjectPage::setPrecision(const char* key, const graph::Json& value, const QString& what) {
+  if (retired()) return;
+  // Parsed as a file's section is: a value the project would refuse is refused here the same way.
+  const bool done = doc_->edit(what, [&](project::Project& p) {
+    graph::Json j = p.precision_json.is_object() ? p.precision_json : graph::Json::object();
+    if (value.is_null()) j.erase(key);
+    else j[key] = value;
+    if (j.empty()) j = nullptr;  // every default: the file keeps no section
+    p.precision = project::parse_precision(j, "precision");
+    p.precision_json = j;
+  });
+  if (!done) refresh();
 }
 
 void ProjectPage::refreshSummary() {

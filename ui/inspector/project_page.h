@@ -1,10 +1,13 @@
 // The inspector page when nothing is selected: the project's name and description, its loss (type
-// and the node whose output is the prediction), and a read-only summary of the design check
-// (parameters, FLOPs, errors and warnings).
+// and the node whose output is the prediction), its precision policy (compute and parameter dtypes,
+// matmul precision, dynamic loss scaling), and a read-only summary of the design check
+// (parameters, FLOPs, memory, errors and warnings).
 #pragma once
 
+#include "engine/api/engine.h"
 #include "ui/inspector/inspector_page.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -26,6 +29,8 @@ class ProjectPage : public InspectorPage {
   void descriptionEdited();
   void lossTypeChosen();
   void lossOutputChosen();
+  // One field of the precision section set to `value` (null: removed, its default again).
+  void setPrecision(const char* key, const graph::Json& value, const QString& what);
   void refreshSummary();
 
   ProjectDocument* doc_;
@@ -37,6 +42,10 @@ class ProjectPage : public InspectorPage {
   QComboBox* lossType_;
   QComboBox* lossOutput_;
   QLabel* lossError_;
+  QComboBox* dtype_;
+  QComboBox* paramDtype_;
+  QComboBox* matmulPrecision_;
+  QCheckBox* lossScale_;
   QLabel* summary_;
   QLabel* errors_;
 };

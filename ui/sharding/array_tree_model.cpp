@@ -81,7 +81,9 @@ void ArrayTreeModel::setArrays(const std::vector<sharding::ArraySharding>& array
       // The column header says PartitionSpec; the cell keeps just its arguments, to stay narrow.
       const QString spec = QString::fromStdString(a.spec.str());
       item->spec = item->error ? tr("invalid") : spec.startsWith("PartitionSpec") ? spec.mid(13) : spec;
-      item->bytes = shardfmt::bytesText(a.bytes_per_device);
+      // The dtype beside the bytes where it is not float32 (a mixed-precision step's activations).
+      item->bytes = shardfmt::bytesText(a.bytes_per_device) +
+                    (a.dtype == DType::F32 ? QString() : QStringLiteral(" %1").arg(QString(dtype_short(a.dtype))));
       item->tooltip = QStringLiteral("%1 (%2)\nlogical %3\n%4")
                           .arg(item->array, QString::fromUtf8(sharding::kind_name(a.kind)),
                                shardfmt::logicalText(a.logical), item->error ? QString::fromStdString(a.error) : spec);

@@ -231,7 +231,7 @@ QString ShardingGrid::cellToolTip(int cell) const {
     lines << tr("columns: %1, elements %2").arg(shardfmt::dimText(array_, size_t(colDim_)), range(colDim_, c.col));
   lines << otherDimsNotes();
   lines << tr("shard shape %1 of %2").arg(shardfmt::shapeText(array_.shard), shardfmt::shapeText(array_.shape));
-  lines << tr("%1 per device").arg(shardfmt::exactBytesText(array_.bytes_per_device));
+  lines << tr("%1 per device, %2").arg(shardfmt::exactBytesText(array_.bytes_per_device), QString(dtype_name(array_.dtype)));
   return lines.join('\n');
 }
 

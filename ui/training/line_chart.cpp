@@ -78,11 +78,12 @@ LineChart::LineChart(const QString& title, QWidget* parent) : QWidget(parent), t
   connect(&repaint_, &QTimer::timeout, this, qOverload<>(&QWidget::update));
 }
 
-int LineChart::addSeries(const QString& name, const QColor& color, bool pointMarkers) {
+int LineChart::addSeries(const QString& name, const QColor& color, bool pointMarkers, bool joined) {
   Series s;
   s.name = name;
   s.color = color;
   s.markers = pointMarkers;
+  s.joined = joined;
   series_.push_back(s);
   update();
   return int(series_.size()) - 1;
@@ -313,12 +314,16 @@ void LineChart::paintEvent(QPaintEvent*) {
   p.drawText(QPointF(kPad, kPad + fm.ascent()), title_);
   const int titleRight = kPad * 2 + QFontMetrics(bold).horizontalAdvance(title_);
   p.setFont(font());
+  // Marks (a series of dots only) join the legend once there is one.
+  auto listed = [](const Series& s) { return s.joined || s.appended > 0; };
   int legendWidth = 0;
-  for (const Series& s : series_) legendWidth += 14 + fm.horizontalAdvance(s.name) + 12;
+  for (const Series& s : series_)
+    if (listed(s)) legendWidth += 14 + fm.horizontalAdvance(s.name) + 12;
   double lx = std::max<double>(titleRight + kPad, width() - kPad - legendWidth);
   double ly = kPad;
   if (lx + legendWidth > width()) lx = kPad, ly = kPad + fm.height();
   for (const Series& s : series_) {
+    if (!listed(s)) continue;
     p.fillRect(QRectF(lx, ly + fm.height() / 2.0 - 2, 10, 4), s.color);
     p.setPen(text);
     p.drawText(QPointF(lx + 14, ly + fm.ascent()), s.name);
@@ -410,7 +415,7 @@ void LineChart::paintEvent(QPaintEvent*) {
     for (const Column& c : columns) line << QPointF(c.px, f.py(c.sum / double(c.n)));
     p.setPen(QPen(s.color, 1.6));
     p.setBrush(Qt::NoBrush);
-    p.drawPolyline(line);
+    if (s.joined) p.drawPolyline(line);
     if (s.markers || line.size() == 1) {
       p.setBrush(s.color);
       for (const QPointF& pt : line) p.drawEllipse(pt, 2.8, 2.8);

@@ -28,8 +28,8 @@ class LineChart : public QWidget {
   explicit LineChart(const QString& title, QWidget* parent = nullptr);
 
   // Returns the new series' index. `pointMarkers` draws a dot at each stored point (for sparse
-  // series such as evaluations).
-  int addSeries(const QString& name, const QColor& color, bool pointMarkers = false);
+  // series such as evaluations); without `joined` only the dots (for marks such as skipped steps).
+  int addSeries(const QString& name, const QColor& color, bool pointMarkers = false, bool joined = true);
   // Appends (x, y) to a series; x should not decrease within a series. Non-finite values are
   // skipped (a loss of NaN does not wreck the axis).
   void append(int series, double x, double y);
@@ -80,6 +80,7 @@ class LineChart : public QWidget {
     QString name;
     QColor color;
     bool markers = false;
+    bool joined = true;
     QVector<Bucket> buckets;
     qint64 appended = 0;
     qint64 stride = 1;  // points per bucket; doubles at each compaction

@@ -135,6 +135,7 @@ void ProcessRun::parse(const QByteArray& line) {
     s.param_count = integer(o, "param_count");
     s.step_flops = number(o, "step_flops");
     s.total_bytes = number(o, "plan_total_bytes");
+    if (o.contains(QLatin1String("precision"))) s.precision = o.value(QLatin1String("precision")).toString().toStdString();
     began_ = true;
     emit started(s);
   } else if (event == QLatin1String("step")) {
@@ -150,6 +151,11 @@ void ProcessRun::parse(const QByteArray& line) {
     e.comm_time_s = number(o, "comm_time_s");
     e.data_wait_s = number(o, "data_wait_s");
     e.examples_per_s = number(o, "examples_per_s");
+    if (o.contains(QLatin1String("loss_scale"))) {  // dynamic loss scaling
+      e.loss_scale = number(o, "loss_scale");
+      e.skipped = o.value(QLatin1String("skipped")).toBool();
+      e.skipped_steps = integer(o, "skipped_steps");
+    }
     lastStep_ = e.step;
     emit stepped(e);
   } else if (event == QLatin1String("eval")) {

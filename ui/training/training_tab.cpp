@@ -126,11 +126,18 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   status_->setObjectName("status");
   // Its text changes every refresh; it must not resize the window's layout each time.
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  lossScale_ = new QLabel(this);
+  lossScale_->setObjectName("lossScale");
+  lossScale_->setToolTip(tr("Dynamic loss scaling: a step whose float16 gradients overflow applies no update and halves the "
+                            "scale; a run of finite steps doubles it again"));
+  lossScale_->hide();
 
   lossChart_ = new LineChart(tr("Loss"), this);
   lossChart_->setObjectName("lossChart");
   trainLoss_ = lossChart_->addSeries(tr("train"), QColor(31, 119, 180));
   evalLoss_ = lossChart_->addSeries(tr("eval"), QColor(214, 39, 40), true);
+  // A skipped step's loss, marked where it stands (only float16 runs have any).
+  skippedSteps_ = lossChart_->addSeries(tr("skipped"), QColor(127, 127, 127), true, false);
   accuracyChart_ = new LineChart(tr("Accuracy"), this);
   accuracyChart_->setObjectName("accuracyChart");
   trainAcc_ = accuracyChart_->addSeries(tr("train"), QColor(31, 119, 180));
@@ -170,6 +177,7 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   auto* right = new QVBoxLayout;
   right->addWidget(progress_);
   right->addWidget(status_);
+  right->addWidget(lossScale_);
   right->addWidget(split, 1);
 
   auto* layout = new QHBoxLayout(this);
@@ -698,6 +706,7 @@ void TrainingTab::onStarted(const runtime::StartInfo& s) {
     updateStatus();
     return;
   }
+  if (s.precision != "float32") log(tr("Precision: %1").arg(QString::fromStdString(s.precision)));
   log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s); %6 train / %7 test examples")
           .arg(s.total_steps)
           .arg(s.steps_per_epoch)
@@ -727,6 +736,14 @@ void TrainingTab::onStep(const runtime::StepEvent& e) {
   if (recentStepSeconds_.size() > kEtaWindow) recentStepSeconds_.pop_front();
   const double x = double(e.step);
   lossChart_->append(trainLoss_, x, e.loss);
+  if (std::isfinite(e.loss_scale)) {
+    lossScale_->setText(tr("Loss scale %1 · %2 step(s) skipped (float16 gradients overflowed)").arg(e.loss_scale).arg(e.skipped_steps));
+    lossScale_->show();
+    if (e.skipped) {
+      lossChart_->append(skippedSteps_, x, e.loss);
+      log(tr("step %1: gradients overflowed: update skipped, loss scale now %2").arg(e.step).arg(e.loss_scale));
+    }
+  }
   if (std::isfinite(e.accuracy))
     accuracyChart_->append(trainAcc_, x, e.accuracy);
   else if (e.step == 1)
@@ -874,6 +891,7 @@ void TrainingTab::updateStatus() {
 
 void TrainingTab::resetCharts() {
   for (LineChart* c : {lossChart_, accuracyChart_, stepTimeChart_, throughputChart_}) c->clear();
+  lossScale_->hide();
   accuracyChart_->setPlaceholder(QString());
 }
 

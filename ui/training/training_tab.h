@@ -148,11 +148,14 @@ class TrainingTab : public QWidget {
   QLabel* error_;
   QProgressBar* progress_;
   QLabel* status_;
+  // Under dynamic loss scaling (float16): the scale and the steps skipped so far; hidden otherwise.
+  QLabel* lossScale_;
   LineChart* lossChart_;
   LineChart* accuracyChart_;
   LineChart* stepTimeChart_;
   LineChart* throughputChart_;
   QPlainTextEdit* log_;
+  int skippedSteps_ = -1;  // the loss chart's marks of skipped steps
   int trainLoss_ = -1, evalLoss_ = -1, trainAcc_ = -1, evalAcc_ = -1, computeMs_ = -1, waitMs_ = -1, examples_ = -1;
 
   // The current run, as far as the UI knows it.
