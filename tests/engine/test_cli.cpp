@@ -483,6 +483,54 @@ class TestCli : public QObject {
     QVERIFY2(pending, "no gradient shows its pending sum over data");
   }
 
+  // --dtype, --param-dtype and --matmul-precision override the project's precision for check, shard
+  // and train; shard --json gives each array's dtype beside its bytes (bfloat16 activations take
+  // half of float32's), check --json the policy; a bad value is one error line.
+  void precisionFlagsOverrideTheProject() {
+    const QString project = kProjects + "/fashion-mlp.shardlab.json";
+    Result f32 = run_cli({"shard", project, "--json"});
+    Result bf16 = run_cli({"shard", project, "--json", "--dtype", "bfloat16", "--param-dtype", "bfloat16"});
+    QVERIFY2(f32.exit_code == 0 && bf16.exit_code == 0, qPrintable(describe(bf16)));
+    const Json a = Json::parse(f32.out.toStdString()), b = Json::parse(bf16.out.toStdString());
+    QCOMPARE(b["precision"]["dtype"], Json("bfloat16"));
+    QCOMPARE(b["precision"]["param_dtype"], Json("bfloat16"));
+    auto array = [](const Json& j, const std::string& name) {
+      for (const auto& x : j["arrays"])
+        if (x["name"] == name) return x;
+      return Json();
+    };
+    QCOMPARE(array(a, "dense1/kernel")["dtype"], Json("float32"));
+    QCOMPARE(array(b, "dense1/kernel")["dtype"], Json("bfloat16"));
+    QCOMPARE(array(b, "dense1/kernel")["bytes_per_device"].get<double>(), array(a, "dense1/kernel")["bytes_per_device"].get<double>() / 2);
+    QCOMPARE(array(b, "dense1/kernel/mu")["dtype"], Json("float32"));  // optimizer state stays float32
+    QCOMPARE(array(b, "relu")["dtype"], Json("bfloat16"));
+    QCOMPARE(array(b, "relu")["bytes_per_device"].get<double>(), array(a, "relu")["bytes_per_device"].get<double>() / 2);
+
+    Result check = run_cli({"check", project, "--json", "--dtype", "float16", "--matmul-precision", "tf32"});
+    QVERIFY2(check.exit_code == 0, qPrintable(describe(check)));
+    const Json c = Json::parse(check.out.toStdString());
+    QCOMPARE(c["precision"]["dtype"], Json("float16"));
+    QCOMPARE(c["precision"]["matmul_precision"], Json("tf32"));
+    QCOMPARE(c["precision"]["loss_scaling"], Json(true));
+
+    QTemporaryDir dir;
+    const QString log = dir.filePath("run.jsonl");
+    Result train = run_cli({"train", write_project(dir, "small.json", small_project()), "--dtype", "float16", "--log", log, "--quiet"});
+    QVERIFY2(train.exit_code == 0, qPrintable(describe(train)));
+    std::ifstream in(log.toStdString());
+    std::string line;
+    std::getline(in, line);
+    QCOMPARE(Json::parse(line)["precision"], Json("float16 compute, float32 parameters, dynamic loss scaling"));
+    std::getline(in, line);
+    const Json step = Json::parse(line);
+    QCOMPARE(step["loss_scale"].get<double>(), 65536.0);
+    QCOMPARE(step["skipped"], Json(false));
+
+    Result bad = run_cli({"check", project, "--dtype", "float64"});
+    QVERIFY(bad.exit_code != 0);
+    VERIFY_CONTAINS(bad.err, "--dtype");
+  }
+
   // train --trace writes Chrome trace JSON; profile prints the per-device breakdown and top spans.
   void trainWritesAChromeTrace() {
     QTemporaryDir dir;
