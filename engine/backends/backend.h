@@ -116,6 +116,12 @@ class Backend {
   // Throws check_fits()'s OutOfMemory before allocating.
   virtual std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory,
                                            const sharding::Mesh& mesh, const LoadOptions& options = {}) = 0;
+  // Whether load() takes programs holding values of dtype `d` (the CPU holds every dtype; the
+  // CUDA backend float32 and int32 so far).
+  virtual bool holds(DType d) const {
+    (void)d;
+    return true;
+  }
   // Cores (CPU) the devices share; reported with results.
   virtual int threads() const = 0;
   // The processes the backend's meshes span (null: this one alone).

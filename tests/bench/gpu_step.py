@@ -11,8 +11,9 @@ Precisions, set the same way for every peer:
         jax.default_matmul_precision("highest"); Shardlab's CUDA backend's default
   tf32  float32 storage, TF32 tensor-core matmuls: torch "high", JAX "tensorfloat32"
   bf16  bfloat16 compute with float32 master weights: torch.autocast(bfloat16), Flax Dense(dtype=bfloat16)
-Shardlab runs only the precisions its CUDA backend has (f32 today; tf32 and bf16 come with the
-mixed-precision issue) and says so for the others.
+Shardlab's CUDA backend holds float32 values only so far: f32 and tf32 are set as for the peers
+(--matmul-precision highest/tf32); its bf16 row is float32 storage with bfloat16 tensor-core matmuls
+(--matmul-precision bf16), and its note says so.
 
 Each peer runs in a fresh process; the step time is the median of the timed steps after warm-up
 (JAX's and torch.compile's compilation fall in the warm-up). TFLOP/s counts the matmuls only
@@ -47,7 +48,8 @@ MODELS = {
 }
 PRECISIONS = ("f32", "tf32", "bf16")
 PEERS = ("shardlab", "jax", "torch", "torch-compile")
-SHARDLAB_PRECISIONS = ("f32",)  # what the CUDA backend runs today
+# The CUDA backend's float32 values with cuBLAS's compute type picked by --matmul-precision.
+SHARDLAB_MATMUL = {"f32": "highest", "tf32": "tf32", "bf16": "bf16"}
 LR = 1e-4
 
 
@@ -214,23 +216,22 @@ def run_python(worker, model, precision, args, tmp):
 
 
 def run_shardlab(model, precision, args, tmp):
-    if precision not in SHARDLAB_PRECISIONS:
-        return {"skipped": f"not yet: Shardlab's CUDA backend runs {', '.join(SHARDLAB_PRECISIONS)} only "
-                           "(tf32 and bf16 come with the mixed-precision issue)"}
     cli = Path(args.build) / "app" / "shardlab-cli"
     cli = cli if cli.is_absolute() else REPO / cli
     if not os.access(cli, os.X_OK):
         return {"skipped": f"no shardlab-cli at {cli} (build first)"}
     log = tmp / f"shardlab-{model}-{precision}.jsonl"
     cmd = [str(cli), "train", str(REPO / MODELS[model][0]), "--backend", "cuda", "--steps", str(args.steps + args.warmup),
-           "--log", str(log), "--quiet"]
-    out, err = tmp / f"shardlab-{model}.out", tmp / f"shardlab-{model}.err"
+           "--log", str(log), "--quiet", "--matmul-precision", SHARDLAB_MATMUL[precision]]
+    out, err = tmp / f"shardlab-{model}-{precision}.out", tmp / f"shardlab-{model}-{precision}.err"
     code, _, _, _ = cpu_step.run_child(cmd, dict(os.environ), None, args.timeout, out, err)
     if code != 0:
         return {"error": ("timed out" if code is None else f"exit code {code}") + "\n" + cpu_step._tail(err)}
     found, notes = cpu_step.parse_shardlab_log(log, args.warmup)
     if found.get("median_step_s") is None:
         return {"error": "; ".join(notes) or "no step times in the log"}
+    if precision == "bf16":
+        notes = ["float32 storage, bfloat16 matmuls (the CUDA backend holds no 16-bit arrays yet)"] + notes
     return {"version": "shardlab-cli --backend cuda", "median_step_s": found["median_step_s"],
             "losses": found.get("losses"), "notes": notes}
 
@@ -250,7 +251,8 @@ def report(rows, peaks, args):
                     tf = flops / s / 1e12
                     mfu = f"{tf / peak:.0%}" if peak else "-"
                     vs = f"{s / jax_s:.2f}x" if jax_s else "-"
-                    print(f"{model:9} {precision:5} {peer:14} {s * 1e3:9.2f} {tf:8.1f} {mfu:>6} {vs:>7}")
+                    note = (r.get("notes") or [""])[0]
+                    print(f"{model:9} {precision:5} {peer:14} {s * 1e3:9.2f} {tf:8.1f} {mfu:>6} {vs:>7}  {note}")
                 else:
                     why = (r.get("skipped") or r.get("error") or "not run").splitlines()[0]
                     print(f"{model:9} {precision:5} {peer:14} {'-':>9} {'-':>8} {'-':>6} {'-':>7}  {why}")

@@ -772,6 +772,15 @@ void TestBackendConformance::primitiveMatchesDoubleReference() {
   backends::Backend* be = backend(kind.toStdString());
   if (!be) QSKIP(qPrintable(why_unavailable(kind)));
   backends::Backend& b = *be;
+  {
+    // A backend that does not hold one of the case's dtypes yet (CUDA: 16-bit values) says so.
+    Rng rng(1);
+    const Built probe = build(c, c.draw(rng), Buffers::Separate, dt);
+    for (const ir::Value& v : probe.program.values)
+      if (!b.holds(v.dtype))
+        QSKIP(qPrintable(QString("the %1 backend does not hold %2 values yet ('%3')")
+                             .arg(kind, dtype_name(v.dtype), QString::fromStdString(v.name))));
+  }
   QStringList failures;
   for (int d = 0; d < kDraws; ++d)
     for (Buffers buffers : {Buffers::Separate, Buffers::Shared}) {

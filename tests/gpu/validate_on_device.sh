@@ -11,7 +11,8 @@
 #              8 virtual GPU devices under data parallel, Megatron and FSDP (losses within 1e-4)
 #   bench      tests/bench/gpu_step.py, with $GPU_STEP_ARGS passed on
 #
-# Time limits (seconds): GPU_STEP_LIMIT (560) for the benchmark, SANITIZER_LIMIT (400) for memcheck.
+# Time limits (seconds): TEST_LIMIT (200) for each suite, GPU_STEP_LIMIT (560) for the benchmark,
+# SANITIZER_LIMIT (400) for memcheck.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -40,7 +41,7 @@ for stage in "${stages[@]}"; do
   case $stage in
     tests)
       for t in test_backend_conformance test_cuda_training test_nccl_processes; do
-        timeout 200 "$build/tests/$t" -o "$out/$t.txt,txt" -o -,txt > "$out/$t.console" 2>&1
+        timeout "${TEST_LIMIT:-200}" "$build/tests/$t" -o "$out/$t.txt,txt" -o -,txt > "$out/$t.console" 2>&1
         rc=$?
         grep -E "^(PASS|FAIL|SKIP|XFAIL|QWARN|QDEBUG)|Totals|Loc:" "$out/$t.txt" | grep -v "^PASS" | head -40
         note "$t: exit $rc, $(grep Totals "$out/$t.txt")"

@@ -4,14 +4,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "engine/backends/cpu/comm_kernels.h"
 #include "engine/backends/cpu/device_workers.h"
 #include "engine/backends/cuda/check.h"
 #include "engine/backends/cuda/gemm.h"
 #include "engine/backends/cuda/kernels.h"
+#include "engine/backends/cuda/tensor_kernels.h"
 #include "engine/backends/cuda/nccl_collectives.h"
 #include "engine/backends/cuda/peer_collectives.h"
 #include "engine/backends/processes.h"
@@ -170,17 +173,6 @@ void copy(float* dst, const float* src, int64_t n, cudaStream_t s) {
     check(cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
 }
 
-// The attention and embedding primitives run on the CPU backend only, so far.
-bool has_kernel(Op op) {
-  switch (op) {
-    case Op::BatchMatMul: case Op::Transpose: case Op::Softmax: case Op::SoftmaxGrad: case Op::ReduceAxis:
-    case Op::Broadcast: case Op::Gather: case Op::ScatterAdd:
-      return false;
-    default:
-      return true;
-  }
-}
-
 class CudaExecutable final : public Executable {
  public:
   CudaExecutable(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
@@ -188,10 +180,14 @@ class CudaExecutable final : public Executable {
       : program_(program), plan_(memory), mesh_(mesh), rt_(std::move(rt)) {
     const int n = rt_->over_processes ? rt_->local : int(mesh_.device_count());
     check(cudaSetDevice(rt_->gpu(0)), "cudaSetDevice");
-    int64_t rows = 1, comm_elems = 0;
+    int64_t rows = 1, comm_elems = 0, reduce_elems = 0;
     for (const ir::Instr& ins : program_.instrs) {
       if (ins.op == Op::SoftmaxXent || ins.op == Op::Accuracy)
         rows = std::max(rows, numel(program_.shape(ins.in[0])) / program_.shape(ins.in[0]).back());
+      if (ins.op == Op::ReduceRows) {
+        const int64_t cols = program_.shape(ins.in[0]).back();
+        reduce_elems = std::max(reduce_elems, reduce_rows_scratch(numel(program_.shape(ins.in[0])) / cols, cols));
+      }
       if (ins.op == Op::AllGather || ins.op == Op::ReduceScatter || ins.op == Op::AllToAll || ins.op == Op::AllGatherInPlace)
         comm_elems = std::max(comm_elems, 2 * ins.attrs.group_size * numel(program_.shape(ins.in[0])));
     }
@@ -208,6 +204,8 @@ class CudaExecutable final : public Executable {
       dev.row_scratch = DeviceBuffer(size_t(rows) * sizeof(double));
       dev.bad_row = DeviceBuffer(sizeof(int));
       dev.comm_scratch = DeviceBuffer(size_t(comm_elems) * 4);
+      dev.reduce_scratch = DeviceBuffer(size_t(reduce_elems) * 4);
+      dev.count = DeviceBuffer(sizeof(unsigned long long));
       devices_.push_back(std::move(dev));
     }
     // The zeroing above ran on the legacy stream, which the devices' non-blocking streams do not wait for.
@@ -229,22 +227,37 @@ class CudaExecutable final : public Executable {
     return ids;
   }
 
-  // `device`: a global id of one of this process's devices.
+  // `device`: a global id of one of this process's devices. The host side is float32 whatever the
+  // value's dtype: int32 values (labels) are converted on the host, both ways.
   void write(int device, int value, const float* host) override {
     device = local_of(device);
     check(cudaSetDevice(rt_->gpu(device)), "cudaSetDevice");
     cudaStream_t s = stream(device);
-    check(cudaMemcpyAsync(data(device, value), host, size_t(numel(program_.shape(value))) * 4, cudaMemcpyHostToDevice, s),
-          "writing a block to the GPU");
+    const size_t n = size_t(numel(program_.shape(value)));
+    std::vector<int32_t> ints;
+    const void* src = host;
+    if (program_.dtype(value) == DType::I32) {
+      ints.resize(n);
+      for (size_t i = 0; i < n; ++i) ints[i] = int32_t(std::nearbyint(host[i]));
+      src = ints.data();
+    }
+    check(cudaMemcpyAsync(data(device, value), src, n * 4, cudaMemcpyHostToDevice, s), "writing a block to the GPU");
     check(cudaStreamSynchronize(s), "writing a block to the GPU");
   }
   void read(int device, int value, float* host) const override {
     device = local_of(device);
     check(cudaSetDevice(rt_->gpu(device)), "cudaSetDevice");
     cudaStream_t s = stream(device);
-    check(cudaMemcpyAsync(host, data(device, value), size_t(numel(program_.shape(value))) * 4, cudaMemcpyDeviceToHost, s),
-          "reading a block from the GPU");
+    const size_t n = size_t(numel(program_.shape(value)));
+    check(cudaMemcpyAsync(host, data(device, value), n * 4, cudaMemcpyDeviceToHost, s), "reading a block from the GPU");
     check(cudaStreamSynchronize(s), "reading a block from the GPU");
+    if (program_.dtype(value) == DType::I32) {
+      int32_t v = 0;
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(&v, host + i, 4);
+        host[i] = float(v);
+      }
+    }
   }
 
   void run(const RunContext& ctx) override {
@@ -274,6 +287,8 @@ class CudaExecutable final : public Executable {
     DeviceBuffer row_scratch;   // per-row losses and hits, summed in one block
     DeviceBuffer bad_row;       // a label that is not a class index (kernels.h)
     DeviceBuffer comm_scratch;  // collectives over a non-leading dimension lay blocks out here
+    DeviceBuffer reduce_scratch;  // reduce_rows' sums of row runs (kernels.h)
+    DeviceBuffer count;           // count_non_finite's running total
     double comm_seconds = 0;
   };
   // An instruction, or a MatMul with the bias (+ ReLU) of its epilogue chain folded in.
@@ -329,7 +344,8 @@ class CudaExecutable final : public Executable {
   float* data(int device, int v) const {
     const size_t i = size_t(v);
     const Device& d = devices_.at(size_t(device));
-    // The plan's offsets are in bytes; every value here is float32 (load refuses others).
+    // The plan's offsets are in bytes; every value here is 4 bytes wide (load refuses others), and
+    // int32 values are read through Labels.
     if (plan_.persistent_offset.at(i) >= 0) return d.persistent + plan_.persistent_offset[i] / 4;
     if (plan_.arena_offset.at(i) >= 0) return d.arena.as<float>() + plan_.arena_offset[i] / 4;
     throw Error("internal: value '" + program_.values.at(i).name + "' has no storage in the plan");
@@ -371,15 +387,20 @@ class CudaExecutable final : public Executable {
   }
 
   // A loss or metric read labels: a label that is not a class index is an error naming it.
-  void check_labels(int d, const float* labels, int64_t classes, cudaStream_t s) {
+  void check_labels(int d, Labels labels, int64_t classes, cudaStream_t s) {
     int row = kNoBadRow;
     check(cudaMemcpyAsync(&row, devices_[size_t(d)].bad_row.as<int>(), sizeof(int), cudaMemcpyDeviceToHost, s), "labels");
     check(cudaStreamSynchronize(s), "labels");
     if (row == kNoBadRow) return;
-    float label = 0;
-    check(cudaMemcpy(&label, labels + row, sizeof(float), cudaMemcpyDeviceToHost), "labels");
-    throw Error("label " + std::to_string(double(label)) + " at row " + std::to_string(row) +
-                " is not a class index in [0, " + std::to_string(classes) + ")");
+    unsigned char raw[4];
+    check(cudaMemcpy(raw, static_cast<const char*>(labels.data) + 4 * int64_t(row), 4, cudaMemcpyDeviceToHost), "labels");
+    int32_t i = 0;
+    float f = 0;
+    std::memcpy(&i, raw, 4);
+    std::memcpy(&f, raw, 4);
+    const std::string label = labels.int32 ? std::to_string(i) : std::to_string(double(f));
+    throw Error("label " + label + " at row " + std::to_string(row) + " is not a class index in [0, " +
+                std::to_string(classes) + ")");
   }
 
   void launch(int d, const Step& step, const ir::Instr& ins, const RunContext& ctx, cudaStream_t s) {
@@ -408,12 +429,25 @@ class CudaExecutable final : public Executable {
       case Op::TanhGrad: ew(Elementwise::TanhGrad); return;
       case Op::BiasAdd: ew(Elementwise::BiasAdd); return;
       case Op::MulRow: ew(Elementwise::MulRow); return;
-      case Op::Fill: elementwise(Elementwise::Fill, n, nullptr, nullptr, out(0), float(ins.attrs.alpha), 1, s); return;
+      case Op::Fill: {
+        // The loss-scaled seed of the backward pass is the current loss scale.
+        const double v = ins.attrs.loss_scaled ? ctx.loss_scale : ins.attrs.alpha;
+        elementwise(Elementwise::Fill, n, nullptr, nullptr, out(0), float(v), 1, s);
+        return;
+      }
+      case Op::CountNonFinite: {
+        // Pairs (gradient, the state or parameter it updates): the gradients are counted.
+        unsigned long long* count = dev.count.as<unsigned long long>();
+        check(cudaMemsetAsync(count, 0, sizeof(*count), s), "cudaMemsetAsync");
+        for (size_t k = 0; k < ins.in.size(); k += 2) count_non_finite(numel(program_.shape(ins.in[k])), in(k), count, s);
+        store_count(count, out(0), s);
+        return;
+      }
       case Op::Dropout:
         dropout(n, in(0), out(0), ins.attrs.alpha, util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step))),
                 cpu::shard_index(program_.shape(ins.out[0]), ins.attrs, &mesh_, global(d)), s);
         return;
-      case Op::ReduceRows: reduce_rows(rows, cols, in(0), out(0), s); return;
+      case Op::ReduceRows: reduce_rows(rows, cols, in(0), out(0), dev.reduce_scratch.as<float>(), s); return;
       case Op::LayerNorm: layer_norm(rows, cols, in(0), nullptr, out(0), ins.attrs.eps, s); return;
       case Op::LayerNormGrad: layer_norm(rows, cols, in(0), in(1), out(0), ins.attrs.eps, s); return;
       case Op::Reshape: copy(out(0), in(0), n, s); return;
@@ -429,23 +463,26 @@ class CudaExecutable final : public Executable {
       }
       case Op::SoftmaxXent:
       case Op::SoftmaxXentGrad:
-      case Op::Accuracy:
+      case Op::Accuracy: {
+        const Labels labels{in(1), program_.dtype(ins.in[1]) == DType::I32};
         check(cudaMemsetAsync(bad, 0x7f, sizeof(int), s), "cudaMemsetAsync");
-        if (ins.op == Op::SoftmaxXent) softmax_xent(rows, cols, in(0), in(1), out(0), scratch, bad, s);
-        else if (ins.op == Op::Accuracy) accuracy(rows, cols, in(0), in(1), out(0), scratch, bad, s);
-        else softmax_xent_grad(rows, cols, in(0), in(1), in(2), out(0), bad, s);
+        if (ins.op == Op::SoftmaxXent) softmax_xent(rows, cols, in(0), labels, out(0), scratch, bad, s);
+        else if (ins.op == Op::Accuracy) accuracy(rows, cols, in(0), labels, out(0), scratch, bad, s);
+        else softmax_xent_grad(rows, cols, in(0), labels, in(2), out(0), bad, s);
         check(cudaGetLastError(), ir::op_name(ins.op));
-        check_labels(d, in(1), cols, s);
+        check_labels(d, labels, cols, s);
         return;
+      }
       case Op::Mse: mse(numel(s0), in(0), in(1), out(0), s); return;
       case Op::MseGrad: mse_grad(n, in(0), in(1), in(2), out(0), s); return;
       case Op::SgdUpdate: {
         // A sharded update (attrs.group_size > 1) touches only this device's block of the parameter.
         const cpu::UpdateBlock b = cpu::update_block(s0, ins.attrs, &mesh_, global(d));
-        const bool momentum = ins.in.size() > 2;
+        const LossScaling ls = loss_scaling(d, ins, ctx);
+        const bool momentum = ins.in.size() > (ins.attrs.loss_scaled ? 3u : 2u);
         for (int64_t r = 0; r < b.runs; ++r)
           sgd(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, momentum ? in(2) + r * b.len : nullptr,
-              float(ins.attrs.momentum), ins.attrs.nesterov, float(ctx.learning_rate), s);
+              float(ins.attrs.momentum), ins.attrs.nesterov, float(ctx.learning_rate), ls, s);
         return;
       }
       case Op::AdamUpdate: {
@@ -453,10 +490,11 @@ class CudaExecutable final : public Executable {
         const ir::Attrs& at = ins.attrs;
         const double t = double(ctx.step + 1);
         const cpu::UpdateBlock b = cpu::update_block(s0, at, &mesh_, global(d));
+        const LossScaling ls = loss_scaling(d, ins, ctx);
         for (int64_t r = 0; r < b.runs; ++r)
           adam(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, in(2) + r * b.len, in(3) + r * b.len, float(at.b1),
                float(at.b2), float(at.opt_eps), float(at.weight_decay), float(ctx.learning_rate),
-               float(1.0 / (1.0 - std::pow(at.b1, t))), float(1.0 / (1.0 - std::pow(at.b2, t))), s);
+               float(1.0 / (1.0 - std::pow(at.b1, t))), float(1.0 / (1.0 - std::pow(at.b2, t))), ls, s);
         return;
       }
       case Op::ShardSlice: {
@@ -467,6 +505,50 @@ class CudaExecutable final : public Executable {
         copy_rows(out(0), out_inner, in(0) + b * out_inner, in_inner, out_inner, outer, s);
         return;
       }
+      case Op::BatchMatMul: {
+        // One product per index of the leading dims, which both operands share (as the CPU's batch_matmul).
+        const Shape& sb = program_.shape(ins.in[1]);
+        const size_t r = s0.size();
+        const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
+        const int64_t m = ta ? s0[r - 1] : s0[r - 2], k = ta ? s0[r - 2] : s0[r - 1], nb = tb ? sb[r - 2] : sb[r - 1];
+        const int64_t batch = numel(Shape(s0.begin(), s0.end() - 2));
+        if (n == 0) return;
+        if (k == 0) return check(cudaMemsetAsync(out(0), 0, size_t(n) * 4, s), "cudaMemsetAsync");
+        rt_->gemms[size_t(d)]->run_batched(ta, tb, m, nb, k, in(0), s0[r - 1], s0[r - 2] * s0[r - 1], in(1), sb[r - 1],
+                                           sb[r - 2] * sb[r - 1], out(0), nb, m * nb, batch, s, ins.attrs.precision);
+        return;
+      }
+      case Op::Transpose: transpose(int(s0.size()), s0.data(), ins.attrs.perm.data(), in(0), out(0), s); return;
+      // In place (the result over the operand, or SoftmaxGrad's over its cotangent) is safe: see tensor_kernels.h.
+      case Op::Softmax:
+        softmax_rows(rows, cols, ins.attrs.causal ? s0[s0.size() - 2] : 1, ins.attrs.causal, in(0), out(0), s);
+        return;
+      case Op::SoftmaxGrad: softmax_grad_rows(rows, cols, in(0), in(1), out(0), s); return;
+      case Op::ReduceAxis:
+      case Op::Broadcast: {
+        // (outer, len, inner) around dim: of the operand summed along it, of the result broadcast along it.
+        const Shape& sh = program_.shape(ins.op == Op::ReduceAxis ? ins.in[0] : ins.out[0]);
+        int64_t outer = 1, len = 1, inner = 1;
+        for (size_t i = 0; i < sh.size(); ++i)
+          (int64_t(i) < ins.attrs.dim ? outer : int64_t(i) == ins.attrs.dim ? len : inner) *= sh[i];
+        if (ins.op == Op::ReduceAxis) reduce_axis(outer, len, inner, in(0), out(0), s);
+        else broadcast_axis(outer, len, inner, in(0), out(0), s);
+        return;
+      }
+      case Op::Gather:
+      case Op::ScatterAdd: {
+        // Gather(table, ids) and ScatterAdd(ids, rows) into a table; ids int32 or float32 whole numbers.
+        const bool gather = ins.op == Op::Gather;
+        const Shape& table = program_.shape(gather ? ins.in[0] : ins.out[0]);
+        const int ids_value = gather ? ins.in[1] : ins.in[0];
+        const int64_t table_rows = table[0], width = numel(table) / std::max<int64_t>(table_rows, 1);
+        const int64_t count = numel(program_.shape(ids_value));
+        const RowIds ids{data(d, ids_value), program_.dtype(ids_value) == DType::I32};
+        check_row_ids(count, ids, table_rows, bad, s);
+        if (gather) gather_rows(count, ids, table_rows, width, in(0), out(0), s);
+        else scatter_add_rows(count, ids, table_rows, width, in(1), out(0), s);
+        return;
+      }
       case Op::AllReduce:
       case Op::AllGather:
       case Op::ReduceScatter:
@@ -474,13 +556,19 @@ class CudaExecutable final : public Executable {
       case Op::AllGatherInPlace:
       case Op::Send:
       case Op::Recv:
-      case Op::BatchMatMul: case Op::Transpose: case Op::Softmax: case Op::SoftmaxGrad: case Op::ReduceAxis:
-      case Op::Broadcast: case Op::Gather: case Op::ScatterAdd:
+      case Op::Convert:  // between 16-bit and float32 values, which load() refuses so far
       case Op::kCount: break;
     }
     throw Error(std::string("internal: no CUDA kernel for ") + ir::op_name(ins.op));
   }
 
+
+  // An update under dynamic loss scaling reads the step's non-finite count (its last operand) and
+  // unscales its gradient (as the CPU's kernels.cpp).
+  LossScaling loss_scaling(int d, const ir::Instr& ins, const RunContext& ctx) const {
+    if (!ins.attrs.loss_scaled) return {};
+    return LossScaling{data(d, ins.in.back()), float(1.0 / ctx.loss_scale)};
+  }
 
   // (rows, k) @ (k, cols) with both operands viewed as row-major matrices, as the CPU's matmul.
   void matmul(int d, const Step& step, const ir::Instr& ins, cudaStream_t s) {
@@ -493,15 +581,16 @@ class CudaExecutable final : public Executable {
     const float* a = data(d, ins.in[0]);
     const float* b = data(d, ins.in[1]);
     LtGemm& g = *rt_->gemms[size_t(d)];
+    const MatmulPrecision p = ins.attrs.precision;
     if (step.bias < 0) {
-      g.run(ta, tb, m, n, k, a, ca, b, cb, data(d, ins.out[0]), n, nullptr, false, s);
+      g.run(ta, tb, m, n, k, a, ca, b, cb, data(d, ins.out[0]), n, nullptr, false, s, p);
       return;
     }
     float* c = data(d, step.out);
     const float* bias = data(d, step.bias);
-    if (g.run(ta, tb, m, n, k, a, ca, b, cb, c, n, bias, step.relu, s)) return;
+    if (g.run(ta, tb, m, n, k, a, ca, b, cb, c, n, bias, step.relu, s, p)) return;
     // No epilogue algorithm for these operands: the same work in three passes.
-    g.run(ta, tb, m, n, k, a, ca, b, cb, c, n, nullptr, false, s);
+    g.run(ta, tb, m, n, k, a, ca, b, cb, c, n, nullptr, false, s, p);
     elementwise(Elementwise::BiasAdd, m * n, c, bias, c, 0.f, n, s);
     if (step.relu) elementwise(Elementwise::Relu, m * n, c, nullptr, c, 0.f, n, s);
   }
@@ -595,6 +684,7 @@ class CudaBackend final : public Backend {
   }
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
+  bool holds(DType d) const override { return d == DType::F32 || d == DType::I32; }
   int threads() const override { return threads_; }
   Processes* processes() const override { return processes_.get(); }
 
@@ -651,14 +741,10 @@ class CudaBackend final : public Backend {
     if (program.stages > 1)
       throw Error("the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
                   "); train this layout on the CPU backend, or map layer to None");
-    for (const ir::Instr& ins : program.instrs)
-      if (!has_kernel(ins.op))
-        throw Error("the CUDA backend has no kernel for " + std::string(ir::op_name(ins.op)) + " yet" +
-                    (ins.node.empty() ? std::string() : " (node '" + ins.node + "')") + "; train this model on the CPU backend");
     for (const ir::Value& v : program.values)
-      if (v.dtype != DType::F32)
-        throw Error("the CUDA backend runs float32 values only yet ('" + v.name + "' is " + dtype_name(v.dtype) +
-                    "); train with precision dtype and param_dtype float32, or on the CPU backend");
+      if (!holds(v.dtype))
+        throw Error("the CUDA backend holds float32 and int32 values only yet ('" + v.name + "' is " +
+                    dtype_name(v.dtype) + "); train with precision dtype and param_dtype float32, or on the CPU backend");
     const int n = int(mesh.device_count());
     if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);

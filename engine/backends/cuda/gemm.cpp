@@ -1,7 +1,7 @@
 // cuBLASLt is column-major; a row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T,
 // so B is passed as cuBLASLt's A and A as its B, with M and N swapped. The row bias of length N is
-// then cuBLASLt's per-row bias of its (N x M) result. Compute type is plain FP32 (no TF32), so the
-// results match the CPU's within the conformance tolerance.
+// then cuBLASLt's per-row bias of its (N x M) result. The compute type follows the instruction's matmul
+// precision: plain FP32 by default, so the results match the CPU's within the conformance tolerance.
 #include "engine/backends/cuda/gemm.h"
 
 #include <memory>
@@ -23,9 +23,27 @@ uint32_t alignment(const void* p) {
   return al;
 }
 
+// What every matrix of a batch, p + i * stride floats, is aligned to.
+uint32_t alignment(const void* p, int64_t stride) {
+  uint32_t al = alignment(p);
+  const auto bytes = uint64_t(stride) * 4;
+  while (al > 4 && bytes % al != 0) al /= 2;
+  return al;
+}
+
 template <class T, class D>
 std::unique_ptr<std::remove_pointer_t<T>, D> owned(T p, D d) {
   return std::unique_ptr<std::remove_pointer_t<T>, D>(p, d);
+}
+
+cublasComputeType_t compute_type(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::Highest: return CUBLAS_COMPUTE_32F;
+    case MatmulPrecision::Tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case MatmulPrecision::Bf16: return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case MatmulPrecision::F16: return CUBLAS_COMPUTE_32F_FAST_16F;
+  }
+  return CUBLAS_COMPUTE_32F;
 }
 
 }  // namespace
@@ -43,10 +61,25 @@ LtGemm::~LtGemm() {
 
 bool LtGemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                  const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias, bool relu,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, MatmulPrecision precision) {
+  return run_strided(trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, bias, relu, stream, precision);
+}
+
+void LtGemm::run_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                         int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
+                         int64_t stride_c, int64_t batch, cudaStream_t stream, MatmulPrecision precision) {
+  if (batch > 0)
+    run_strided(trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, nullptr, false,
+                stream, precision);
+}
+
+bool LtGemm::run_strided(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                         int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
+                         int64_t stride_c, int64_t batch, const float* bias, bool relu, cudaStream_t stream,
+                         MatmulPrecision precision) {
   const CublasLtLibrary& lt = cublaslt();
   cublasLtMatmulDesc_t op_raw = nullptr;
-  check(lt.desc_create(&op_raw, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(lt.desc_create(&op_raw, compute_type(precision), CUDA_R_32F), "cublasLtMatmulDescCreate");
   auto op = owned(op_raw, lt.desc_destroy);
   const cublasOperation_t ta = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   check(lt.desc_set(op.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "TRANSA");
@@ -76,7 +109,7 @@ bool LtGemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
                                              sizeof(workspace_bytes_)),
         "MAX_WORKSPACE_BYTES");
   // The memory plan puts arrays at any float offset; the default preference assumes 256 bytes.
-  const uint32_t al_a = alignment(b), al_b = alignment(a), al_c = alignment(c);
+  const uint32_t al_a = alignment(b, stride_b), al_b = alignment(a, stride_a), al_c = alignment(c, stride_c);
   check(lt.pref_set(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)), "ALIGN_A");
   check(lt.pref_set(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)), "ALIGN_B");
   check(lt.pref_set(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof(al_c)), "ALIGN_C");
@@ -89,12 +122,17 @@ bool LtGemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
     if (fused) return false;
     throw Error("cuBLASLt: no algorithm for a " + std::to_string(m) + "x" + std::to_string(k) + " @ " +
-                std::to_string(k) + "x" + std::to_string(n) + " float32 GEMM: " + lt.status_string(st));
+                std::to_string(k) + "x" + std::to_string(n) + " float32 GEMM (" + matmul_precision_name(precision) + "): " + lt.status_string(st));
   }
   const float alpha = 1.f, beta = 0.f;
-  check(lt.matmul(handle_, op.get(), &alpha, b, la.get(), a, lb.get(), &beta, c, lc.get(), c, lc.get(),
-                       &heuristic.algo, workspace_, workspace_bytes_, stream),
-        "cublasLtMatmul");
+  for (int64_t i = 0; i < batch; ++i) {
+    const float* ai = a + i * stride_a;
+    const float* bi = b + i * stride_b;
+    float* ci = c + i * stride_c;
+    check(lt.matmul(handle_, op.get(), &alpha, bi, la.get(), ai, lb.get(), &beta, ci, lc.get(), ci, lc.get(),
+                    &heuristic.algo, workspace_, workspace_bytes_, stream),
+          "cublasLtMatmul");
+  }
   return true;
 }
 

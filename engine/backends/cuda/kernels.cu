@@ -1,26 +1,17 @@
 // The CUDA backend's kernels (see kernels.h). Simple by design: one thread per element, row or
 // column, and one block for scalar reductions, each in a fixed order so results repeat run to run.
-// Never run on a GPU yet: correctness first, speed later.
+// Checked on an H200 by the conformance suite and training against the CPU backend.
 #include "engine/backends/cuda/kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "engine/backends/cuda/launch.cuh"
 #include "engine/util/hash.h"
 
 namespace shardlab::backends::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : b > 65535 * 32 ? 65535 * 32 : b);
-}
-
-// Grid-stride loop over [0, n).
-#define FOR_EACH(i, n) \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 __device__ float gelu(float x) {
   const float c = 0.7978845608028654f, k = 0.044715f;
@@ -59,11 +50,13 @@ __global__ void dropout_kernel(int64_t n, const float* x, float* y, double rate,
   FOR_EACH(i, n) y[i] = util::counter_uniform(key, uint64_t(global_index(where, i))) >= rate ? x[i] * keep_scale : 0.f;
 }
 
-__global__ void reduce_rows_kernel(int64_t rows, int64_t cols, const float* x, float* y) {
-  FOR_EACH(c, cols) {
+// Column c of rows [blockIdx.y * run, ...) summed in order; y has gridDim.y rows of cols.
+__global__ void reduce_rows_kernel(int64_t rows, int64_t cols, int64_t run, const float* x, float* y) {
+  const int64_t r0 = int64_t(blockIdx.y) * run, r1 = r0 + run < rows ? r0 + run : rows;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
     float acc = 0.f;
-    for (int64_t r = 0; r < rows; ++r) acc += x[r * cols + c];
-    y[c] = acc;
+    for (int64_t r = r0; r < r1; ++r) acc += x[r * cols + c];
+    y[int64_t(blockIdx.y) * cols + c] = acc;
   }
 }
 
@@ -96,10 +89,15 @@ __global__ void layer_norm_kernel(int64_t rows, int64_t n, const float* x, const
 }
 
 // The row's label as a class index, or -1 after recording the row in *bad_row.
-__device__ int64_t label_at(const float* labels, int64_t r, int64_t classes, int* bad_row) {
-  const float l = labels[r];
-  const int64_t c = int64_t(l);
-  if (!(l >= 0.f) || c >= classes || float(c) != l) {
+__device__ int64_t label_at(Labels labels, int64_t r, int64_t classes, int* bad_row) {
+  int64_t c = -1;
+  if (labels.int32) {
+    c = static_cast<const int32_t*>(labels.data)[r];
+  } else {
+    const float l = static_cast<const float*>(labels.data)[r];
+    if (l >= 0.f && l < float(classes) && float(int64_t(l)) == l) c = int64_t(l);
+  }
+  if (c < 0 || c >= classes) {
     atomicMin(bad_row, int(r));
     return -1;
   }
@@ -114,7 +112,7 @@ __device__ int64_t argmax(const float* zr, int64_t c) {
   return best;
 }
 
-__global__ void xent_rows_kernel(int64_t rows, int64_t c, const float* z, const float* labels, double* row_loss,
+__global__ void xent_rows_kernel(int64_t rows, int64_t c, const float* z, Labels labels, double* row_loss,
                                  int* bad_row) {
   FOR_EACH(r, rows) {
     const float* zr = z + r * c;
@@ -126,7 +124,7 @@ __global__ void xent_rows_kernel(int64_t rows, int64_t c, const float* z, const 
   }
 }
 
-__global__ void xent_grad_kernel(int64_t rows, int64_t c, const float* z, const float* labels, const float* scale_in,
+__global__ void xent_grad_kernel(int64_t rows, int64_t c, const float* z, Labels labels, const float* scale_in,
                                  float* d, int* bad_row) {
   FOR_EACH(r, rows) {
     const float scale = scale_in[0] / float(rows);
@@ -141,7 +139,7 @@ __global__ void xent_grad_kernel(int64_t rows, int64_t c, const float* z, const 
   }
 }
 
-__global__ void hits_kernel(int64_t rows, int64_t c, const float* z, const float* labels, double* hit, int* bad_row) {
+__global__ void hits_kernel(int64_t rows, int64_t c, const float* z, Labels labels, double* hit, int* bad_row) {
   FOR_EACH(r, rows) hit[r] = argmax(z + r * c, c) == label_at(labels, r, c, bad_row) ? 1.0 : 0.0;
 }
 
@@ -169,25 +167,38 @@ __global__ void mse_grad_kernel(int64_t n, const float* x, const float* t, const
   FOR_EACH(i, n) d[i] = (2.f * g[0] / float(n)) * (x[i] - t[i]);
 }
 
-__global__ void sgd_kernel(int64_t n, float* p, const float* g, float* tr, float m, bool nesterov, float lr) {
+__global__ void count_non_finite_kernel(int64_t n, const float* x, unsigned long long* count) {
+  unsigned long long here = 0;
+  FOR_EACH(i, n) here += isfinite(x[i]) ? 0 : 1;
+  if (here) atomicAdd(count, here);  // whole numbers: the total is the same in any order
+}
+
+__global__ void store_count_kernel(const unsigned long long* count, float* y) { y[0] = float(*count); }
+
+__global__ void sgd_kernel(int64_t n, float* p, const float* g, float* tr, float m, bool nesterov, float lr,
+                           LossScaling ls) {
+  if (ls.skip && ls.skip[0] != 0.f) return;
   FOR_EACH(i, n) {
+    const float gi = g[i] * ls.unscale;
     if (!tr) {
-      p[i] += -lr * g[i];
+      p[i] += -lr * gi;
     } else if (nesterov) {
-      tr[i] = g[i] + m * tr[i];
-      p[i] += -lr * (g[i] + m * tr[i]);
+      tr[i] = gi + m * tr[i];
+      p[i] += -lr * (gi + m * tr[i]);
     } else {
-      tr[i] = g[i] + m * tr[i];
+      tr[i] = gi + m * tr[i];
       p[i] += -lr * tr[i];
     }
   }
 }
 
 __global__ void adam_kernel(int64_t n, float* p, const float* g, float* mu, float* nu, float b1, float b2, float eps,
-                            float wd, float lr, float inv_c1, float inv_c2) {
+                            float wd, float lr, float inv_c1, float inv_c2, LossScaling ls) {
+  if (ls.skip && ls.skip[0] != 0.f) return;
   FOR_EACH(i, n) {
-    const float m = b1 * mu[i] + (1.f - b1) * g[i];
-    const float v = b2 * nu[i] + (1.f - b2) * g[i] * g[i];
+    const float gi = g[i] * ls.unscale;
+    const float m = b1 * mu[i] + (1.f - b1) * gi;
+    const float v = b2 * nu[i] + (1.f - b2) * gi * gi;
     mu[i] = m;
     nu[i] = v;
     p[i] += -lr * ((m * inv_c1) / (sqrtf(v * inv_c2) + eps) + wd * p[i]);
@@ -217,21 +228,32 @@ void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, con
   if (n > 0) dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, y, rate, float(1.0 / (1.0 - rate)), key, where);
 }
 
-void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, cudaStream_t s) {
-  if (cols > 0) reduce_rows_kernel<<<blocks_for(cols), kThreads, 0, s>>>(rows, cols, x, y);
+void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, float* partial, cudaStream_t s) {
+  if (cols <= 0) return;
+  const unsigned col_blocks = unsigned((cols + kThreads - 1) / kThreads < 65535 ? (cols + kThreads - 1) / kThreads : 65535);
+  if (rows <= kReduceRun) {
+    reduce_rows_kernel<<<dim3(col_blocks, 1), kThreads, 0, s>>>(rows, cols, rows, x, y);
+    return;
+  }
+  // Longer runs where there would be more than the grid's 65535 rows of blocks (fewer partial sums
+  // than the scratch holds).
+  const int64_t run = std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
+  const int64_t runs = (rows + run - 1) / run;
+  reduce_rows_kernel<<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, partial);
+  reduce_rows_kernel<<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
 }
 
 void layer_norm(int64_t rows, int64_t cols, const float* x, const float* g, float* y, double eps, cudaStream_t s) {
   if (rows > 0) layer_norm_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, cols, x, g, y, float(eps));
 }
 
-void softmax_xent(int64_t rows, int64_t classes, const float* z, const float* labels, float* out, double* row_scratch,
+void softmax_xent(int64_t rows, int64_t classes, const float* z, Labels labels, float* out, double* row_scratch,
                   int* bad_row, cudaStream_t s) {
   xent_rows_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, classes, z, labels, row_scratch, bad_row);
   mean_kernel<double><<<1, kThreads, 0, s>>>(rows, row_scratch, nullptr, double(rows), out);
 }
 
-void softmax_xent_grad(int64_t rows, int64_t classes, const float* z, const float* labels, const float* scale, float* d,
+void softmax_xent_grad(int64_t rows, int64_t classes, const float* z, Labels labels, const float* scale, float* d,
                        int* bad_row, cudaStream_t s) {
   xent_grad_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, classes, z, labels, scale, d, bad_row);
 }
@@ -244,19 +266,28 @@ void mse_grad(int64_t n, const float* x, const float* t, const float* g, float* 
   if (n > 0) mse_grad_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, t, g, d);
 }
 
-void accuracy(int64_t rows, int64_t classes, const float* z, const float* labels, float* out, double* row_scratch,
+void accuracy(int64_t rows, int64_t classes, const float* z, Labels labels, float* out, double* row_scratch,
               int* bad_row, cudaStream_t s) {
   hits_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, classes, z, labels, row_scratch, bad_row);
   mean_kernel<double><<<1, kThreads, 0, s>>>(rows, row_scratch, nullptr, double(rows), out);
 }
 
-void sgd(int64_t n, float* p, const float* g, float* trace, float momentum, bool nesterov, float lr, cudaStream_t s) {
-  if (n > 0) sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, momentum == 0.f ? nullptr : trace, momentum, nesterov, lr);
+void count_non_finite(int64_t n, const float* x, unsigned long long* count, cudaStream_t s) {
+  if (n > 0) count_non_finite_kernel<<<blocks_for(n) < 1024 ? blocks_for(n) : 1024, kThreads, 0, s>>>(n, x, count);
+}
+
+void store_count(const unsigned long long* count, float* y, cudaStream_t s) { store_count_kernel<<<1, 1, 0, s>>>(count, y); }
+
+void sgd(int64_t n, float* p, const float* g, float* trace, float momentum, bool nesterov, float lr, LossScaling ls,
+         cudaStream_t s) {
+  if (n > 0)
+    sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, momentum == 0.f ? nullptr : trace, momentum, nesterov, lr, ls);
 }
 
 void adam(int64_t n, float* p, const float* g, float* mu, float* nu, float b1, float b2, float eps, float weight_decay,
-          float lr, float inv_c1, float inv_c2, cudaStream_t s) {
-  if (n > 0) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mu, nu, b1, b2, eps, weight_decay, lr, inv_c1, inv_c2);
+          float lr, float inv_c1, float inv_c2, LossScaling ls, cudaStream_t s) {
+  if (n > 0)
+    adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mu, nu, b1, b2, eps, weight_decay, lr, inv_c1, inv_c2, ls);
 }
 
 void sum_ranks(int64_t n, const float* const* src, int ranks, float* out, cudaStream_t s) {

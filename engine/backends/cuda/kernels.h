@@ -23,32 +23,55 @@ void elementwise(Elementwise op, int64_t n, const float* x, const float* x1, flo
 // y = x / (1 - rate) where counter_uniform(key, i) >= rate, else 0 (the CPU's stream of numbers).
 // `where`: the device's block of the whole array, whose global indices key the mask.
 void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, const ShardIndex& where, cudaStream_t s);
-// y[c] = sum over rows of x[r, c], rows added in order.
-void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, cudaStream_t s);
+// y[c] = sum over rows of x[r, c]. Rows are summed in order in runs of kReduceRun, then the runs'
+// sums in order: the same result every run, and many blocks at work on tall matrices (a bias's
+// gradient over a large batch). `partial` holds reduce_rows_scratch(rows, cols) floats.
+constexpr int64_t kReduceRun = 64;
+inline int64_t reduce_rows_scratch(int64_t rows, int64_t cols) {
+  return rows > kReduceRun ? (rows + kReduceRun - 1) / kReduceRun * cols : 0;
+}
+void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, float* partial, cudaStream_t s);
 // Normalises each row (g null) or, with g, its gradient.
 void layer_norm(int64_t rows, int64_t cols, const float* x, const float* g, float* y, double eps, cudaStream_t s);
 
 // Losses and metrics. A label that is not a class index stores its row (the smallest such) in
 // *bad_row, which the caller set to kNoBadRow beforehand (cudaMemset of 0x7f bytes) and checks.
+// Labels are int32 (as training steps hold them) or float32 whole numbers.
 constexpr int kNoBadRow = 0x7f7f7f7f;
+struct Labels {
+  const void* data = nullptr;
+  bool int32 = true;
+};
 // out[0] = mean over rows of logsumexp(z) - z[label]; row_scratch holds `rows` doubles.
-void softmax_xent(int64_t rows, int64_t classes, const float* z, const float* labels, float* out, double* row_scratch,
+void softmax_xent(int64_t rows, int64_t classes, const float* z, Labels labels, float* out, double* row_scratch,
                   int* bad_row, cudaStream_t s);
 // d = (softmax(z) - onehot(label)) * scale[0] / rows; scale is a device scalar (the loss's cotangent).
-void softmax_xent_grad(int64_t rows, int64_t classes, const float* z, const float* labels, const float* scale, float* d,
+void softmax_xent_grad(int64_t rows, int64_t classes, const float* z, Labels labels, const float* scale, float* d,
                        int* bad_row, cudaStream_t s);
 // out[0] = mean((x - t)^2), summed in double.
 void mse(int64_t n, const float* x, const float* t, float* out, cudaStream_t s);
 // d = 2 * g[0] / n * (x - t).
 void mse_grad(int64_t n, const float* x, const float* t, const float* g, float* d, cudaStream_t s);
 // out[0] = fraction of rows whose first largest logit is the label.
-void accuracy(int64_t rows, int64_t classes, const float* z, const float* labels, float* out, double* row_scratch,
+void accuracy(int64_t rows, int64_t classes, const float* z, Labels labels, float* out, double* row_scratch,
               int* bad_row, cudaStream_t s);
 
+// Dynamic loss scaling: *count (zeroed first by the caller) += the non-finite elements of x.
+void count_non_finite(int64_t n, const float* x, unsigned long long* count, cudaStream_t s);
+// y[0] = float(*count).
+void store_count(const unsigned long long* count, float* y, cudaStream_t s);
+
 // Optimizer updates in place (Optax's rules, as the CPU's). inv_c1, inv_c2: Adam's bias corrections.
-void sgd(int64_t n, float* p, const float* g, float* trace, float momentum, bool nesterov, float lr, cudaStream_t s);
+// Under dynamic loss scaling, `skip` is the step's non-finite count (nonzero: the update changes
+// nothing) and the gradient is multiplied by `unscale` (1 / the loss scale); else skip is null.
+struct LossScaling {
+  const float* skip = nullptr;
+  float unscale = 1.f;
+};
+void sgd(int64_t n, float* p, const float* g, float* trace, float momentum, bool nesterov, float lr, LossScaling ls,
+         cudaStream_t s);
 void adam(int64_t n, float* p, const float* g, float* mu, float* nu, float b1, float b2, float eps, float weight_decay,
-          float lr, float inv_c1, float inv_c2, cudaStream_t s);
+          float lr, float inv_c1, float inv_c2, LossScaling ls, cudaStream_t s);
 
 // out[i] = ((src[0][i] + src[1][i]) + src[2][i]) + ...: the collectives' rank-ordered sum.
 constexpr int kMaxRanks = 64;
