@@ -10,9 +10,14 @@ its peak RSS is that child's ru_maxrss from os.wait4. Step time is the median ov
 after the warm-up steps. The Eigen GEMM-peak binary gives the time one step's matmul FLOPs would
 take at Eigen's best row-major float GEMM rate on the model's largest layer.
 
+--dtype bf16 (or bfloat16) runs every peer in mixed precision: parameters and Adam state stay float32,
+activations and matmul inputs are bfloat16, the loss is float32 (Shardlab: `train --dtype bfloat16`;
+Flax: Dense(dtype=bfloat16, param_dtype=float32); PyTorch: torch.autocast("cpu", dtype=bfloat16)).
+
 This is not a test; run it by hand after building (see tests/bench/README.md):
     cmake -S . -B build && cmake --build build -j
     python3 tests/bench/cpu_step.py [--build build] [--threads T] [--steps 5] [--warmup 2] [--json out.json]
+    python3 tests/bench/cpu_step.py --threads T --dtype bf16
 """
 from __future__ import annotations
 
@@ -34,6 +39,15 @@ DEFAULT_PROJECT = "projects/deep-mlp-small.shardlab.json"
 # The model; the peers below build exactly this. Keep in step with the project file.
 BATCH, IN_FEATURES, HIDDEN, DEPTH, OUT_FEATURES = 512, 1024, 2048, 8, 10
 LR = 1e-4
+
+# --dtype: the compute dtype (activations, matmul inputs). Parameters and optimizer state are float32
+# in both; the loss is computed in float32.
+DTYPE_CHOICES = {"float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16"}
+
+
+def precision_label(dtype):
+    """What ran, as Shardlab's train log words it for mixed precision: "bfloat16 compute, float32 parameters"."""
+    return f"{dtype} compute, float32 parameters"
 
 
 def layer_sizes():
@@ -86,7 +100,7 @@ def _timed_loop(step, total, warmup):
     return times, losses, busy
 
 
-def worker_torch(threads, steps, warmup):
+def worker_torch(threads, steps, warmup, dtype="float32"):
     import torch
 
     torch.set_num_threads(threads)
@@ -99,18 +113,29 @@ def worker_torch(threads, steps, warmup):
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     x = torch.ones(BATCH, IN_FEATURES)
     y = torch.ones(BATCH, OUT_FEATURES)
+    bf16 = dtype == "bfloat16"
+    seen = {}
 
     def step():
         opt.zero_grad()
-        pred = model(x)
-        loss = torch.mean((pred - y) ** 2)
+        # Mixed precision as the PyTorch AMP docs do it: forward and loss under autocast (the loss on
+        # float32 predictions), backward and the optimizer step outside it. Disabled for float32.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            pred = model(x)
+            loss = torch.mean((pred.float() - y) ** 2)
         loss.backward()
         opt.step()
+        seen.setdefault("pred", str(pred.dtype).replace("torch.", ""))
+        seen.setdefault("loss", str(loss.dtype).replace("torch.", ""))
         return float(loss.detach())
 
     times, losses, busy = _timed_loop(step, steps + warmup, warmup)
+    params = sorted({str(p.dtype).replace("torch.", "") for p in model.parameters()})
     return {
         "version": torch.__version__,
+        "dtype": dtype,
+        "precision": (f"torch.autocast('cpu', dtype=bfloat16)" if bf16 else "float32, no autocast")
+                     + f": last Linear's output {seen.get('pred')}, loss {seen.get('loss')}, parameters {', '.join(params)}",
         "threads_requested": threads,
         "threads_used": torch.get_num_threads(),
         "threading": f"torch.set_num_threads({threads}); process pinned to {len(os.sched_getaffinity(0))} cores",
@@ -121,16 +146,18 @@ def worker_torch(threads, steps, warmup):
     }
 
 
-def flax_deep_mlp():
-    """The model as a Flax module (spmd_overhead.py uses it too)."""
+def flax_deep_mlp(dtype=None):
+    """The model as a Flax module (spmd_overhead.py uses it too). dtype: every Dense's compute dtype
+    (None: Flax's default, float32 here; jnp.bfloat16 for mixed precision); parameters are float32."""
     import flax.linen as nn
+    import jax.numpy as jnp
 
     class DeepMLP(nn.Module):
         @nn.compact
         def __call__(self, x):
             for _ in range(DEPTH):
-                x = nn.relu(nn.Dense(HIDDEN)(x))
-            return nn.Dense(OUT_FEATURES)(x)
+                x = nn.relu(nn.Dense(HIDDEN, dtype=dtype, param_dtype=jnp.float32)(x))
+            return nn.Dense(OUT_FEATURES, dtype=dtype, param_dtype=jnp.float32)(x)
 
     return DeepMLP()
 
@@ -142,7 +169,8 @@ def jax_train_step(model):
 
     def train_step(state, x, y):
         def loss_fn(p):
-            return jnp.mean((model.apply({"params": p}, x) - y) ** 2)
+            pred = model.apply({"params": p}, x).astype(jnp.float32)  # bf16 compute: the loss is float32
+            return jnp.mean((pred - y) ** 2)
 
         loss, grads = jax.value_and_grad(loss_fn)(state.params)
         return state.apply_gradients(grads=grads), loss
@@ -165,7 +193,7 @@ def jax_stepper(step_fn, state, x, y):
     return step
 
 
-def worker_jax(threads, steps, warmup):
+def worker_jax(threads, steps, warmup, dtype="float32"):
     import jax
     import jax.numpy as jnp
     import flax
@@ -174,16 +202,22 @@ def worker_jax(threads, steps, warmup):
     from flax.training import train_state
 
     rss_import = _vm_rss_mib()
-    model = flax_deep_mlp()
-    x = jnp.ones((BATCH, IN_FEATURES), jnp.float32)
+    model = flax_deep_mlp(jnp.bfloat16 if dtype == "bfloat16" else None)
+    x = jnp.ones((BATCH, IN_FEATURES), jnp.float32)  # float32; a bfloat16 Dense casts it itself
     y = jnp.ones((BATCH, OUT_FEATURES), jnp.float32)
     params = model.init(jax.random.PRNGKey(0), x)["params"]
+    out = jax.eval_shape(lambda p: model.apply({"params": p}, x), params)  # no compute: just the dtype
+    param_dtypes = sorted({str(l.dtype) for l in jax.tree_util.tree_leaves(params)})
     state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(LR))
 
     step = jax_stepper(jax.jit(jax_train_step(model), donate_argnums=0), state, x, y)  # donated: updated in place
     times, losses, busy = _timed_loop(step, steps + warmup, warmup)
     return {
         "version": f"jax {jax.__version__}, flax {flax.__version__}, optax {optax.__version__}",
+        "dtype": dtype,
+        "precision": (f"nn.Dense(dtype=bfloat16, param_dtype=float32)" if dtype == "bfloat16" else "nn.Dense float32")
+                     + f": model output {out.dtype}" + (" (cast to float32 for the loss)" if out.dtype != jnp.float32 else "")
+                     + f", parameters {', '.join(param_dtypes)}",
         "threads_requested": threads,
         "threads_used": len(os.sched_getaffinity(0)),
         "threading": (f"process pinned to {len(os.sched_getaffinity(0))} cores with sched_setaffinity (= taskset); "
@@ -199,7 +233,7 @@ def worker_jax(threads, steps, warmup):
 
 def run_worker(args):
     fn = {"torch": worker_torch, "jax": worker_jax}[args.worker]
-    result = fn(args.threads, args.steps, args.warmup)
+    result = fn(args.threads, args.steps, args.warmup, args.dtype)
     print("RESULT:" + json.dumps(result), flush=True)
     return 0
 
@@ -291,7 +325,7 @@ def bench_python_peer(name, args, cores, tmp):
     if missing:
         return {"peer": name, "skipped": f"not installed: {', '.join(missing)} (pip install -r tests/bench/requirements.txt)"}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--threads", str(args.threads),
-           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--dtype", args.dtype]
     return run_peer_process(name, cmd, peer_env(name, args.threads), cores, args, tmp)
 
 
@@ -344,12 +378,19 @@ def _parse_json_loose(text):
     return None
 
 
-def shardlab_check(cli, project):
-    """Run `shardlab-cli check PROJECT --json`; return (predicted total bytes or None, notes)."""
+def precision_args(dtype):
+    """The CLI flags that select `dtype` compute with float32 parameters (for `check` and `train`)."""
+    return ["--dtype", dtype, "--param-dtype", "float32"]
+
+
+def shardlab_check(cli, project, dtype="float32", info=None):
+    """Run `shardlab-cli check PROJECT --json --dtype DTYPE --param-dtype float32`; return (predicted total
+    bytes or None, notes). If `info` is a dict, the JSON's "precision" object is stored in info["precision"]
+    and notes say where it differs from `dtype` compute, float32 parameters, highest matmul precision."""
     notes = []
     try:
-        cp = subprocess.run([str(cli), "check", str(project), "--json"], capture_output=True, text=True,
-                            timeout=300, cwd=REPO)
+        cp = subprocess.run([str(cli), "check", str(project), "--json", *precision_args(dtype)], capture_output=True,
+                            text=True, timeout=300, cwd=REPO)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, [f"`check --json` failed to run: {e}"]
     if cp.returncode != 0:
@@ -358,6 +399,16 @@ def shardlab_check(cli, project):
     if not isinstance(doc, dict):
         notes.append("`check --json` printed no JSON object")
         return None, notes
+    prec = doc.get("precision")
+    if info is not None:
+        info["precision"] = prec
+    if not isinstance(prec, dict):
+        notes.append(f"`check --json` has no \"precision\" object (top-level keys: {sorted(doc)})")
+    else:
+        want = {"dtype": dtype, "param_dtype": "float32", "matmul_precision": "highest"}
+        off = [f"{k} {prec.get(k)!r} (expected {v!r})" for k, v in want.items() if prec.get(k) != v]
+        if off:
+            notes.append("`check --json` precision differs: " + ", ".join(off))
     mem = doc.get("memory")
     if not isinstance(mem, dict):
         notes.append(f"`check --json` has no \"memory\" object (top-level keys: {sorted(doc)})")
@@ -371,7 +422,7 @@ def shardlab_check(cli, project):
 
 def parse_shardlab_log(path, warmup):
     """Read the --log JSONL; return (dict of findings, notes). Tolerant of junk and missing fields."""
-    notes, steps, bad = [], [], 0
+    notes, steps, bad, start = [], [], 0, None
     try:
         text = Path(path).read_text(errors="replace")
     except OSError as e:
@@ -387,11 +438,14 @@ def parse_shardlab_log(path, warmup):
             continue
         if isinstance(obj, dict) and obj.get("event") == "step":
             steps.append(obj)
+        elif isinstance(obj, dict) and obj.get("event") == "start" and start is None:
+            start = obj
     if bad:
         notes.append(f"{bad} log line(s) were not JSON")
+    extra = {"precision": start["precision"]} if start and "precision" in start else {}
     if not steps:
         notes.append('log has no {"event":"step"} lines')
-        return {}, notes
+        return extra, notes
     if all(isinstance(s.get("step"), (int, float)) for s in steps):
         steps.sort(key=lambda s: s["step"])
     else:
@@ -416,6 +470,7 @@ def parse_shardlab_log(path, warmup):
         "median_step_s": statistics.median(timed) if timed else None,
         "median_examples_per_s": statistics.median(eps) if eps else None,
         "steps_logged": len(steps),
+        **extra,
     }, notes
 
 
@@ -431,13 +486,16 @@ def bench_shardlab(args, cores, tmp):
     if not (REPO / project).is_file() and not project.is_file():
         res["notes"].append(f"project file {project} not found; the CLI will say why")
 
-    predicted, notes = shardlab_check(cli, project)
+    info = {}
+    predicted, notes = shardlab_check(cli, project, args.dtype, info)
     res["predicted_bytes"] = predicted
+    res["check_precision"] = info.get("precision")
     res["notes"] += notes
 
     log = tmp / "shardlab.jsonl"
     total = args.steps + args.warmup
-    cmd = [str(cli), "train", str(project), "--steps", str(total), "--threads", str(args.threads), "--log", str(log)]
+    cmd = [str(cli), "train", str(project), "--steps", str(total), "--threads", str(args.threads), "--log", str(log),
+           *precision_args(args.dtype)]
     res["command"] = " ".join(cmd)
     res["machine_busy_before"] = warn_if_busy("shardlab")
     print(f"[shardlab] {res['command']}", flush=True)
@@ -453,6 +511,13 @@ def bench_shardlab(args, cores, tmp):
     found, notes = parse_shardlab_log(log, args.warmup)
     res.update(found)
     res["notes"] += notes
+    # The start record's "precision" is PrecisionSpec::str(): "float32" for all-float32, else
+    # "<dtype> compute, <param dtype> parameters[, ...]".
+    want = "float32" if args.dtype == "float32" else precision_label(args.dtype)
+    if "precision" not in found:
+        res["notes"].append('the log\'s start record has no "precision" field')
+    elif found["precision"] != want:
+        res["notes"].append(f"the log says precision {found['precision']!r}, expected {want!r}")
     res["train_ok"] = code == 0 and res.get("median_step_s") is not None
     if res.get("median_step_s") is None:
         res["error"] = "no step time measured: " + "; ".join(n.splitlines()[0] for n in res["notes"])
@@ -513,24 +578,34 @@ def report(results, gemm, args, flops):
             fmt(gemm.get("seconds_for_flops") / t if t and gemm.get("seconds_for_flops") else None, "{:.0%}"),
             fmt(r["busy_cores"] if r.get("busy_cores") is not None else r.get("busy_cores_whole_run"), "{:.2f}"),
         ])
+    bf16 = args.dtype != "float32"
+    # The GEMM peak is Eigen's float32 rate; in bf16 mode the column says so in its name.
     head = ["peer", "median step ms", "vs shardlab", "peak RSS MiB", "predicted MiB", "RSS/pred",
-            "GEMM-peak frac", "busy cores"]
+            "f32-GEMM-peak frac" if bf16 else "GEMM-peak frac", "busy cores"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     print()
     print(f"deep-mlp-small: batch {BATCH}, {IN_FEATURES} -> {DEPTH} x {HIDDEN} -> {OUT_FEATURES}, "
           f"{param_count() / 1e6:.2f} M params, Adam {LR}; threads T={args.threads}; "
           f"median of {args.steps} steps after {args.warmup} warm-up")
+    print(f"dtype: {precision_label(args.dtype)}"
+          + (" (mixed precision; the loss in float32)" if bf16 else ""))
     print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
     for r in rows:
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
     print("  (ratio = peer / shardlab step time, >1 means shardlab is faster; GEMM-peak frac = peak time / step time;"
           " busy cores = CPU time / wall during timed steps; shardlab's from the cpu_time_s of its log)")
+    if bf16:
+        print("  (f32-GEMM-peak frac: against Eigen's float32 GEMM peak, not a bfloat16 one; predicted = the bf16 plan,"
+              " `check --dtype bfloat16`)")
 
     for name in ("shardlab", "torch", "jax", "gemm_peak"):
         r = gemm if name == "gemm_peak" else results.get(name)
         if not r:
             continue
         print_status(name, r)
+        if r.get("precision"):
+            print(f"  {name}: precision - {r['precision']}"
+                  + (" (train log)" if name == "shardlab" else ""))
         bc = r.get("busy_cores")
         if isinstance(bc, (int, float)) and bc < 0.75 * args.threads:
             print(f"  {name}: warning - used only {bc:.2f} of {args.threads} cores during the timed steps "
@@ -548,40 +623,56 @@ def report(results, gemm, args, flops):
     if "seconds_for_flops" in gemm:
         print(f"Eigen GEMM peak ({gemm.get('m')}x{gemm.get('k')} @ {gemm.get('k')}x{gemm.get('n')}, row-major f32, "
               f"T={gemm.get('threads')}): {gemm['gflops']:.1f} GFLOP/s -> {gemm['seconds_for_flops'] * 1e3:.1f} ms per step"
-              + (f"; shardlab reaches {gemm['seconds_for_flops'] / sl_t:.0%} of it" if sl_t else ""))
+              + (f"; shardlab reaches {gemm['seconds_for_flops'] / sl_t:.0%} of it" if sl_t else "")
+              + (" (a float32 rate: the bf16 steps are measured against it)" if bf16 else ""))
     else:
         print(f"Eigen GEMM peak: {gemm.get('skipped') or gemm.get('error')}")
 
     print()
-    print("targets:")
+    print("targets:" if not bf16 else f"targets ({args.dtype} compute):")
     peers = [results[n] for n in ("torch", "jax") if results.get(n, {}).get("median_step_s")]
     fastest = min(peers, key=lambda r: r["median_step_s"]) if peers else None
     ok_speed = (sl_t <= 0.9 * fastest["median_step_s"]) if sl_t and fastest else None
-    print(f"  shardlab step <= 0.9x the faster peer (issue 11; 0.8x is the goal beyond it)"
-          + (f" ({fastest['peer']} {fastest['median_step_s'] * 1e3:.1f} ms vs {sl_t * 1e3:.1f} ms)" if sl_t and fastest else "")
-          + f": {verdict(ok_speed)}")
     bc = sl.get("busy_cores")
     ok_busy = (bc >= 0.95 * args.threads) if isinstance(bc, (int, float)) else None
-    print(f"  shardlab keeps >= {0.95 * args.threads:.1f} of {args.threads} cores busy during its steps"
-          + (f" ({bc:.2f})" if isinstance(bc, (int, float)) else "") + f": {verdict(ok_busy)}")
     # RSS verdicts only count when `train` ran to the end and logged its steps.
     rss = sl.get("peak_rss_mib") if sl.get("train_ok") else None
     pred = sl.get("predicted_bytes")
     ratio = rss * MIB / pred if rss and pred else None
     ok_pred = (1 / 1.25 <= ratio <= 1.25) if ratio else None
-    print(f"  shardlab peak RSS within 1.25x of the plan's prediction"
-          + (f" (ratio {ratio:.2f})" if ratio else "") + f": {verdict(ok_pred)}")
     peer_rss = [results[n] for n in ("torch", "jax") if results.get(n, {}).get("peak_rss_mib") and "error" not in results[n]]
     ok_rss = all(rss < p["peak_rss_mib"] for p in peer_rss) if rss and peer_rss else None
+    disturbed = [n for n in ("torch", "jax") if isinstance(results.get(n, {}).get("busy_cores"), (int, float))
+                 and results[n]["busy_cores"] < 0.75 * args.threads]
+    if bf16:
+        # Issue 12: the bf16 plan is measured against peak RSS (within 1.25x). Issue 11's targets below are
+        # float32 targets; they are not verdicts on a bf16 run.
+        print(f"  shardlab peak RSS within 1.25x of the {args.dtype} plan's prediction (issue 12)"
+              + (f" (ratio {ratio:.2f})" if ratio else "") + f": {verdict(ok_pred)}")
+        print("  float32-only (issue 11), not checked in bf16 mode: step <= 0.9x the faster peer; "
+              f">= {0.95 * args.threads:.1f} of {args.threads} cores busy; peak RSS below every peer's "
+              "(run --dtype float32)")
+        if disturbed:
+            print(f"  caution: {', '.join(disturbed)} used too few cores (see the warnings above); "
+                  f"the comparison is not reliable - rerun on an idle machine")
+        return {"dtype": args.dtype, "rss_vs_predicted": ok_pred, "speed": None, "busy_cores": None,
+                "rss_vs_peers": None, "float32_only_not_checked": ["speed", "busy_cores", "rss_vs_peers"],
+                "disturbed": disturbed}
+    print(f"  shardlab step <= 0.9x the faster peer (issue 11; 0.8x is the goal beyond it)"
+          + (f" ({fastest['peer']} {fastest['median_step_s'] * 1e3:.1f} ms vs {sl_t * 1e3:.1f} ms)" if sl_t and fastest else "")
+          + f": {verdict(ok_speed)}")
+    print(f"  shardlab keeps >= {0.95 * args.threads:.1f} of {args.threads} cores busy during its steps"
+          + (f" ({bc:.2f})" if isinstance(bc, (int, float)) else "") + f": {verdict(ok_busy)}")
+    print(f"  shardlab peak RSS within 1.25x of the plan's prediction"
+          + (f" (ratio {ratio:.2f})" if ratio else "") + f": {verdict(ok_pred)}")
     print(f"  shardlab peak RSS below every peer's"
           + (f" ({rss:.0f} MiB vs " + ", ".join(f"{p['peer']} {p['peak_rss_mib']:.0f}" for p in peer_rss) + ")"
              if ok_rss is not None else "") + f": {verdict(ok_rss)}")
-    disturbed = [n for n in ("torch", "jax") if isinstance(results.get(n, {}).get("busy_cores"), (int, float))
-                 and results[n]["busy_cores"] < 0.75 * args.threads]
     if disturbed:
         print(f"  caution: {', '.join(disturbed)} used too few cores (see the warnings above); "
               f"the comparison is not reliable - rerun on an idle machine")
-    return {"speed": ok_speed, "busy_cores": ok_busy, "rss_vs_predicted": ok_pred, "rss_vs_peers": ok_rss, "disturbed": disturbed}
+    return {"dtype": args.dtype, "speed": ok_speed, "busy_cores": ok_busy, "rss_vs_predicted": ok_pred,
+            "rss_vs_peers": ok_rss, "disturbed": disturbed}
 
 
 def print_status(name, r):
@@ -610,6 +701,10 @@ def main(argv=None):
     ap.add_argument("--no-pin", action="store_true", help="don't pin children to the first T cores")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per peer process (default 900)")
     ap.add_argument("--json", metavar="OUT", help="also write all results to this JSON file")
+    ap.add_argument("--dtype", default="float32", metavar="{float32,bf16}",
+                    type=lambda v: DTYPE_CHOICES.get(v.lower(), v), choices=sorted(set(DTYPE_CHOICES.values())),
+                    help="compute dtype of every peer: float32 (default) or bf16 (= bfloat16): bfloat16 activations "
+                         "and matmul inputs, float32 parameters, optimizer state and loss")
     ap.add_argument("--worker", choices=["torch", "jax"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -628,7 +723,8 @@ def main(argv=None):
     if not args.no_pin and cores is None:
         print(f"note: T={args.threads} > {len(os.sched_getaffinity(0))} available cores; not pinning "
               f"(JAX will then use every core)")
-    print(f"threads T={args.threads}; children " + (f"pinned to cores {sorted(cores)}" if cores else "not pinned"))
+    print(f"threads T={args.threads}; children " + (f"pinned to cores {sorted(cores)}" if cores else "not pinned")
+          + f"; dtype: {precision_label(args.dtype)}")
 
     flops = step_matmul_flops()
     results = {}
@@ -646,6 +742,7 @@ def main(argv=None):
         doc = {
             "model": {"batch": BATCH, "in": IN_FEATURES, "hidden": HIDDEN, "depth": DEPTH, "out": OUT_FEATURES,
                       "params": param_count(), "lr": LR, "step_matmul_flops": flops},
+            "dtype": args.dtype, "precision": precision_label(args.dtype),
             "threads": args.threads, "steps": args.steps, "warmup": args.warmup,
             "pinned_cores": sorted(cores) if cores else None,
             "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
