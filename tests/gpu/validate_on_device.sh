@@ -2,13 +2,15 @@
 # Runs issue 13's GPU checks on the device machine, from what tests/gpu/pack_for_device.sh packed
 # into .device/. Logs go to $OUT (the device tool brings them back); a short summary is printed last.
 #
-#   tests/gpu/validate_on_device.sh [tests] [sanitizer] [losses] [bench]   (default: all four)
+#   tests/gpu/validate_on_device.sh [tests] [sanitizer] [losses] [profile] [bench]   (default: all five)
 #
 #   tests      the `gpu` suites: test_backend_conformance and test_cuda_training, and
 #              test_nccl_processes (mpirun -np 2 on 2 GPUs, NCCL; skips with fewer or no mpirun)
 #   sanitizer  compute-sanitizer memcheck over the conformance suite
 #   losses     shardlab-cli train, CPU against CUDA, 10 steps each, on the example projects and on
 #              8 virtual GPU devices under data parallel, Megatron and FSDP (losses within 1e-4)
+#   profile    shardlab-cli profile on CUDA: deep-mlp-small on one device and on data=8 (the
+#              per-device table, MFU against the GPU's measured GEMM peak)
 #   bench      tests/bench/gpu_step.py, with $GPU_STEP_ARGS passed on
 #
 # Time limits (seconds): TEST_LIMIT (200) for each suite, GPU_STEP_LIMIT (560) for the benchmark,
@@ -19,7 +21,7 @@ root=$PWD
 out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests sanitizer losses bench)
+[ ${#stages[@]} -eq 0 ] && stages=(tests sanitizer losses profile bench)
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
@@ -56,6 +58,15 @@ for stage in "${stages[@]}"; do
       python3 tests/gpu/compare_losses.py --cli "$build/app/shardlab-cli" --fashion "$root/.device/fashion-mnist" \
         --out "$out" 2>&1 | tee "$out/losses.txt"
       note "losses CPU vs CUDA: $(tail -1 "$out/losses.txt")" ;;
+    profile)
+      for mesh in "" "--mesh data=8 --preset data_parallel"; do
+        # shellcheck disable=SC2086
+        timeout 120 "$build/app/shardlab-cli" profile projects/deep-mlp-small.shardlab.json --backend cuda --steps 4 $mesh \
+          > "$out/profile.txt" 2>&1
+        rc=$?
+        head -14 "$out/profile.txt"
+        note "profile deep-mlp-small on CUDA ${mesh:-(one device)}: exit $rc"
+      done ;;
     bench*)
       args=${GPU_STEP_ARGS:-}
       PYTHONUNBUFFERED=1 timeout "${GPU_STEP_LIMIT:-560}" python3 tests/bench/gpu_step.py --build "$bld_rel" --json "$out/gpu_step.json" $args \
