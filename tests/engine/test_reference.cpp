@@ -22,6 +22,19 @@ std::string npy_name(std::string path) {
 // ||got - want|| / ||want||. Per element, Adam amplifies float32 rounding where a gradient is
 // near zero (m / (sqrt(v) + eps) with tiny m and v), so single entries of two correct float32
 // implementations differ by more than their tensors do.
+// Options for a run on a reference batch: the batch whole, on 2 threads.
+runtime::TrainOptions reference_options(const Tensor& x) {
+  runtime::TrainOptions opt;
+  opt.batch_size = x.shape[0];
+  opt.threads = 2;
+  return opt;
+}
+
+// Sets every parameter of `trainer` to the reference's initial value in `dir` (init/*.npy).
+void load_reference_init(runtime::Trainer& trainer, const std::string& dir) {
+  for (const std::string& p : trainer.parameter_paths()) trainer.set_parameter(p, data::load_npy(dir + "init/" + npy_name(p)));
+}
+
 double relative_error(const Tensor& got, const Tensor& want) {
   double err = 0, norm = 0;
   for (int64_t i = 0; i < want.size(); ++i) {
@@ -41,16 +54,14 @@ void check_against_flax(const std::string& project_file, const std::string& mode
   nlohmann::json ref = nlohmann::json::parse(std::ifstream(dir + "losses.json"));
   Tensor x = data::load_npy(dir + "x.npy");
   Tensor y = data::load_npy(dir + "y.npy");
-  runtime::TrainOptions opt;
-  opt.batch_size = x.shape[0];
-  opt.threads = 2;
+  runtime::TrainOptions opt = reference_options(x);
   opt.mesh = mesh;
   opt.rules = rules;
   runtime::Trainer trainer(project::load_project(project_file), opt);
   if (!mesh.empty()) QCOMPARE(trainer.session().mesh().device_count(), int64_t(8));
   const auto paths = trainer.parameter_paths();
   QCOMPARE(paths.size(), ref["params"].size());
-  for (const std::string& p : paths) trainer.set_parameter(p, data::load_npy(dir + "init/" + npy_name(p)));
+  load_reference_init(trainer, dir);
 
   for (int step = 0; step < 3; ++step) {
     const double loss = trainer.train_step(x, y);
@@ -122,13 +133,11 @@ void check_policy_against_flax(const std::string& project_file, const std::strin
   nlohmann::json f32 = nlohmann::json::parse(std::ifstream(base + "losses.json"));
   QCOMPARE(ref["init_from"].get<std::string>(), model);
   const Tensor x = data::load_npy(base + "x.npy"), y = data::load_npy(base + "y.npy");
-  runtime::TrainOptions opt;
-  opt.batch_size = x.shape[0];
-  opt.threads = 2;
+  runtime::TrainOptions opt = reference_options(x);
   opt.dtype = dtype;
   opt.matmul_precision = matmul_precision;
   runtime::Trainer trainer(project::load_project(project_file), opt);
-  for (const std::string& p : trainer.parameter_paths()) trainer.set_parameter(p, data::load_npy(base + "init/" + npy_name(p)));
+  load_reference_init(trainer, base);
 
   const size_t steps = ref["losses"].size();
   double worst_loss = 0;
