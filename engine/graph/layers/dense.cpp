@@ -42,8 +42,17 @@ class DenseLayer : public Layer {
   }
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
     // (batch, ..., in) @ (in, features)
-    int y = ctx.program.apply1(ir::Op::MatMul, {ctx.cast(in.at(0)), ctx.cast(ctx.param("kernel"))}, {}, ctx.node);
-    if (use_bias_) y = ctx.program.apply1(ir::Op::BiasAdd, {y, ctx.cast(ctx.param("bias"))}, {}, ctx.node);
+    const int x = ctx.cast(in.at(0)), kernel = ctx.cast(ctx.param("kernel"));
+    // A bias that needs a Convert (mixed precision) is converted before the product, so that nothing
+    // stands between the product and its bias add and a GEMM can fold the add (ir/fusion.h).
+    int bias = -1;
+    if (use_bias_) {
+      const int stored = ctx.param("bias");
+      if (ctx.program.dtype(stored) != ctx.compute) bias = ctx.cast(stored);
+      else bias = stored;
+    }
+    int y = ctx.program.apply1(ir::Op::MatMul, {x, kernel}, {}, ctx.node);
+    if (use_bias_) y = ctx.program.apply1(ir::Op::BiasAdd, {y, bias}, {}, ctx.node);
     return y;
   }
 
