@@ -13,9 +13,10 @@ uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent) {
 }
 
 std::optional<OutOfMemory> check_capacity(const ir::Program& program, const plan::MemoryPlan& memory,
-                                          const LoadOptions& options, uint64_t capacity, const std::string& device) {
+                                          const LoadOptions& options, uint64_t capacity, uint64_t scratch,
+                                          const std::string& device) {
   // State shared with another program (share_persistent_with) is already held.
-  const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr);
+  const uint64_t need = bytes_needed(memory, options.share_persistent_with != nullptr) + scratch;
   if (need <= capacity) return std::nullopt;
   return out_of_memory(device, options.what, need, capacity, program);
 }

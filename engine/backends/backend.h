@@ -117,7 +117,7 @@ class Backend {
   virtual std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory,
                                            const sharding::Mesh& mesh, const LoadOptions& options = {}) = 0;
   // Whether load() takes programs holding values of dtype `d` (the CPU holds every dtype; the
-  // CUDA backend float32 and int32 so far).
+  // CUDA backend float32, bfloat16, float16 and int32).
   virtual bool holds(DType d) const {
     (void)d;
     return true;
@@ -126,9 +126,11 @@ class Backend {
   virtual int threads() const = 0;
   // The processes the backend's meshes span (null: this one alone).
   virtual Processes* processes() const { return nullptr; }
-  // FLOP/s of the backend's float32 GEMM at its best on one device (on the CPU: on all the cores
-  // the backend was given), measured on first use and kept: what MFU is a fraction of.
-  virtual double gemm_peak_flops() = 0;
+  // FLOP/s of the backend's GEMM at its best on one device (on the CPU: on all the cores the
+  // backend was given), measured on first use and kept: what MFU is a fraction of. `precision`:
+  // Highest float32; Tf32 float32 on TF32 tensor cores; Bf16 and F16 16-bit operands (the GEMMs of
+  // a --dtype bfloat16/float16 step). The CPU multiplies in float32 whatever the precision.
+  virtual double gemm_peak_flops(MatmulPrecision precision = MatmulPrecision::Highest) = 0;
 };
 
 // The backend named `kind` ("cpu" or "cuda"). Throws Error saying why one is unavailable (a build
@@ -142,9 +144,11 @@ std::vector<std::string> built_backends();
 uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent);
 
 // check_fits for devices that split one memory (the host's, or one GPU's) `capacity` bytes each:
-// the refusal naming `device` when a device's need exceeds it, else none.
+// the refusal naming `device` when a device's need (its plan, and `scratch` bytes the backend
+// holds beyond it) exceeds it, else none.
 std::optional<OutOfMemory> check_capacity(const ir::Program& program, const plan::MemoryPlan& memory,
-                                          const LoadOptions& options, uint64_t capacity, const std::string& device);
+                                          const LoadOptions& options, uint64_t capacity, uint64_t scratch,
+                                          const std::string& device);
 
 // The refusal a backend throws when `need` bytes per device exceed `capacity`: names the device,
 // both sizes, and the program's largest arrays.

@@ -10,10 +10,9 @@ Precisions, set the same way for every peer:
   f32   full float32 matmuls: torch.set_float32_matmul_precision("highest"),
         jax.default_matmul_precision("highest"); Shardlab's CUDA backend's default
   tf32  float32 storage, TF32 tensor-core matmuls: torch "high", JAX "tensorfloat32"
-  bf16  bfloat16 compute with float32 master weights: torch.autocast(bfloat16), Flax Dense(dtype=bfloat16)
-Shardlab's CUDA backend holds float32 values only so far: f32 and tf32 are set as for the peers
-(--matmul-precision highest/tf32); its bf16 row is float32 storage with bfloat16 tensor-core matmuls
-(--matmul-precision bf16), and its note says so.
+  bf16  bfloat16 compute with float32 master weights: torch.autocast(bfloat16), Flax Dense(dtype=bfloat16),
+        Shardlab --dtype bfloat16 (16-bit activations, float32 parameters and optimizer state)
+Shardlab's f32 and tf32 are --matmul-precision highest/tf32.
 
 Each peer runs in a fresh process; the step time is the median of the timed steps after warm-up
 (JAX's and torch.compile's compilation fall in the warm-up). TFLOP/s counts the matmuls only
@@ -48,8 +47,9 @@ MODELS = {
 }
 PRECISIONS = ("f32", "tf32", "bf16")
 PEERS = ("shardlab", "jax", "torch", "torch-compile")
-# The CUDA backend's float32 values with cuBLAS's compute type picked by --matmul-precision.
-SHARDLAB_MATMUL = {"f32": "highest", "tf32": "tf32", "bf16": "bf16"}
+# How shardlab-cli train is told each precision.
+SHARDLAB_PRECISION = {"f32": ["--matmul-precision", "highest"], "tf32": ["--matmul-precision", "tf32"],
+                      "bf16": ["--dtype", "bfloat16"]}
 LR = 1e-4
 
 
@@ -222,7 +222,7 @@ def run_shardlab(model, precision, args, tmp):
         return {"skipped": f"no shardlab-cli at {cli} (build first)"}
     log = tmp / f"shardlab-{model}-{precision}.jsonl"
     cmd = [str(cli), "train", str(REPO / MODELS[model][0]), "--backend", "cuda", "--steps", str(args.steps + args.warmup),
-           "--log", str(log), "--quiet", "--matmul-precision", SHARDLAB_MATMUL[precision]]
+           "--log", str(log), "--quiet", *SHARDLAB_PRECISION[precision]]
     out, err = tmp / f"shardlab-{model}-{precision}.out", tmp / f"shardlab-{model}-{precision}.err"
     code, _, _, _ = cpu_step.run_child(cmd, dict(os.environ), None, args.timeout, out, err)
     if code != 0:
@@ -230,8 +230,6 @@ def run_shardlab(model, precision, args, tmp):
     found, notes = cpu_step.parse_shardlab_log(log, args.warmup)
     if found.get("median_step_s") is None:
         return {"error": "; ".join(notes) or "no step times in the log"}
-    if precision == "bf16":
-        notes = ["float32 storage, bfloat16 matmuls (the CUDA backend holds no 16-bit arrays yet)"] + notes
     return {"version": "shardlab-cli --backend cuda", "median_step_s": found["median_step_s"],
             "losses": found.get("losses"), "notes": notes}
 

@@ -1,11 +1,15 @@
 // Training on the CUDA backend gives the CPU backend's losses: ten steps of a small model with
 // every kind of primitive a step has (GEMMs with bias and ReLU epilogues, GELU, LayerNorm,
 // dropout, softmax cross-entropy, Adam), on one device and on a 2x2 mesh of virtual devices (the
-// collectives). Skips, saying why, where there is no CUDA backend or no GPU.
+// collectives), in float32 and with 16-bit arrays (bfloat16; float16 under dynamic loss scaling).
+// A detailed trace of a CUDA run times every kernel with CUDA events. Skips, saying why, where
+// there is no CUDA backend or no GPU.
 #include <QtTest>
 #include <cmath>
+#include <map>
 
 #include "engine/backends/backend.h"
+#include "engine/profiler/trace.h"
 #include "engine/runtime/trainer.h"
 
 using namespace shardlab;
@@ -40,11 +44,13 @@ struct Losses : runtime::TrainerListener {
   void on_step(const runtime::StepEvent& e) override { loss.push_back(e.loss); }
 };
 
-std::vector<double> train(const std::string& backend, const std::string& mesh, const std::string& rules) {
+std::vector<double> train(const std::string& backend, const std::string& mesh, const std::string& rules,
+                          const std::string& dtype) {
   runtime::TrainOptions o;
   o.backend = backend;
   o.mesh = mesh;
   o.rules = rules;
+  o.dtype = dtype;
   runtime::Trainer t(project::parse_project(kProject, "cuda-vs-cpu.shardlab.json"), o);
   Losses l;
   t.add_listener(&l);
@@ -68,21 +74,74 @@ class TestCudaTraining : public QObject {
   void lossesMatchTheCpuBackend_data() {
     QTest::addColumn<QString>("mesh");
     QTest::addColumn<QString>("rules");
-    QTest::newRow("one device") << QString() << QString();
-    QTest::newRow("data=2,model=2 embed") << QString("data=2,model=2") << QString("batch=data,embed=model");
-    QTest::newRow("data=2,model=2 mlp") << QString("data=2,model=2") << QString("batch=data,mlp=model");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<double>("tolerance");
+    // 16-bit results round at 3 (bfloat16) or 4 (float16) significant digits, and a GEMM that sums
+    // in another order may round the other way.
+    for (const char* dt : {"float32", "bfloat16", "float16"}) {
+      const double tol = std::string(dt) == "float32" ? 1e-4 : 2e-2;
+      QTest::newRow(qPrintable(QString("one device %1").arg(dt))) << QString() << QString() << QString(dt) << tol;
+      QTest::newRow(qPrintable(QString("data=2,model=2 embed %1").arg(dt)))
+          << QString("data=2,model=2") << QString("batch=data,embed=model") << QString(dt) << tol;
+      QTest::newRow(qPrintable(QString("data=2,model=2 mlp %1").arg(dt)))
+          << QString("data=2,model=2") << QString("batch=data,mlp=model") << QString(dt) << tol;
+    }
   }
 
   void lossesMatchTheCpuBackend() {
     QFETCH(QString, mesh);
     QFETCH(QString, rules);
-    const std::vector<double> cpu = train("cpu", mesh.toStdString(), rules.toStdString());
-    const std::vector<double> gpu = train("cuda", mesh.toStdString(), rules.toStdString());
+    QFETCH(QString, dtype);
+    QFETCH(double, tolerance);
+    const std::vector<double> cpu = train("cpu", mesh.toStdString(), rules.toStdString(), dtype.toStdString());
+    const std::vector<double> gpu = train("cuda", mesh.toStdString(), rules.toStdString(), dtype.toStdString());
     QCOMPARE(cpu.size(), size_t(10));
     QCOMPARE(gpu.size(), cpu.size());
     for (size_t i = 0; i < cpu.size(); ++i)
-      QVERIFY2(std::isfinite(gpu[i]) && std::abs(gpu[i] - cpu[i]) <= 1e-4,
+      QVERIFY2(std::isfinite(gpu[i]) && std::abs(gpu[i] - cpu[i]) <= tolerance * std::max(1.0, std::abs(cpu[i])),
                qPrintable(QString("step %1: loss %2 on CUDA, %3 on the CPU").arg(i + 1).arg(gpu[i], 0, 'g', 9).arg(cpu[i], 0, 'g', 9)));
+  }
+
+  // A detailed trace on CUDA has a span per kernel, timed on the GPU: each within its step, the
+  // GEMMs' FLOPs counted, and the step's summary split from them.
+  void detailedTraceTimesEveryKernel() {
+    runtime::TrainOptions o;
+    o.backend = "cuda";
+    o.steps = 3;
+    o.trace_detailed = true;
+    o.trace_keep = 3;
+    runtime::Trainer t(project::parse_project(kProject, "cuda-trace.shardlab.json"), o);
+    t.run();
+    const std::vector<profiler::Span> spans = t.trace().spans();
+    std::map<int64_t, double> step_us, kernels_us;
+    int matmuls = 0;
+    double matmul_flops = 0;
+    for (const profiler::Span& s : spans) {
+      if (s.category == profiler::Category::Step) {
+        step_us[s.step] = s.dur_us;
+        continue;
+      }
+      if (s.name == "data") continue;
+      QVERIFY2(s.dur_us >= 0 && std::isfinite(s.dur_us), qPrintable(QString("span %1 lasted %2 us").arg(s.name.c_str()).arg(s.dur_us)));
+      kernels_us[s.step] += s.dur_us;
+      if (s.name.rfind("matmul", 0) == 0) {
+        ++matmuls;
+        matmul_flops += s.flops;
+        QVERIFY2(!s.node.empty(), "a GEMM's span names its layer");
+      }
+    }
+    QCOMPARE(step_us.size(), size_t(3));
+    // 3 Dense layers: 3 GEMMs forward, 5 backward (the first layer needs no input gradient), each step.
+    QCOMPARE(matmuls, 3 * 8);
+    QVERIFY(matmul_flops > 0);
+    for (const auto& [step, us] : step_us) {
+      QVERIFY2(kernels_us[step] > 0 && kernels_us[step] <= us * 1.05 + 50,
+               qPrintable(QString("step %1: kernels %2 us of a %3 us step").arg(step).arg(kernels_us[step]).arg(us)));
+    }
+    for (const profiler::StepSummary& s : t.trace().summaries()) {
+      QVERIFY2(s.flops >= matmul_flops / 3, "the step's summary counts its FLOPs");
+      QVERIFY(s.compute_us > 0);
+    }
   }
 };
 

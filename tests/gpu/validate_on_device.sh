@@ -10,7 +10,9 @@
 #   losses     shardlab-cli train, CPU against CUDA, 10 steps each, on the example projects and on
 #              8 virtual GPU devices under data parallel, Megatron and FSDP (losses within 1e-4)
 #   profile    shardlab-cli profile on CUDA: deep-mlp-small on one device and on data=8 (the
-#              per-device table, MFU against the GPU's measured GEMM peak)
+#              per-device table, MFU against the GPU's measured GEMM peak, the longest kernels);
+#              PROFILE_PROJECT (a file under projects/) and PROFILE_ARGS ("--dtype bfloat16") change
+#              what is profiled
 #   bench      tests/bench/gpu_step.py, with $GPU_STEP_ARGS passed on
 #
 # Time limits (seconds): TEST_LIMIT (200) for each suite, GPU_STEP_LIMIT (560) for the benchmark,
@@ -61,11 +63,13 @@ for stage in "${stages[@]}"; do
     profile)
       for mesh in "" "--mesh data=8 --preset data_parallel"; do
         # shellcheck disable=SC2086
-        timeout 120 "$build/app/shardlab-cli" profile projects/deep-mlp-small.shardlab.json --backend cuda --steps 4 $mesh \
-          > "$out/profile.txt" 2>&1
+        project=${PROFILE_PROJECT:-deep-mlp-small.shardlab.json}
+        log=$out/profile-${mesh:+data8-}${project%%.*}.txt
+        timeout 120 "$build/app/shardlab-cli" profile "projects/$project" --backend cuda --steps 4 $mesh ${PROFILE_ARGS:-} \
+          > "$log" 2>&1
         rc=$?
-        head -14 "$out/profile.txt"
-        note "profile deep-mlp-small on CUDA ${mesh:-(one device)}: exit $rc"
+        head -28 "$log"
+        note "profile ${project%%.*} ${PROFILE_ARGS:-} on CUDA ${mesh:-(one device)}: exit $rc"
       done ;;
     bench*)
       args=${GPU_STEP_ARGS:-}

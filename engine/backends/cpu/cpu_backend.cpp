@@ -153,7 +153,7 @@ class CpuBackend final : public Backend {
     return {d};
   }
 
-  double gemm_peak_flops() override {
+  double gemm_peak_flops(MatmulPrecision) override {
     if (peak_ > 0) return peak_;
     // On a thread of its own with the backend's cores, so the caller's OpenMP setting stays as it was.
     std::thread([this] {
@@ -180,7 +180,8 @@ class CpuBackend final : public Backend {
   std::optional<OutOfMemory> check_fits(const ir::Program& program, const plan::MemoryPlan& memory,
                                         const sharding::Mesh& mesh, const LoadOptions& options) const override {
     const int n = int(mesh.device_count());
-    return check_capacity(program, memory, options, capacity_per_device(n),
+    // The plan only: the CPU executor's own staging buffers are not counted.
+    return check_capacity(program, memory, options, capacity_per_device(n), 0,
                           n == 1 ? std::string("the CPU device")
                                  : "CPU device 0 of " + std::to_string(n) + " (virtual devices share the host's memory)");
   }

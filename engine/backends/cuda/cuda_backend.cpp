@@ -20,8 +20,10 @@
 #include "engine/backends/processes.h"
 #include "engine/ir/primitive.h"
 #include "engine/plan/foldable_chains.h"
+#include "engine/profiler/instruction_arrays.h"
 #include "engine/profiler/trace.h"
 #include "engine/sharding/mesh.h"
+#include "engine/tensor/convert.h"
 #include "engine/util/hash.h"
 
 namespace shardlab::backends::cuda {
@@ -58,6 +60,40 @@ int gpu_count() {
   if (n == 0) throw Error("no CUDA GPU found: the CUDA runtime lists no devices");
   return n;
 }
+
+// CUDA events that destroy themselves: the per-device trace's span boundaries.
+class Events {
+ public:
+  Events() = default;
+  ~Events() { release(); }
+  Events(Events&& o) noexcept : events_(std::move(o.events_)) {}
+  Events& operator=(Events&& o) noexcept {
+    std::swap(events_, o.events_);
+    return *this;
+  }
+  // At least n events, made on the calling thread's current device.
+  void ensure(size_t n) {
+    while (events_.size() < n) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      events_.push_back(e);
+    }
+  }
+  cudaEvent_t operator[](size_t i) const { return events_[i]; }
+  // Milliseconds between events i and j, both complete.
+  double ms(size_t i, size_t j) const {
+    float v = 0.f;
+    check(cudaEventElapsedTime(&v, events_[i], events_[j]), "cudaEventElapsedTime");
+    return double(v);
+  }
+
+ private:
+  void release() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    events_.clear();
+  }
+  std::vector<cudaEvent_t> events_;
+};
 
 // Device memory that frees itself.
 class DeviceBuffer {
@@ -152,6 +188,71 @@ struct MeshRuntime {
   }
 };
 
+// Bytes of the cast scratch a GEMM's float32 operand of n elements takes, rounded to type `to`
+// (each copy starts 256-byte aligned, as cuBLASLt's fastest kernels want).
+int64_t cast_copy_bytes(int64_t n, DType to) { return (n * int64_t(dtype_size(to)) + 255) / 256 * 256; }
+
+// What a device holds beyond its memory plan for one program: per-row losses (doubles), the
+// collectives' staging, reduce_rows' partial sums (floats), GEMM cast copies and 16-bit
+// ScatterAdd sums (bytes); and the GEMM workspace of its mesh runtime (gemm.cpp).
+struct Scratch {
+  int64_t rows = 1, comm_bytes = 0, reduce_elems = 0, cast_bytes = 0;
+  uint64_t bytes() const {
+    constexpr uint64_t kGemmWorkspace = uint64_t(32) << 20;
+    return uint64_t(rows) * 8 + uint64_t(comm_bytes) + uint64_t(reduce_elems) * 4 + uint64_t(cast_bytes) + kGemmWorkspace;
+  }
+};
+
+Scratch scratch_for(const ir::Program& p) {
+  Scratch s;
+  for (const ir::Instr& ins : p.instrs) {
+    const int64_t in = ins.in.empty() ? 0 : numel(p.shape(ins.in[0]));
+    const int64_t size = ins.in.empty() ? 4 : int64_t(dtype_size(p.dtype(ins.in[0])));
+    switch (ins.op) {
+      case ir::Op::SoftmaxXent:
+      case ir::Op::Accuracy: s.rows = std::max(s.rows, in / p.shape(ins.in[0]).back()); break;
+      case ir::Op::ReduceRows: {
+        const int64_t cols = p.shape(ins.in[0]).back();
+        s.reduce_elems = std::max(s.reduce_elems, reduce_rows_scratch(in / cols, cols));
+        break;
+      }
+      // What collective() lays out in the scratch: every rank's block (AllGather), the operand
+      // rearranged (ReduceScatter), send and receive blocks (AllToAll), this device's block and
+      // every rank's (AllGatherInPlace, whose operand is the whole array).
+      case ir::Op::AllGather: s.comm_bytes = std::max(s.comm_bytes, ins.attrs.group_size * in * size); break;
+      case ir::Op::ReduceScatter: s.comm_bytes = std::max(s.comm_bytes, in * size); break;
+      case ir::Op::AllToAll:
+      case ir::Op::AllGatherInPlace: s.comm_bytes = std::max(s.comm_bytes, 2 * in * size); break;
+      case ir::Op::MatMul:
+      case ir::Op::BatchMatMul:
+        if (ins.attrs.round_operands) {
+          int64_t bytes = 0;
+          for (int v : ins.in)
+            if (p.dtype(v) == DType::F32) bytes += cast_copy_bytes(numel(p.shape(v)), *ins.attrs.round_operands);
+          s.cast_bytes = std::max(s.cast_bytes, bytes);
+        }
+        break;
+      case ir::Op::ScatterAdd:  // a 16-bit one sums in float32 in the cast scratch (scatter_add_rows)
+        if (p.dtype(ins.out[0]) != DType::F32) s.cast_bytes = std::max(s.cast_bytes, numel(p.shape(ins.out[0])) * 4);
+        break;
+      default: break;
+    }
+  }
+  return s;
+}
+
+// Calls f(T{}) with T the storage type of a float dtype (float, bf16, f16).
+template <class F>
+void with_type(DType d, const char* what, F&& f) {
+  switch (d) {
+    case DType::F32: f(0.f); return;
+    case DType::BF16: f(bf16{}); return;
+    case DType::F16: f(f16{}); return;
+    default: break;
+  }
+  throw Error(std::string("internal: the CUDA backend has no ") + what + " for " + dtype_name(d) + " values");
+}
+
 // Elements before `dim` (outer) and from `dim` on (inner) of a row-major shape.
 void split(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
   outer = 1;
@@ -160,17 +261,26 @@ void split(const Shape& s, int64_t dim, int64_t& outer, int64_t& inner) {
   for (size_t i = size_t(dim); i < s.size(); ++i) inner *= s[i];
 }
 
-// `height` rows of `width` floats, from src (rows `spitch` floats apart) to dst (`dpitch` apart).
-void copy_rows(float* dst, int64_t dpitch, const float* src, int64_t spitch, int64_t width, int64_t height, cudaStream_t s) {
+// A device pointer moved on by `elems` elements of `size` bytes.
+template <class P>
+P* at(P* p, int64_t elems, size_t size) {
+  using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
+  return reinterpret_cast<P*>(reinterpret_cast<Byte*>(p) + elems * int64_t(size));
+}
+
+// `height` rows of `width` elements of `size` bytes, from src (rows `spitch` elements apart) to dst
+// (`dpitch` apart).
+void copy_rows(void* dst, int64_t dpitch, const void* src, int64_t spitch, int64_t width, int64_t height, size_t size,
+               cudaStream_t s) {
   if (width <= 0 || height <= 0) return;
-  check(cudaMemcpy2DAsync(dst, size_t(dpitch) * 4, src, size_t(spitch) * 4, size_t(width) * 4, size_t(height),
+  check(cudaMemcpy2DAsync(dst, size_t(dpitch) * size, src, size_t(spitch) * size, size_t(width) * size, size_t(height),
                           cudaMemcpyDeviceToDevice, s),
         "cudaMemcpy2DAsync");
 }
 
-void copy(float* dst, const float* src, int64_t n, cudaStream_t s) {
+void copy(void* dst, const void* src, int64_t n, size_t size, cudaStream_t s) {
   if (n > 0 && dst != src)
-    check(cudaMemcpyAsync(dst, src, size_t(n) * 4, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dst, src, size_t(n) * size, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
 }
 
 class CudaExecutable final : public Executable {
@@ -180,17 +290,7 @@ class CudaExecutable final : public Executable {
       : program_(program), plan_(memory), mesh_(mesh), rt_(std::move(rt)) {
     const int n = rt_->over_processes ? rt_->local : int(mesh_.device_count());
     check(cudaSetDevice(rt_->gpu(0)), "cudaSetDevice");
-    int64_t rows = 1, comm_elems = 0, reduce_elems = 0;
-    for (const ir::Instr& ins : program_.instrs) {
-      if (ins.op == Op::SoftmaxXent || ins.op == Op::Accuracy)
-        rows = std::max(rows, numel(program_.shape(ins.in[0])) / program_.shape(ins.in[0]).back());
-      if (ins.op == Op::ReduceRows) {
-        const int64_t cols = program_.shape(ins.in[0]).back();
-        reduce_elems = std::max(reduce_elems, reduce_rows_scratch(numel(program_.shape(ins.in[0])) / cols, cols));
-      }
-      if (ins.op == Op::AllGather || ins.op == Op::ReduceScatter || ins.op == Op::AllToAll || ins.op == Op::AllGatherInPlace)
-        comm_elems = std::max(comm_elems, 2 * ins.attrs.group_size * numel(program_.shape(ins.in[0])));
-    }
+    const Scratch scratch = scratch_for(program_);
     for (int d = 0; d < n; ++d) {
       if (rt_->over_processes) check(cudaSetDevice(rt_->gpu(d)), "cudaSetDevice");
       Device dev;
@@ -199,13 +299,14 @@ class CudaExecutable final : public Executable {
         dev.persistent = share->devices_[size_t(d)].persistent;
       } else {
         dev.own_persistent = DeviceBuffer(size_t(plan_.param_bytes + plan_.opt_state_bytes));
-        dev.persistent = dev.own_persistent.as<float>();
+        dev.persistent = dev.own_persistent.as<char>();
       }
-      dev.row_scratch = DeviceBuffer(size_t(rows) * sizeof(double));
+      dev.row_scratch = DeviceBuffer(size_t(scratch.rows) * sizeof(double));
       dev.bad_row = DeviceBuffer(sizeof(int));
-      dev.comm_scratch = DeviceBuffer(size_t(comm_elems) * 4);
-      dev.reduce_scratch = DeviceBuffer(size_t(reduce_elems) * 4);
+      dev.comm_scratch = DeviceBuffer(size_t(scratch.comm_bytes));
+      dev.reduce_scratch = DeviceBuffer(size_t(scratch.reduce_elems) * 4);
       dev.count = DeviceBuffer(sizeof(unsigned long long));
+      dev.cast_scratch = DeviceBuffer(size_t(scratch.cast_bytes));
       devices_.push_back(std::move(dev));
     }
     // The zeroing above ran on the legacy stream, which the devices' non-blocking streams do not wait for.
@@ -228,20 +329,21 @@ class CudaExecutable final : public Executable {
   }
 
   // `device`: a global id of one of this process's devices. The host side is float32 whatever the
-  // value's dtype: int32 values (labels) are converted on the host, both ways.
+  // value's dtype: int32 (labels) and 16-bit values are converted on the host, both ways.
   void write(int device, int value, const float* host) override {
     device = local_of(device);
     check(cudaSetDevice(rt_->gpu(device)), "cudaSetDevice");
     cudaStream_t s = stream(device);
     const size_t n = size_t(numel(program_.shape(value)));
-    std::vector<int32_t> ints;
+    const DType t = program_.dtype(value);
+    std::vector<char> converted;
     const void* src = host;
-    if (program_.dtype(value) == DType::I32) {
-      ints.resize(n);
-      for (size_t i = 0; i < n; ++i) ints[i] = int32_t(std::nearbyint(host[i]));
-      src = ints.data();
+    if (t != DType::F32) {
+      converted.resize(n * dtype_size(t));
+      from_float(host, converted.data(), t, n);
+      src = converted.data();
     }
-    check(cudaMemcpyAsync(data(device, value), src, n * 4, cudaMemcpyHostToDevice, s), "writing a block to the GPU");
+    check(cudaMemcpyAsync(data(device, value), src, n * dtype_size(t), cudaMemcpyHostToDevice, s), "writing a block to the GPU");
     check(cudaStreamSynchronize(s), "writing a block to the GPU");
   }
   void read(int device, int value, float* host) const override {
@@ -249,15 +351,12 @@ class CudaExecutable final : public Executable {
     check(cudaSetDevice(rt_->gpu(device)), "cudaSetDevice");
     cudaStream_t s = stream(device);
     const size_t n = size_t(numel(program_.shape(value)));
-    check(cudaMemcpyAsync(host, data(device, value), n * 4, cudaMemcpyDeviceToHost, s), "reading a block from the GPU");
+    const DType t = program_.dtype(value);
+    std::vector<char> raw(t == DType::F32 ? 0 : n * dtype_size(t));
+    void* dst = t == DType::F32 ? static_cast<void*>(host) : raw.data();
+    check(cudaMemcpyAsync(dst, data(device, value), n * dtype_size(t), cudaMemcpyDeviceToHost, s), "reading a block from the GPU");
     check(cudaStreamSynchronize(s), "reading a block from the GPU");
-    if (program_.dtype(value) == DType::I32) {
-      int32_t v = 0;
-      for (size_t i = 0; i < n; ++i) {
-        std::memcpy(&v, host + i, 4);
-        host[i] = float(v);
-      }
-    }
+    if (t != DType::F32) to_float(raw.data(), t, host, n);
   }
 
   void run(const RunContext& ctx) override {
@@ -283,13 +382,23 @@ class CudaExecutable final : public Executable {
  private:
   struct Device {
     DeviceBuffer arena, own_persistent;
-    float* persistent = nullptr;
+    char* persistent = nullptr;
     DeviceBuffer row_scratch;   // per-row losses and hits, summed in one block
     DeviceBuffer bad_row;       // a label that is not a class index (kernels.h)
     DeviceBuffer comm_scratch;  // collectives over a non-leading dimension lay blocks out here
     DeviceBuffer reduce_scratch;  // reduce_rows' sums of row runs (kernels.h)
     DeviceBuffer count;           // count_non_finite's running total
+    DeviceBuffer cast_scratch;    // a GEMM's float32 operands rounded to its 16-bit type (matmul()); a 16-bit ScatterAdd's sums
+    Events events;                // a detailed trace's span boundaries: one before each step, one after the last
     double comm_seconds = 0;
+  };
+  // What a step's span says (as the CPU executor's): its name, category, FLOPs, what it made.
+  struct SpanInfo {
+    std::string name;
+    profiler::Category category = profiler::Category::Compute;
+    double flops = 0, bytes = 0;
+    std::string array;
+    std::shared_ptr<const profiler::SpanArrays> arrays;
   };
   // An instruction, or a MatMul with the bias (+ ReLU) of its epilogue chain folded in.
   struct Step {
@@ -321,6 +430,36 @@ class CudaExecutable final : public Executable {
       }
       steps_.push_back(s);
     }
+    describe_steps();
+  }
+
+  void describe_steps() {
+    const std::vector<profiler::SpanArrays> arrays = profiler::instruction_arrays(program_);
+    auto flops_of = [&](const ir::Instr& x) {
+      std::vector<Shape> is, os;
+      for (int v : x.in) is.push_back(program_.shape(v));
+      for (int v : x.out) os.push_back(program_.shape(v));
+      return ir::primitive(x.op).flops(is, os, x.attrs);
+    };
+    for (const Step& st : steps_) {
+      const ir::Instr& ins = program_.instrs[st.instr];
+      SpanInfo info;
+      const bool comm = ir::is_collective(ins.op);
+      const bool update = ins.op == Op::AdamUpdate || ins.op == Op::SgdUpdate;
+      info.category = comm ? profiler::Category::Collective : update ? profiler::Category::Optimizer : profiler::Category::Compute;
+      info.name = ir::op_name(ins.op);
+      if (st.folded) info.name += st.relu ? "+bias+relu" : "+bias";
+      // A folded chain's FLOPs: the GEMM's and its epilogue's (bias add, ReLU), as the CPU counts them.
+      double f = flops_of(ins);
+      if (st.folded) f += double(numel(program_.shape(st.out))) * (st.relu ? 2.0 : 1.0);
+      const int first = ins.in.empty() ? ins.out.at(0) : ins.in[0];
+      (comm ? info.bytes : info.flops) = comm ? f * double(dtype_size(program_.dtype(first))) : f;
+      const profiler::SpanArrays& touched = arrays[st.instr];
+      if (!touched.empty()) info.arrays = std::make_shared<const profiler::SpanArrays>(touched);
+      info.array = !touched.writes.empty() ? touched.writes.front() : comm && !touched.reads.empty() ? touched.reads.front() : "";
+      step_flops_ += info.flops;
+      info_.push_back(std::move(info));
+    }
   }
 
   // A device's global id (its place in the mesh) from its index among this process's devices, and back.
@@ -341,15 +480,24 @@ class CudaExecutable final : public Executable {
     return rt_->streams[size_t(device)];
   }
 
-  float* data(int device, int v) const {
+  // A value's block on a device (the plan's offsets are in bytes).
+  void* data(int device, int v) const {
     const size_t i = size_t(v);
     const Device& d = devices_.at(size_t(device));
-    // The plan's offsets are in bytes; every value here is 4 bytes wide (load refuses others), and
-    // int32 values are read through Labels.
-    if (plan_.persistent_offset.at(i) >= 0) return d.persistent + plan_.persistent_offset[i] / 4;
-    if (plan_.arena_offset.at(i) >= 0) return d.arena.as<float>() + plan_.arena_offset[i] / 4;
+    if (plan_.persistent_offset.at(i) >= 0) return d.persistent + plan_.persistent_offset[i];
+    if (plan_.arena_offset.at(i) >= 0) return d.arena.as<char>() + plan_.arena_offset[i];
     throw Error("internal: value '" + program_.values.at(i).name + "' has no storage in the plan");
   }
+  // The block of a value of storage type T (float for float32), or an Error naming the value.
+  template <class T>
+  T* typed(int device, int v) const {
+    const DType want = std::is_same_v<T, bf16> ? DType::BF16 : std::is_same_v<T, f16> ? DType::F16 : DType::F32;
+    if (program_.dtype(v) != want)
+      throw Error("internal: the CUDA backend read '" + program_.values.at(size_t(v)).name + "' (" +
+                  dtype_name(program_.dtype(v)) + ") as " + dtype_name(want));
+    return static_cast<T*>(data(device, v));
+  }
+  float* f32(int device, int v) const { return typed<float>(device, v); }
 
   void run_device(int d, const RunContext& ctx) {
     Device& dev = devices_[size_t(d)];
@@ -357,8 +505,13 @@ class CudaExecutable final : public Executable {
     const auto start = std::chrono::steady_clock::now();
     const double t0 = ctx.trace ? ctx.trace->now_us() : 0.0;
     cudaStream_t s = rt_->streams[size_t(d)];
-    for (const Step& step : steps_) {
+    // A detailed trace times every step on the GPU: an event before each, one after the last.
+    const bool spans = ctx.trace && ctx.trace->detailed();
+    if (spans) dev.events.ensure(steps_.size() + 1);
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      const Step& step = steps_[k];
       const ir::Instr& ins = program_.instrs[step.instr];
+      if (spans) check(cudaEventRecord(dev.events[k], s), "cudaEventRecord");
       if (ir::is_collective(ins.op)) {
         check(cudaStreamSynchronize(s), "finishing the work before a collective");
         const auto c0 = std::chrono::steady_clock::now();
@@ -369,17 +522,31 @@ class CudaExecutable final : public Executable {
       }
       check(cudaGetLastError(), ir::op_name(ins.op));
     }
+    if (spans) check(cudaEventRecord(dev.events[steps_.size()], s), "cudaEventRecord");
     check(cudaStreamSynchronize(s), "finishing the step");
     if (ctx.trace) {
-      // One summary per device and step; per-kernel spans need CUDA events (not yet).
+      // One summary per device and step, and with a detailed trace a span per step timed by its events.
       profiler::StepSummary sum;
       sum.step = ctx.step;
       sum.device = global(d);
       sum.data_us = ctx.data_wait_us;
+      sum.flops = step_flops_;
       const double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       sum.collective_us = dev.comm_seconds * 1e6;
       sum.compute_us = wall - sum.collective_us;
       sum.wall_us = wall + ctx.data_wait_us;
+      if (spans) {
+        sum.compute_us = sum.collective_us = 0;
+        for (size_t k = 0; k < steps_.size(); ++k) {
+          const SpanInfo& info = info_[k];
+          const double begin = dev.events.ms(0, k) * 1e3, dur = dev.events.ms(k, k + 1) * 1e3;
+          (info.category == profiler::Category::Collective  ? sum.collective_us
+           : info.category == profiler::Category::Optimizer ? sum.optimizer_us
+                                                            : sum.compute_us) += dur;
+          ctx.trace->add(profiler::Span{global(d), info.category, info.name, program_.instrs[steps_[k].instr].node, info.array,
+                                        t0 + begin, dur, info.flops, info.bytes, ctx.step, info.arrays});
+        }
+      }
       ctx.trace->add(profiler::Span{global(d), profiler::Category::Step, "step " + std::to_string(ctx.step + 1), "", "", t0, wall,
                                     0, 0, ctx.step});
       ctx.trace->add(sum);
@@ -405,16 +572,25 @@ class CudaExecutable final : public Executable {
 
   void launch(int d, const Step& step, const ir::Instr& ins, const RunContext& ctx, cudaStream_t s) {
     Device& dev = devices_[size_t(d)];
-    auto in = [&](size_t k) { return data(d, ins.in.at(k)); };
-    auto out = [&](size_t k) { return data(d, ins.out.at(k)); };
+    auto raw_in = [&](size_t k) { return data(d, ins.in.at(k)); };
+    auto raw_out = [&](size_t k) { return data(d, ins.out.at(k)); };
     const Shape& s0 = program_.shape(ins.in.empty() ? ins.out[0] : ins.in[0]);
     const int64_t n = ins.out.empty() ? 0 : numel(program_.shape(ins.out[0]));
     const int64_t cols = s0.empty() ? 1 : s0.back(), rows = cols ? numel(s0) / cols : 0;
-    auto ew = [&](Elementwise op, float alpha = 0.f) {
-      elementwise(op, n, ins.in.empty() ? nullptr : in(0), ins.in.size() > 1 ? in(1) : nullptr, out(0), alpha, cols, s);
-    };
+    // The instruction's float type: its first operand's (its result's where it has none).
+    const DType dt = program_.dtype(ins.in.empty() ? ins.out[0] : ins.in[0]);
+    const size_t size = dtype_size(dt);
     int* bad = dev.bad_row.as<int>();
     double* scratch = dev.row_scratch.as<double>();
+    // Runs f(T{}) for the instruction's type, with in<T>(k) and out<T>(k) its operands and results.
+    auto typed_op = [&](auto f) { with_type(dt, ir::op_name(ins.op), f); };
+    auto ew = [&](Elementwise op, float alpha = 0.f) {
+      typed_op([&](auto z) {
+        using T = decltype(z);
+        elementwise<T>(op, n, ins.in.empty() ? nullptr : typed<T>(d, ins.in[0]),
+                       ins.in.size() > 1 ? typed<T>(d, ins.in[1]) : nullptr, typed<T>(d, ins.out[0]), alpha, cols, s);
+      });
+    };
     switch (ins.op) {
       case Op::MatMul: matmul(d, step, ins, s); return;
       case Op::Add: ew(Elementwise::Add); return;
@@ -432,69 +608,115 @@ class CudaExecutable final : public Executable {
       case Op::Fill: {
         // The loss-scaled seed of the backward pass is the current loss scale.
         const double v = ins.attrs.loss_scaled ? ctx.loss_scale : ins.attrs.alpha;
-        elementwise(Elementwise::Fill, n, nullptr, nullptr, out(0), float(v), 1, s);
+        ew(Elementwise::Fill, float(v));
+        return;
+      }
+      case Op::Convert: {
+        const DType to = program_.dtype(ins.out[0]);
+        with_type(dt, "convert", [&](auto from) {
+          with_type(to, "convert", [&](auto into) {
+            using From = decltype(from);
+            using To = decltype(into);
+            if constexpr (std::is_same_v<From, To>) copy(raw_out(0), raw_in(0), n, size, s);
+            else convert<From, To>(n, typed<From>(d, ins.in[0]), typed<To>(d, ins.out[0]), s);
+          });
+        });
         return;
       }
       case Op::CountNonFinite: {
         // Pairs (gradient, the state or parameter it updates): the gradients are counted.
         unsigned long long* count = dev.count.as<unsigned long long>();
         check(cudaMemsetAsync(count, 0, sizeof(*count), s), "cudaMemsetAsync");
-        for (size_t k = 0; k < ins.in.size(); k += 2) count_non_finite(numel(program_.shape(ins.in[k])), in(k), count, s);
-        store_count(count, out(0), s);
+        for (size_t k = 0; k < ins.in.size(); k += 2)
+          with_type(program_.dtype(ins.in[k]), "count_non_finite", [&](auto z) {
+            using T = decltype(z);
+            count_non_finite<T>(numel(program_.shape(ins.in[k])), typed<T>(d, ins.in[k]), count, s);
+          });
+        store_count(count, f32(d, ins.out[0]), s);
         return;
       }
       case Op::Dropout:
-        dropout(n, in(0), out(0), ins.attrs.alpha, util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step))),
-                cpu::shard_index(program_.shape(ins.out[0]), ins.attrs, &mesh_, global(d)), s);
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          dropout<T>(n, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), ins.attrs.alpha,
+                     util::mix64(ins.attrs.seed ^ util::mix64(uint64_t(ctx.step))),
+                     cpu::shard_index(program_.shape(ins.out[0]), ins.attrs, &mesh_, global(d)), s);
+        });
         return;
-      case Op::ReduceRows: reduce_rows(rows, cols, in(0), out(0), dev.reduce_scratch.as<float>(), s); return;
-      case Op::LayerNorm: layer_norm(rows, cols, in(0), nullptr, out(0), ins.attrs.eps, s); return;
-      case Op::LayerNormGrad: layer_norm(rows, cols, in(0), in(1), out(0), ins.attrs.eps, s); return;
-      case Op::Reshape: copy(out(0), in(0), n, s); return;
+      case Op::ReduceRows:
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          reduce_rows<T>(rows, cols, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), dev.reduce_scratch.as<float>(), s);
+        });
+        return;
+      case Op::LayerNorm:
+      case Op::LayerNormGrad:
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          layer_norm<T>(rows, cols, typed<T>(d, ins.in[0]), ins.op == Op::LayerNormGrad ? typed<T>(d, ins.in[1]) : nullptr,
+                        typed<T>(d, ins.out[0]), ins.attrs.eps, s);
+        });
+        return;
+      case Op::Reshape: copy(raw_out(0), raw_in(0), n, size, s); return;
       case Op::Stack: {
         const int64_t part = numel(program_.shape(ins.in[0]));
-        for (size_t k = 0; k < ins.in.size(); ++k) copy(out(0) + int64_t(k) * part, in(k), part, s);
+        for (size_t k = 0; k < ins.in.size(); ++k) copy(at(raw_out(0), int64_t(k) * part, size), raw_in(k), part, size, s);
         return;
       }
       case Op::Unstack: {
         const int64_t part = numel(program_.shape(ins.out[0]));
-        for (size_t k = 0; k < ins.out.size(); ++k) copy(out(k), in(0) + int64_t(k) * part, part, s);
+        for (size_t k = 0; k < ins.out.size(); ++k) copy(raw_out(k), at(raw_in(0), int64_t(k) * part, size), part, size, s);
         return;
       }
       case Op::SoftmaxXent:
       case Op::SoftmaxXentGrad:
       case Op::Accuracy: {
-        const Labels labels{in(1), program_.dtype(ins.in[1]) == DType::I32};
+        // Losses and metrics read float32 predictions (mixed precision converts them first).
+        const Labels labels{raw_in(1), program_.dtype(ins.in[1]) == DType::I32};
+        const float* z = f32(d, ins.in[0]);
         check(cudaMemsetAsync(bad, 0x7f, sizeof(int), s), "cudaMemsetAsync");
-        if (ins.op == Op::SoftmaxXent) softmax_xent(rows, cols, in(0), labels, out(0), scratch, bad, s);
-        else if (ins.op == Op::Accuracy) accuracy(rows, cols, in(0), labels, out(0), scratch, bad, s);
-        else softmax_xent_grad(rows, cols, in(0), labels, in(2), out(0), bad, s);
+        if (ins.op == Op::SoftmaxXent) softmax_xent(rows, cols, z, labels, f32(d, ins.out[0]), scratch, bad, s);
+        else if (ins.op == Op::Accuracy) accuracy(rows, cols, z, labels, f32(d, ins.out[0]), scratch, bad, s);
+        else softmax_xent_grad(rows, cols, z, labels, f32(d, ins.in[2]), f32(d, ins.out[0]), bad, s);
         check(cudaGetLastError(), ir::op_name(ins.op));
         check_labels(d, labels, cols, s);
         return;
       }
-      case Op::Mse: mse(numel(s0), in(0), in(1), out(0), s); return;
-      case Op::MseGrad: mse_grad(n, in(0), in(1), in(2), out(0), s); return;
+      case Op::Mse: mse(numel(s0), f32(d, ins.in[0]), f32(d, ins.in[1]), f32(d, ins.out[0]), s); return;
+      case Op::MseGrad: mse_grad(n, f32(d, ins.in[0]), f32(d, ins.in[1]), f32(d, ins.in[2]), f32(d, ins.out[0]), s); return;
       case Op::SgdUpdate: {
         // A sharded update (attrs.group_size > 1) touches only this device's block of the parameter.
+        // The parameter and its gradient share a type; the momentum trace is float32.
         const cpu::UpdateBlock b = cpu::update_block(s0, ins.attrs, &mesh_, global(d));
         const LossScaling ls = loss_scaling(d, ins, ctx);
         const bool momentum = ins.in.size() > (ins.attrs.loss_scaled ? 3u : 2u);
-        for (int64_t r = 0; r < b.runs; ++r)
-          sgd(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, momentum ? in(2) + r * b.len : nullptr,
-              float(ins.attrs.momentum), ins.attrs.nesterov, float(ctx.learning_rate), ls, s);
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          T* p = typed<T>(d, ins.in[0]);
+          const T* g = typed<T>(d, ins.in[1]);
+          for (int64_t r = 0; r < b.runs; ++r)
+            sgd<T>(b.len, p + r * b.stride + b.offset, g + r * b.len, momentum ? f32(d, ins.in[2]) + r * b.len : nullptr,
+                   float(ins.attrs.momentum), ins.attrs.nesterov, float(ctx.learning_rate), ls, s);
+        });
         return;
       }
       case Op::AdamUpdate: {
         // Optax scale_by_adam: bias correction with the incremented count (as the CPU's).
-        const ir::Attrs& at = ins.attrs;
+        const ir::Attrs& a = ins.attrs;
         const double t = double(ctx.step + 1);
-        const cpu::UpdateBlock b = cpu::update_block(s0, at, &mesh_, global(d));
+        const cpu::UpdateBlock b = cpu::update_block(s0, a, &mesh_, global(d));
         const LossScaling ls = loss_scaling(d, ins, ctx);
-        for (int64_t r = 0; r < b.runs; ++r)
-          adam(b.len, in(0) + r * b.stride + b.offset, in(1) + r * b.len, in(2) + r * b.len, in(3) + r * b.len, float(at.b1),
-               float(at.b2), float(at.opt_eps), float(at.weight_decay), float(ctx.learning_rate),
-               float(1.0 / (1.0 - std::pow(at.b1, t))), float(1.0 / (1.0 - std::pow(at.b2, t))), ls, s);
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          T* p = typed<T>(d, ins.in[0]);
+          const T* g = typed<T>(d, ins.in[1]);
+          float* mu = f32(d, ins.in[2]);
+          float* nu = f32(d, ins.in[3]);
+          for (int64_t r = 0; r < b.runs; ++r)
+            adam<T>(b.len, p + r * b.stride + b.offset, g + r * b.len, mu + r * b.len, nu + r * b.len, float(a.b1),
+                    float(a.b2), float(a.opt_eps), float(a.weight_decay), float(ctx.learning_rate),
+                    float(1.0 / (1.0 - std::pow(a.b1, t))), float(1.0 / (1.0 - std::pow(a.b2, t))), ls, s);
+        });
         return;
       }
       case Op::ShardSlice: {
@@ -502,7 +724,7 @@ class CudaExecutable final : public Executable {
         split(s0, ins.attrs.dim, outer, in_inner);
         split(program_.shape(ins.out[0]), ins.attrs.dim, outer, out_inner);
         const int64_t b = cpu::block_index(mesh_, global(d), ins.attrs.mesh_axes);
-        copy_rows(out(0), out_inner, in(0) + b * out_inner, in_inner, out_inner, outer, s);
+        copy_rows(raw_out(0), out_inner, at(raw_in(0), b * out_inner, size), in_inner, out_inner, outer, size, s);
         return;
       }
       case Op::BatchMatMul: {
@@ -513,17 +735,33 @@ class CudaExecutable final : public Executable {
         const int64_t m = ta ? s0[r - 1] : s0[r - 2], k = ta ? s0[r - 2] : s0[r - 1], nb = tb ? sb[r - 2] : sb[r - 1];
         const int64_t batch = numel(Shape(s0.begin(), s0.end() - 2));
         if (n == 0) return;
-        if (k == 0) return check(cudaMemsetAsync(out(0), 0, size_t(n) * 4, s), "cudaMemsetAsync");
-        rt_->gemms[size_t(d)]->run_batched(ta, tb, m, nb, k, in(0), s0[r - 1], s0[r - 2] * s0[r - 1], in(1), sb[r - 1],
-                                           sb[r - 2] * sb[r - 1], out(0), nb, m * nb, batch, s, ins.attrs.precision);
+        const GemmOperands o = gemm_operands(d, ins, s);
+        if (k == 0) return check(cudaMemsetAsync(o.c, 0, size_t(n) * dtype_size(o.types.c), s), "cudaMemsetAsync");
+        rt_->gemms[size_t(d)]->run_batched(ta, tb, m, nb, k, o.a, s0[r - 1], s0[r - 2] * s0[r - 1], o.b, sb[r - 1],
+                                           sb[r - 2] * sb[r - 1], o.c, nb, m * nb, batch, s, ins.attrs.precision, o.types);
+        round_result(o, n, s);
         return;
       }
-      case Op::Transpose: transpose(int(s0.size()), s0.data(), ins.attrs.perm.data(), in(0), out(0), s); return;
+      case Op::Transpose:
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          transpose<T>(int(s0.size()), s0.data(), ins.attrs.perm.data(), typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+        });
+        return;
       // In place (the result over the operand, or SoftmaxGrad's over its cotangent) is safe: see tensor_kernels.h.
       case Op::Softmax:
-        softmax_rows(rows, cols, ins.attrs.causal ? s0[s0.size() - 2] : 1, ins.attrs.causal, in(0), out(0), s);
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          softmax_rows<T>(rows, cols, ins.attrs.causal ? s0[s0.size() - 2] : 1, ins.attrs.causal, typed<T>(d, ins.in[0]),
+                          typed<T>(d, ins.out[0]), s);
+        });
         return;
-      case Op::SoftmaxGrad: softmax_grad_rows(rows, cols, in(0), in(1), out(0), s); return;
+      case Op::SoftmaxGrad:
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          softmax_grad_rows<T>(rows, cols, typed<T>(d, ins.in[0]), typed<T>(d, ins.in[1]), typed<T>(d, ins.out[0]), s);
+        });
+        return;
       case Op::ReduceAxis:
       case Op::Broadcast: {
         // (outer, len, inner) around dim: of the operand summed along it, of the result broadcast along it.
@@ -531,22 +769,31 @@ class CudaExecutable final : public Executable {
         int64_t outer = 1, len = 1, inner = 1;
         for (size_t i = 0; i < sh.size(); ++i)
           (int64_t(i) < ins.attrs.dim ? outer : int64_t(i) == ins.attrs.dim ? len : inner) *= sh[i];
-        if (ins.op == Op::ReduceAxis) reduce_axis(outer, len, inner, in(0), out(0), s);
-        else broadcast_axis(outer, len, inner, in(0), out(0), s);
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          if (ins.op == Op::ReduceAxis) reduce_axis<T>(outer, len, inner, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+          else broadcast_axis<T>(outer, len, inner, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+        });
         return;
       }
       case Op::Gather:
       case Op::ScatterAdd: {
         // Gather(table, ids) and ScatterAdd(ids, rows) into a table; ids int32 or float32 whole numbers.
         const bool gather = ins.op == Op::Gather;
-        const Shape& table = program_.shape(gather ? ins.in[0] : ins.out[0]);
+        const int table_value = gather ? ins.in[0] : ins.out[0];
+        const Shape& table = program_.shape(table_value);
         const int ids_value = gather ? ins.in[1] : ins.in[0];
         const int64_t table_rows = table[0], width = numel(table) / std::max<int64_t>(table_rows, 1);
         const int64_t count = numel(program_.shape(ids_value));
         const RowIds ids{data(d, ids_value), program_.dtype(ids_value) == DType::I32};
         check_row_ids(count, ids, table_rows, bad, s);
-        if (gather) gather_rows(count, ids, table_rows, width, in(0), out(0), s);
-        else scatter_add_rows(count, ids, table_rows, width, in(1), out(0), s);
+        with_type(program_.dtype(table_value), ir::op_name(ins.op), [&](auto z) {
+          using T = decltype(z);
+          if (gather) gather_rows<T>(count, ids, table_rows, width, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+          else
+            scatter_add_rows<T>(count, ids, table_rows, width, typed<T>(d, ins.in[1]), typed<T>(d, ins.out[0]),
+                                dev.cast_scratch.as<float>(), s);
+        });
         return;
       }
       case Op::AllReduce:
@@ -556,7 +803,6 @@ class CudaExecutable final : public Executable {
       case Op::AllGatherInPlace:
       case Op::Send:
       case Op::Recv:
-      case Op::Convert:  // between 16-bit and float32 values, which load() refuses so far
       case Op::kCount: break;
     }
     throw Error(std::string("internal: no CUDA kernel for ") + ir::op_name(ins.op));
@@ -567,7 +813,56 @@ class CudaExecutable final : public Executable {
   // unscales its gradient (as the CPU's kernels.cpp).
   LossScaling loss_scaling(int d, const ir::Instr& ins, const RunContext& ctx) const {
     if (!ins.attrs.loss_scaled) return {};
-    return LossScaling{data(d, ins.in.back()), float(1.0 / ctx.loss_scale)};
+    return LossScaling{f32(d, ins.in.back()), float(1.0 / ctx.loss_scale)};
+  }
+
+  // A GEMM's operands as cuBLASLt takes them. Under a folded Convert (attrs.round_operands) a
+  // float32 operand is first rounded into the device's cast scratch, so both operands are 16-bit;
+  // a float32 result of 16-bit products (attrs.result_dtype) is rounded to that type afterwards
+  // (round_result), as the Convert pair it replaces would have left it.
+  struct GemmOperands {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* c = nullptr;
+    GemmTypes types;
+    std::optional<DType> round_to;  // the result, float32, is rounded through this 16-bit type
+  };
+  GemmOperands gemm_operands(int d, const ir::Instr& ins, cudaStream_t s, int out = -1) {
+    GemmOperands o;
+    o.c = data(d, out >= 0 ? out : ins.out[0]);
+    o.types.c = program_.dtype(out >= 0 ? out : ins.out[0]);
+    char* scratch = devices_[size_t(d)].cast_scratch.as<char>();
+    const void* ab[2] = {};
+    DType types[2] = {};
+    for (size_t k = 0; k < 2; ++k) {
+      const int v = ins.in[k];
+      ab[k] = data(d, v);
+      types[k] = program_.dtype(v);
+      if (ins.attrs.round_operands && types[k] == DType::F32) {
+        const DType to = *ins.attrs.round_operands;
+        const int64_t count = numel(program_.shape(v));
+        with_type(to, "matmul", [&](auto z) {
+          using T = decltype(z);
+          convert<float, T>(count, f32(d, v), reinterpret_cast<T*>(scratch), s);
+        });
+        ab[k] = scratch;
+        types[k] = to;
+        scratch += cast_copy_bytes(count, to);
+      }
+    }
+    o.a = ab[0];
+    o.b = ab[1];
+    o.types.a = types[0];
+    o.types.b = types[1];
+    if (o.types.a != o.types.b)
+      throw Error(std::string("internal: the CUDA backend multiplies operands of one type, not ") + dtype_name(o.types.a) +
+                  " by " + dtype_name(o.types.b) + " ('" + program_.values.at(size_t(ins.in[0])).name + "')");
+    if (ins.attrs.result_dtype && o.types.c == DType::F32 && o.types.a != DType::F32) o.round_to = o.types.a;
+    return o;
+  }
+  void round_result(const GemmOperands& o, int64_t n, cudaStream_t s) {
+    if (!o.round_to) return;
+    with_type(*o.round_to, "matmul", [&](auto z) { round_through<decltype(z)>(n, static_cast<float*>(o.c), s); });
   }
 
   // (rows, k) @ (k, cols) with both operands viewed as row-major matrices, as the CPU's matmul.
@@ -578,88 +873,102 @@ class CudaExecutable final : public Executable {
     const int64_t rb = numel(sb) / sb.back(), cb = sb.back();
     const bool ta = ins.attrs.trans_a, tb = ins.attrs.trans_b;
     const int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
-    const float* a = data(d, ins.in[0]);
-    const float* b = data(d, ins.in[1]);
     LtGemm& g = *rt_->gemms[size_t(d)];
     const MatmulPrecision p = ins.attrs.precision;
+    GemmOperands o = gemm_operands(d, ins, s, step.bias < 0 ? -1 : step.out);
     if (step.bias < 0) {
-      g.run(ta, tb, m, n, k, a, ca, b, cb, data(d, ins.out[0]), n, nullptr, false, s, p);
+      g.run(ta, tb, m, n, k, o.a, ca, o.b, cb, o.c, n, nullptr, false, s, p, o.types);
+      round_result(o, m * n, s);
       return;
     }
-    float* c = data(d, step.out);
-    const float* bias = data(d, step.bias);
-    if (g.run(ta, tb, m, n, k, a, ca, b, cb, c, n, bias, step.relu, s, p)) return;
+    // The epilogue adds the bias (and ReLU) to the float32 accumulator before the result is rounded.
+    const void* bias = data(d, step.bias);
+    o.types.bias = program_.dtype(step.bias);
+    if (!o.round_to && g.run(ta, tb, m, n, k, o.a, ca, o.b, cb, o.c, n, bias, step.relu, s, p, o.types)) return;
     // No epilogue algorithm for these operands: the same work in three passes.
-    g.run(ta, tb, m, n, k, a, ca, b, cb, c, n, nullptr, false, s, p);
-    elementwise(Elementwise::BiasAdd, m * n, c, bias, c, 0.f, n, s);
-    if (step.relu) elementwise(Elementwise::Relu, m * n, c, nullptr, c, 0.f, n, s);
+    g.run(ta, tb, m, n, k, o.a, ca, o.b, cb, o.c, n, nullptr, false, s, p, o.types);
+    round_result(o, m * n, s);
+    with_type(o.types.c, "matmul", [&](auto z) {
+      using T = decltype(z);
+      T* c = static_cast<T*>(o.c);
+      if (program_.dtype(step.bias) != o.types.c)
+        throw Error("internal: a bias of another type than its product ('" + program_.values.at(size_t(step.bias)).name + "')");
+      elementwise<T>(Elementwise::BiasAdd, m * n, c, static_cast<const T*>(bias), c, 0.f, n, s);
+      if (step.relu) elementwise<T>(Elementwise::Relu, m * n, c, nullptr, c, 0.f, n, s);
+    });
   }
 
   // The communication primitives: blocks of a non-leading dimension are laid out contiguously in
   // the device's scratch first (as the CPU's comm_kernels.cpp does on the host).
   void collective(int d, const ir::Instr& ins, cudaStream_t s) {
-    const ir::Attrs& at = ins.attrs;
+    const ir::Attrs& a = ins.attrs;
     const Shape& is = program_.shape(ins.in[0]);
-    float* staged = devices_[size_t(d)].comm_scratch.as<float>();
-    const int64_t n = at.group_size;
+    const DType t = program_.dtype(ins.in[0]);
+    const size_t size = dtype_size(t);
+    char* staged = devices_[size_t(d)].comm_scratch.as<char>();
+    const int64_t n = a.group_size;
     const int g = global(d);  // the mesh and the collectives know devices by global id
-    const std::vector<int> group = mesh_.group(g, at.mesh_axes);
+    const std::vector<int> group = mesh_.group(g, a.mesh_axes);
     if (int64_t(group.size()) != n) throw Error("internal: collective group size does not match the program");
     Collectives& comm = *rt_->comm;
     auto settle = [&] { check(cudaStreamSynchronize(s), "laying out a collective's blocks"); };
+    auto el = [&](auto* p, int64_t elems) { return at(p, elems, size); };
     if (ins.op == Op::AllGatherInPlace) {
       // This device's block is in place already; the peers' blocks arrive around it.
-      float* x = data(d, ins.in[0]);
-      const cpu::UpdateBlock b = cpu::update_block(is, at, &mesh_, g);
+      void* x = data(d, ins.in[0]);
+      const cpu::UpdateBlock b = cpu::update_block(is, a, &mesh_, g);
       const int64_t count = b.runs * b.len;
-      if (b.runs == 1) return comm.all_gather(g, group, x + b.offset, x, count);
-      copy_rows(staged, b.len, x + b.offset, b.stride, b.len, b.runs, s);
+      if (b.runs == 1) return comm.all_gather(g, group, el(x, b.offset), x, count, t);
+      copy_rows(staged, b.len, el(x, b.offset), b.stride, b.len, b.runs, size, s);
       settle();
-      comm.all_gather(g, group, staged, staged + count, count);
-      for (int64_t r = 0; r < n; ++r) copy_rows(x + r * b.len, b.stride, staged + count + r * count, b.len, b.len, b.runs, s);
+      comm.all_gather(g, group, staged, el(staged, count), count, t);
+      for (int64_t r = 0; r < n; ++r)
+        copy_rows(el(x, r * b.len), b.stride, el(staged, count + r * count), b.len, b.len, b.runs, size, s);
       return settle();
     }
     const Shape& os = program_.shape(ins.out[0]);
-    const float* x = data(d, ins.in[0]);
-    float* y = data(d, ins.out[0]);
+    const void* x = data(d, ins.in[0]);
+    void* y = data(d, ins.out[0]);
     switch (ins.op) {
-      case Op::AllReduce: comm.all_reduce(g, group, x, y, numel(is)); return;
+      case Op::AllReduce: comm.all_reduce(g, group, x, y, numel(is), t); return;
       case Op::AllGather: {
         int64_t outer, inner;
-        split(is, at.dim, outer, inner);
-        if (outer == 1) return comm.all_gather(g, group, x, y, numel(is));
-        comm.all_gather(g, group, x, staged, numel(is));
-        for (int64_t r = 0; r < n; ++r) copy_rows(y + r * inner, n * inner, staged + r * numel(is), inner, inner, outer, s);
+        split(is, a.dim, outer, inner);
+        if (outer == 1) return comm.all_gather(g, group, x, y, numel(is), t);
+        comm.all_gather(g, group, x, staged, numel(is), t);
+        for (int64_t r = 0; r < n; ++r)
+          copy_rows(el(y, r * inner), n * inner, el(staged, r * numel(is)), inner, inner, outer, size, s);
         return settle();
       }
       case Op::ReduceScatter: {
         int64_t outer, inner;
-        split(os, at.dim, outer, inner);
-        if (outer == 1) return comm.reduce_scatter(g, group, x, y, numel(os));
-        for (int64_t r = 0; r < n; ++r) copy_rows(staged + r * numel(os), inner, x + r * inner, n * inner, inner, outer, s);
+        split(os, a.dim, outer, inner);
+        if (outer == 1) return comm.reduce_scatter(g, group, x, y, numel(os), t);
+        for (int64_t r = 0; r < n; ++r)
+          copy_rows(el(staged, r * numel(os)), inner, el(x, r * inner), n * inner, inner, outer, size, s);
         settle();
-        return comm.reduce_scatter(g, group, staged, y, numel(os));
+        return comm.reduce_scatter(g, group, staged, y, numel(os), t);
       }
       case Op::AllToAll: {
         // Chunk r (block r of split_dim) goes to rank r; rank r's chunk lands at block r of dim.
         Shape chunk = is;
-        chunk[size_t(at.split_dim)] /= n;
+        chunk[size_t(a.split_dim)] /= n;
         const int64_t cn = numel(chunk);
-        float* send = staged;
-        float* recv = staged + n * cn;
-        auto slab = [&](const float* src, const Shape& ss, float* dst, const Shape& ds, int64_t dim, int64_t src_off,
+        char* send = staged;
+        char* recv = el(staged, n * cn);
+        auto slab = [&](const void* src, const Shape& ss, void* dst, const Shape& ds, int64_t dim, int64_t src_off,
                         int64_t dst_off, int64_t len) {
           int64_t outer = 1, inner = 1;
           for (int64_t i = 0; i < dim; ++i) outer *= ss[size_t(i)];
           for (size_t i = size_t(dim) + 1; i < ss.size(); ++i) inner *= ss[i];
-          copy_rows(dst + dst_off * inner, ds[size_t(dim)] * inner, src + src_off * inner, ss[size_t(dim)] * inner,
-                    len * inner, outer, s);
+          copy_rows(el(dst, dst_off * inner), ds[size_t(dim)] * inner, el(src, src_off * inner), ss[size_t(dim)] * inner,
+                    len * inner, outer, size, s);
         };
-        const int64_t sd = chunk[size_t(at.split_dim)], gd = chunk[size_t(at.dim)];
-        for (int64_t r = 0; r < n; ++r) slab(x, is, send + r * cn, chunk, at.split_dim, r * sd, 0, sd);
+        const int64_t sd = chunk[size_t(a.split_dim)], gd = chunk[size_t(a.dim)];
+        for (int64_t r = 0; r < n; ++r) slab(x, is, el(send, r * cn), chunk, a.split_dim, r * sd, 0, sd);
         settle();
-        comm.all_to_all(g, group, send, recv, cn);
-        for (int64_t r = 0; r < n; ++r) slab(recv + r * cn, chunk, y, os, at.dim, 0, r * gd, gd);
+        comm.all_to_all(g, group, send, recv, cn, t);
+        for (int64_t r = 0; r < n; ++r) slab(el(recv, r * cn), chunk, y, os, a.dim, 0, r * gd, gd);
         return settle();
       }
       default: throw Error(std::string("internal: ") + ir::op_name(ins.op) + " is not a collective");
@@ -672,6 +981,8 @@ class CudaExecutable final : public Executable {
   std::shared_ptr<MeshRuntime> rt_;
   std::vector<Device> devices_;
   std::vector<Step> steps_;
+  std::vector<SpanInfo> info_;  // per step
+  double step_flops_ = 0;       // of one device's step
   uint64_t own_bytes_ = 0;
 };
 
@@ -684,7 +995,9 @@ class CudaBackend final : public Backend {
   }
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
-  bool holds(DType d) const override { return d == DType::F32 || d == DType::I32; }
+  bool holds(DType d) const override {
+    return d == DType::F32 || d == DType::I32 || d == DType::BF16 || d == DType::F16;
+  }
   int threads() const override { return threads_; }
   Processes* processes() const override { return processes_.get(); }
 
@@ -725,13 +1038,13 @@ class CudaBackend final : public Backend {
     if (processes_) {
       const int local = local_devices(n), first = processes_->rank() * local, gpu0 = first_gpu(local);
       for (int d = 0; d < local && gpu0 + d < gpus_; ++d)
-        if (auto refusal = check_capacity(program, memory, options, free_memory(gpu0 + d),
+        if (auto refusal = check_capacity(program, memory, options, free_memory(gpu0 + d), scratch_for(program).bytes(),
                                           "CUDA device " + std::to_string(first + d) + " of " + std::to_string(n) + " (GPU " +
                                               std::to_string(gpu0 + d) + " of process " + std::to_string(processes_->rank()) + ")"))
           return refusal;
       return std::nullopt;
     }
-    return check_capacity(program, memory, options, capacity_per_device(n),
+    return check_capacity(program, memory, options, capacity_per_device(n), scratch_for(program).bytes(),
                           n == 1 ? std::string("CUDA device 0")
                                  : "CUDA device 0 of " + std::to_string(n) + " (virtual devices share GPU 0's memory)");
   }
@@ -743,8 +1056,8 @@ class CudaBackend final : public Backend {
                   "); train this layout on the CPU backend, or map layer to None");
     for (const ir::Value& v : program.values)
       if (!holds(v.dtype))
-        throw Error("the CUDA backend holds float32 and int32 values only yet ('" + v.name + "' is " +
-                    dtype_name(v.dtype) + "); train with precision dtype and param_dtype float32, or on the CPU backend");
+        throw Error("the CUDA backend holds float32, bfloat16, float16 and int32 values, not " +
+                    std::string(dtype_name(v.dtype)) + " ('" + v.name + "')");
     const int n = int(mesh.device_count());
     if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);
@@ -764,13 +1077,18 @@ class CudaBackend final : public Backend {
     return std::make_unique<CudaExecutable>(program, memory, mesh, rt, options, share);
   }
 
-  // The float32 GEMM's best rate on GPU 0 (over several processes: this process's first GPU of
-  // the last mesh loaded), on a square 4096 product.
-  double gemm_peak_flops() override {
-    if (peak_ > 0) return peak_;
+  // The GEMM's best rate at `precision` on GPU 0 (over several processes: this process's first
+  // GPU of the last mesh loaded), on a square 4096 product: float32 operands with cuBLAS's compute
+  // type for Highest and Tf32, bfloat16 or float16 operands and result for Bf16 and F16.
+  double gemm_peak_flops(MatmulPrecision precision) override {
+    double& peak = peaks_[precision];
+    if (peak > 0) return peak;
     check(cudaSetDevice(peak_gpu_), "cudaSetDevice");
     const int64_t m = 4096;
     DeviceBuffer a(size_t(m * m) * 4), b(size_t(m * m) * 4), c(size_t(m * m) * 4);
+    GemmTypes types;
+    if (precision == MatmulPrecision::Bf16 || precision == MatmulPrecision::F16)
+      types.a = types.b = types.c = precision == MatmulPrecision::Bf16 ? DType::BF16 : DType::F16;
     LtGemm g;
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "cudaEventCreate");
@@ -778,7 +1096,7 @@ class CudaBackend final : public Backend {
     float best = 1e30f;
     for (int r = 0; r < 6; ++r) {
       check(cudaEventRecord(e0, nullptr), "cudaEventRecord");
-      g.run(false, false, m, m, m, a.as<float>(), m, b.as<float>(), m, c.as<float>(), m, nullptr, false, nullptr);
+      g.run(false, false, m, m, m, a.as<void>(), m, b.as<void>(), m, c.as<void>(), m, nullptr, false, nullptr, precision, types);
       check(cudaEventRecord(e1, nullptr), "cudaEventRecord");
       check(cudaEventSynchronize(e1), "cudaEventSynchronize");
       float ms = 0;
@@ -787,8 +1105,8 @@ class CudaBackend final : public Backend {
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    peak_ = 2.0 * double(m) * double(m) * double(m) / (double(best) * 1e-3);
-    return peak_;
+    peak = 2.0 * double(m) * double(m) * double(m) / (double(best) * 1e-3);
+    return peak;
   }
 
  private:
@@ -825,7 +1143,7 @@ class CudaBackend final : public Backend {
 
   int gpus_;
   int threads_;
-  double peak_ = 0;
+  std::map<MatmulPrecision, double> peaks_;
   int peak_gpu_ = kGpu;
   std::map<int, std::shared_ptr<MeshRuntime>> runtimes_;
   std::shared_ptr<Processes> processes_;  // null: one process

@@ -13,6 +13,16 @@ namespace shardlab::backends::cuda {
 
 namespace {
 
+// Every value is read as float32 and each result rounded once to its storage type.
+template <class T>
+__device__ __forceinline__ float ld(const T* p, int64_t i) {
+  return float(p[i]);
+}
+template <class T>
+__device__ __forceinline__ void st(T* p, int64_t i, float v) {
+  p[i] = T(v);
+}
+
 __device__ float gelu(float x) {
   const float c = 0.7978845608028654f, k = 0.044715f;
   return 0.5f * x * (1.f + tanhf(c * (x + k * x * x * x)));
@@ -24,67 +34,113 @@ __device__ float gelu_derivative(float x) {
   return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * c * (1.f + 3.f * k * x * x);
 }
 
-__global__ void elementwise_kernel(Elementwise op, int64_t n, const float* x, const float* x1, float* y, float alpha,
-                                   int64_t cols) {
-  FOR_EACH(i, n) {
-    switch (op) {
-      case Elementwise::Add: y[i] = x[i] + x1[i]; break;
-      case Elementwise::Sub: y[i] = x[i] - x1[i]; break;
-      case Elementwise::Mul: y[i] = x[i] * x1[i]; break;
-      case Elementwise::Scale: y[i] = x[i] * alpha; break;
-      case Elementwise::Relu: y[i] = x[i] > 0.f ? x[i] : 0.f; break;
-      case Elementwise::ReluGrad: y[i] = x[i] > 0.f ? x1[i] : 0.f; break;
-      case Elementwise::Gelu: y[i] = gelu(x[i]); break;
-      case Elementwise::GeluGrad: y[i] = x1[i] * gelu_derivative(x[i]); break;
-      case Elementwise::Tanh: y[i] = tanhf(x[i]); break;
-      case Elementwise::TanhGrad: y[i] = x1[i] * (1.f - x[i] * x[i]); break;
-      case Elementwise::Fill: y[i] = alpha; break;
-      case Elementwise::BiasAdd: y[i] = x[i] + x1[i % cols]; break;
-      case Elementwise::MulRow: y[i] = x[i] * x1[i % cols]; break;
-    }
+// Element i of an elementwise primitive, in float32.
+template <class T>
+__device__ __forceinline__ float elementwise_at(Elementwise op, int64_t i, const T* x, const T* x1, float alpha, int64_t cols) {
+  float v = 0.f;
+  switch (op) {
+      case Elementwise::Add: v = ld(x, i) + ld(x1, i); break;
+      case Elementwise::Sub: v = ld(x, i) - ld(x1, i); break;
+      case Elementwise::Mul: v = ld(x, i) * ld(x1, i); break;
+      case Elementwise::Scale: v = ld(x, i) * alpha; break;
+      case Elementwise::Relu: v = ld(x, i) > 0.f ? ld(x, i) : 0.f; break;
+      case Elementwise::ReluGrad: v = ld(x, i) > 0.f ? ld(x1, i) : 0.f; break;
+      case Elementwise::Gelu: v = gelu(ld(x, i)); break;
+      case Elementwise::GeluGrad: v = ld(x1, i) * gelu_derivative(ld(x, i)); break;
+      case Elementwise::Tanh: v = tanhf(ld(x, i)); break;
+      case Elementwise::TanhGrad: v = ld(x1, i) * (1.f - ld(x, i) * ld(x, i)); break;
+      case Elementwise::Fill: v = alpha; break;
+      case Elementwise::BiasAdd: v = ld(x, i) + ld(x1, i % cols); break;
+      case Elementwise::MulRow: v = ld(x, i) * ld(x1, i % cols); break;
+  }
+  return v;
+}
+
+template <class T>
+__global__ void elementwise_kernel(Elementwise op, int64_t n, const T* x, const T* x1, T* y, float alpha, int64_t cols) {
+  FOR_EACH(i, n) st(y, i, elementwise_at(op, i, x, x1, alpha, cols));
+}
+
+// The same, 16 bytes (kVec<T> elements) per thread and access: n a multiple of kVec<T>, every
+// pointer 16-byte aligned (elementwise() checks). A 16-bit operand read one element per access
+// uses a fraction of each memory transaction; this reads whole ones.
+template <class T>
+constexpr int kVec = int(16 / sizeof(T));
+
+template <class T>
+union Pack {
+  uint4 raw;
+  T v[kVec<T>];
+};
+
+template <class T>
+__global__ void elementwise_vec_kernel(Elementwise op, int64_t packs, const T* x, const T* x1, T* y, float alpha,
+                                       int64_t cols) {
+  constexpr int V = kVec<T>;
+  const bool row = op == Elementwise::BiasAdd || op == Elementwise::MulRow;  // x1 is a row of cols
+  FOR_EACH(p, packs) {
+    Pack<T> a, b, out;
+    if (x) a.raw = reinterpret_cast<const uint4*>(x)[p];
+    if (x1) b.raw = reinterpret_cast<const uint4*>(x1)[row ? (p * V % cols) / V : p];
+#pragma unroll
+    for (int k = 0; k < V; ++k) out.v[k] = T(elementwise_at(op, k, x ? a.v : nullptr, x1 ? b.v : nullptr, alpha, int64_t(V)));
+    reinterpret_cast<uint4*>(y)[p] = out.raw;
   }
 }
 
-__global__ void dropout_kernel(int64_t n, const float* x, float* y, double rate, float keep_scale, uint64_t key,
-                               ShardIndex where) {
-  FOR_EACH(i, n) y[i] = util::counter_uniform(key, uint64_t(global_index(where, i))) >= rate ? x[i] * keep_scale : 0.f;
+template <class From, class To>
+__global__ void convert_kernel(int64_t n, const From* x, To* y) {
+  FOR_EACH(i, n) st(y, i, ld(x, i));
+}
+
+template <class T>
+__global__ void round_through_kernel(int64_t n, float* x) {
+  FOR_EACH(i, n) x[i] = float(T(x[i]));
+}
+
+template <class T>
+__global__ void dropout_kernel(int64_t n, const T* x, T* y, double rate, float keep_scale, uint64_t key, ShardIndex where) {
+  FOR_EACH(i, n)
+  st(y, i, util::counter_uniform(key, uint64_t(global_index(where, i))) >= rate ? ld(x, i) * keep_scale : 0.f);
 }
 
 // Column c of rows [blockIdx.y * run, ...) summed in order; y has gridDim.y rows of cols.
-__global__ void reduce_rows_kernel(int64_t rows, int64_t cols, int64_t run, const float* x, float* y) {
+template <class In, class Out>
+__global__ void reduce_rows_kernel(int64_t rows, int64_t cols, int64_t run, const In* x, Out* y) {
   const int64_t r0 = int64_t(blockIdx.y) * run, r1 = r0 + run < rows ? r0 + run : rows;
   for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
     float acc = 0.f;
-    for (int64_t r = r0; r < r1; ++r) acc += x[r * cols + c];
-    y[int64_t(blockIdx.y) * cols + c] = acc;
+    for (int64_t r = r0; r < r1; ++r) acc += ld(x, r * cols + c);
+    st(y, int64_t(blockIdx.y) * cols + c, acc);
   }
 }
 
 // One thread per row, the CPU's arithmetic in the CPU's order.
-__global__ void layer_norm_kernel(int64_t rows, int64_t n, const float* x, const float* g, float* y, float eps) {
+template <class T>
+__global__ void layer_norm_kernel(int64_t rows, int64_t n, const T* x, const T* g, T* y, float eps) {
   FOR_EACH(r, rows) {
-    const float* xr = x + r * n;
+    const T* xr = x + r * n;
     float mean = 0.f, var = 0.f;
-    for (int64_t j = 0; j < n; ++j) mean += xr[j];
+    for (int64_t j = 0; j < n; ++j) mean += ld(xr, j);
     mean /= float(n);
-    for (int64_t j = 0; j < n; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    for (int64_t j = 0; j < n; ++j) var += (ld(xr, j) - mean) * (ld(xr, j) - mean);
     var /= float(n);
     const float rstd = 1.f / sqrtf(var + eps);
-    float* yr = y + r * n;
+    T* yr = y + r * n;
     if (!g) {
-      for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mean) * rstd;
+      for (int64_t j = 0; j < n; ++j) st(yr, j, (ld(xr, j) - mean) * rstd);
       continue;
     }
-    const float* gr = g + r * n;
+    const T* gr = g + r * n;
     float mg = 0.f, mgx = 0.f;
     for (int64_t j = 0; j < n; ++j) {
-      const float xh = (xr[j] - mean) * rstd;
-      mg += gr[j];
-      mgx += gr[j] * xh;
+      const float xh = (ld(xr, j) - mean) * rstd;
+      mg += ld(gr, j);
+      mgx += ld(gr, j) * xh;
     }
     mg /= float(n);
     mgx /= float(n);
-    for (int64_t j = 0; j < n; ++j) yr[j] = rstd * (gr[j] - mg - (xr[j] - mean) * rstd * mgx);
+    for (int64_t j = 0; j < n; ++j) st(yr, j, rstd * (ld(gr, j) - mg - (ld(xr, j) - mean) * rstd * mgx));
   }
 }
 
@@ -167,84 +223,110 @@ __global__ void mse_grad_kernel(int64_t n, const float* x, const float* t, const
   FOR_EACH(i, n) d[i] = (2.f * g[0] / float(n)) * (x[i] - t[i]);
 }
 
-__global__ void count_non_finite_kernel(int64_t n, const float* x, unsigned long long* count) {
+template <class T>
+__global__ void count_non_finite_kernel(int64_t n, const T* x, unsigned long long* count) {
   unsigned long long here = 0;
-  FOR_EACH(i, n) here += isfinite(x[i]) ? 0 : 1;
+  FOR_EACH(i, n) here += isfinite(ld(x, i)) ? 0 : 1;
   if (here) atomicAdd(count, here);  // whole numbers: the total is the same in any order
 }
 
 __global__ void store_count_kernel(const unsigned long long* count, float* y) { y[0] = float(*count); }
 
-__global__ void sgd_kernel(int64_t n, float* p, const float* g, float* tr, float m, bool nesterov, float lr,
-                           LossScaling ls) {
+template <class T>
+__global__ void sgd_kernel(int64_t n, T* p, const T* g, float* tr, float m, bool nesterov, float lr, LossScaling ls) {
   if (ls.skip && ls.skip[0] != 0.f) return;
   FOR_EACH(i, n) {
-    const float gi = g[i] * ls.unscale;
+    const float gi = ld(g, i) * ls.unscale;
     if (!tr) {
-      p[i] += -lr * gi;
+      st(p, i, ld(p, i) + -lr * gi);
     } else if (nesterov) {
       tr[i] = gi + m * tr[i];
-      p[i] += -lr * (gi + m * tr[i]);
+      st(p, i, ld(p, i) + -lr * (gi + m * tr[i]));
     } else {
       tr[i] = gi + m * tr[i];
-      p[i] += -lr * tr[i];
+      st(p, i, ld(p, i) + -lr * tr[i]);
     }
   }
 }
 
-__global__ void adam_kernel(int64_t n, float* p, const float* g, float* mu, float* nu, float b1, float b2, float eps,
-                            float wd, float lr, float inv_c1, float inv_c2, LossScaling ls) {
+template <class T>
+__global__ void adam_kernel(int64_t n, T* p, const T* g, float* mu, float* nu, float b1, float b2, float eps, float wd,
+                            float lr, float inv_c1, float inv_c2, LossScaling ls) {
   if (ls.skip && ls.skip[0] != 0.f) return;
   FOR_EACH(i, n) {
-    const float gi = g[i] * ls.unscale;
+    const float gi = ld(g, i) * ls.unscale;
     const float m = b1 * mu[i] + (1.f - b1) * gi;
     const float v = b2 * nu[i] + (1.f - b2) * gi * gi;
     mu[i] = m;
     nu[i] = v;
-    p[i] += -lr * ((m * inv_c1) / (sqrtf(v * inv_c2) + eps) + wd * p[i]);
+    const float pi = ld(p, i);
+    st(p, i, pi + -lr * ((m * inv_c1) / (sqrtf(v * inv_c2) + eps) + wd * pi));
   }
 }
 
+template <class T>
 struct Sources {
-  const float* p[kMaxRanks];
+  const T* p[kMaxRanks];
 };
 
-__global__ void sum_ranks_kernel(int64_t n, Sources src, int ranks, float* out) {
+template <class T>
+__global__ void sum_ranks_kernel(int64_t n, Sources<T> src, int ranks, T* out) {
   FOR_EACH(i, n) {
-    float acc = src.p[0][i];
-    for (int r = 1; r < ranks; ++r) acc += src.p[r][i];
-    out[i] = acc;
+    float acc = ld(src.p[0], i);
+    for (int r = 1; r < ranks; ++r) acc += ld(src.p[r], i);
+    st(out, i, acc);
   }
 }
 
 }  // namespace
 
-void elementwise(Elementwise op, int64_t n, const float* x, const float* x1, float* y, float alpha, int64_t cols,
-                 cudaStream_t s) {
-  if (n > 0) elementwise_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, n, x, x1, y, alpha, cols);
+template <class T>
+void elementwise(Elementwise op, int64_t n, const T* x, const T* x1, T* y, float alpha, int64_t cols, cudaStream_t s) {
+  if (n <= 0) return;
+  constexpr int V = kVec<T>;
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool row = op == Elementwise::BiasAdd || op == Elementwise::MulRow;
+  if (n % V == 0 && aligned(x) && aligned(x1) && aligned(y) && (!row || cols % V == 0)) {
+    elementwise_vec_kernel<T><<<blocks_for(n / V), kThreads, 0, s>>>(op, n / V, x, x1, y, alpha, cols);
+    return;
+  }
+  elementwise_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(op, n, x, x1, y, alpha, cols);
 }
 
-void dropout(int64_t n, const float* x, float* y, double rate, uint64_t key, const ShardIndex& where, cudaStream_t s) {
-  if (n > 0) dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, y, rate, float(1.0 / (1.0 - rate)), key, where);
+template <class From, class To>
+void convert(int64_t n, const From* x, To* y, cudaStream_t s) {
+  if (n > 0) convert_kernel<From, To><<<blocks_for(n), kThreads, 0, s>>>(n, x, y);
 }
 
-void reduce_rows(int64_t rows, int64_t cols, const float* x, float* y, float* partial, cudaStream_t s) {
+template <class T>
+void round_through(int64_t n, float* x, cudaStream_t s) {
+  if (n > 0) round_through_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, x);
+}
+
+template <class T>
+void dropout(int64_t n, const T* x, T* y, double rate, uint64_t key, const ShardIndex& where, cudaStream_t s) {
+  if (n > 0) dropout_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, x, y, rate, float(1.0 / (1.0 - rate)), key, where);
+}
+
+template <class T>
+void reduce_rows(int64_t rows, int64_t cols, const T* x, T* y, float* partial, cudaStream_t s) {
   if (cols <= 0) return;
   const unsigned col_blocks = unsigned((cols + kThreads - 1) / kThreads < 65535 ? (cols + kThreads - 1) / kThreads : 65535);
   if (rows <= kReduceRun) {
-    reduce_rows_kernel<<<dim3(col_blocks, 1), kThreads, 0, s>>>(rows, cols, rows, x, y);
+    reduce_rows_kernel<T, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(rows, cols, rows, x, y);
     return;
   }
   // Longer runs where there would be more than the grid's 65535 rows of blocks (fewer partial sums
   // than the scratch holds).
   const int64_t run = std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
   const int64_t runs = (rows + run - 1) / run;
-  reduce_rows_kernel<<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, partial);
-  reduce_rows_kernel<<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
+  reduce_rows_kernel<T, float><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, partial);
+  reduce_rows_kernel<float, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
 }
 
-void layer_norm(int64_t rows, int64_t cols, const float* x, const float* g, float* y, double eps, cudaStream_t s) {
-  if (rows > 0) layer_norm_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, cols, x, g, y, float(eps));
+template <class T>
+void layer_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double eps, cudaStream_t s) {
+  if (rows > 0) layer_norm_kernel<T><<<blocks_for(rows), kThreads, 0, s>>>(rows, cols, x, g, y, float(eps));
 }
 
 void softmax_xent(int64_t rows, int64_t classes, const float* z, Labels labels, float* out, double* row_scratch,
@@ -272,28 +354,51 @@ void accuracy(int64_t rows, int64_t classes, const float* z, Labels labels, floa
   mean_kernel<double><<<1, kThreads, 0, s>>>(rows, row_scratch, nullptr, double(rows), out);
 }
 
-void count_non_finite(int64_t n, const float* x, unsigned long long* count, cudaStream_t s) {
-  if (n > 0) count_non_finite_kernel<<<blocks_for(n) < 1024 ? blocks_for(n) : 1024, kThreads, 0, s>>>(n, x, count);
+template <class T>
+void count_non_finite(int64_t n, const T* x, unsigned long long* count, cudaStream_t s) {
+  if (n > 0) count_non_finite_kernel<T><<<blocks_for(n) < 1024 ? blocks_for(n) : 1024, kThreads, 0, s>>>(n, x, count);
 }
 
 void store_count(const unsigned long long* count, float* y, cudaStream_t s) { store_count_kernel<<<1, 1, 0, s>>>(count, y); }
 
-void sgd(int64_t n, float* p, const float* g, float* trace, float momentum, bool nesterov, float lr, LossScaling ls,
-         cudaStream_t s) {
+template <class T>
+void sgd(int64_t n, T* p, const T* g, float* trace, float momentum, bool nesterov, float lr, LossScaling ls, cudaStream_t s) {
   if (n > 0)
-    sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, momentum == 0.f ? nullptr : trace, momentum, nesterov, lr, ls);
+    sgd_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, p, g, momentum == 0.f ? nullptr : trace, momentum, nesterov, lr, ls);
 }
 
-void adam(int64_t n, float* p, const float* g, float* mu, float* nu, float b1, float b2, float eps, float weight_decay,
+template <class T>
+void adam(int64_t n, T* p, const T* g, float* mu, float* nu, float b1, float b2, float eps, float weight_decay,
           float lr, float inv_c1, float inv_c2, LossScaling ls, cudaStream_t s) {
   if (n > 0)
-    adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mu, nu, b1, b2, eps, weight_decay, lr, inv_c1, inv_c2, ls);
+    adam_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mu, nu, b1, b2, eps, weight_decay, lr, inv_c1, inv_c2, ls);
 }
 
-void sum_ranks(int64_t n, const float* const* src, int ranks, float* out, cudaStream_t s) {
-  Sources srcs{};
+template <class T>
+void sum_ranks(int64_t n, const T* const* src, int ranks, T* out, cudaStream_t s) {
+  Sources<T> srcs{};
   for (int r = 0; r < ranks && r < kMaxRanks; ++r) srcs.p[r] = src[r];
-  if (n > 0) sum_ranks_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, srcs, ranks, out);
+  if (n > 0) sum_ranks_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, srcs, ranks, out);
 }
+
+// Each typed kernel for every storage type.
+#define SHARDLAB_FOR_TYPE(T)                                                                                         \
+  template void elementwise<T>(Elementwise, int64_t, const T*, const T*, T*, float, int64_t, cudaStream_t);         \
+  template void round_through<T>(int64_t, float*, cudaStream_t);                                                    \
+  template void dropout<T>(int64_t, const T*, T*, double, uint64_t, const ShardIndex&, cudaStream_t);               \
+  template void reduce_rows<T>(int64_t, int64_t, const T*, T*, float*, cudaStream_t);                               \
+  template void layer_norm<T>(int64_t, int64_t, const T*, const T*, T*, double, cudaStream_t);                      \
+  template void count_non_finite<T>(int64_t, const T*, unsigned long long*, cudaStream_t);                          \
+  template void sgd<T>(int64_t, T*, const T*, float*, float, bool, float, LossScaling, cudaStream_t);               \
+  template void adam<T>(int64_t, T*, const T*, float*, float*, float, float, float, float, float, float, float,     \
+                        LossScaling, cudaStream_t);                                                                 \
+  template void sum_ranks<T>(int64_t, const T* const*, int, T*, cudaStream_t);                                      \
+  template void convert<T, float>(int64_t, const T*, float*, cudaStream_t);                                         \
+  template void convert<T, bf16>(int64_t, const T*, bf16*, cudaStream_t);                                           \
+  template void convert<T, f16>(int64_t, const T*, f16*, cudaStream_t);
+SHARDLAB_FOR_TYPE(float)
+SHARDLAB_FOR_TYPE(bf16)
+SHARDLAB_FOR_TYPE(f16)
+#undef SHARDLAB_FOR_TYPE
 
 }  // namespace shardlab::backends::cuda

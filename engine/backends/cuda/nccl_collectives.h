@@ -4,7 +4,8 @@
 // GPU first_gpu + i (processes that share a machine share its GPUs out). Every call goes through NCCL on the device's stream: all_reduce is ncclAllReduce (sum),
 // all_gather ncclAllGather, reduce_scatter ncclReduceScatter, broadcast ncclBroadcast, all_to_all
 // grouped ncclSend/ncclRecv, send/recv ncclSend/ncclRecv over the mesh's global communicator, and
-// barrier a one-element all_reduce. Float32 and float64.
+// barrier a one-element all_reduce. Float32, float64, bfloat16, float16 and int32 (16-bit sums in
+// NCCL's own order and precision).
 //
 // Communicators are made once, at construction, for every group the mesh can use: for each
 // non-empty subset of its axes (in mesh order, subsets as bit masks in increasing order), every

@@ -75,7 +75,8 @@ void PeerCollectives::run(Kind kind, int device, const std::vector<int>& group, 
   if (count < 0) throw Error(what + " passed a negative count " + std::to_string(count));
   if (kind == Kind::Broadcast && (root < 0 || root >= n)) throw Error(what + " named a root outside the group");
   const bool reduces = kind == Kind::AllReduce || kind == Kind::ReduceScatter;
-  if (reduces && t != DType::F32) throw Error(what + ": only float32 reductions run on CUDA, not " + dtype_name(t));
+  if (reduces && t != DType::F32 && t != DType::BF16 && t != DType::F16)
+    throw Error(what + ": CUDA reduces float32, bfloat16 and float16 values, not " + dtype_name(t));
   if (reduces && n > kMaxRanks) throw Error(what + ": groups of more than " + std::to_string(kMaxRanks) + " devices");
 
   cudaStream_t s = streams_[size_t(device)];
@@ -115,13 +116,20 @@ void PeerCollectives::run(Kind kind, int device, const std::vector<int>& group, 
   auto* o = static_cast<char*>(out);
   const size_t bytes = size_t(count) * size;
   if (count > 0) {
-    const float* src[kMaxRanks] = {};
+    // The rank-ordered sum in the values' own type (16-bit: in float32, rounded once).
+    auto sum = [&](auto zero) {
+      using T = decltype(zero);
+      const T* src[kMaxRanks] = {};
+      for (int r = 0; r < n; ++r)
+        src[r] = reinterpret_cast<const T*>(peer(r)) + (kind == Kind::ReduceScatter ? rank * count : 0);
+      sum_ranks(count, src, n, static_cast<T*>(out), s);
+    };
     switch (kind) {
       case Kind::AllReduce:
       case Kind::ReduceScatter:
-        for (int r = 0; r < n; ++r)
-          src[r] = reinterpret_cast<const float*>(peer(r)) + (kind == Kind::ReduceScatter ? rank * count : 0);
-        sum_ranks(count, src, n, static_cast<float*>(out), s);
+        if (t == DType::BF16) sum(bf16{});
+        else if (t == DType::F16) sum(f16{});
+        else sum(0.f);
         check(cudaGetLastError(), "the collective's sum kernel");
         break;
       case Kind::AllGather:

@@ -4,7 +4,8 @@
 // and abort as the CPU backend's), each device then computes its own output from its peers'
 // staging buffers with device-to-device copies or a rank-ordered sum (kernels.h sum_ranks), and
 // they meet again before anyone reuses a staging buffer. Sums are ((in_0 + in_1) + in_2) + ...,
-// like the CPU's, so results repeat bit for bit. Float32 reductions only; copies move any type.
+// like the CPU's, so results repeat bit for bit. Float32 and 16-bit reductions (16-bit ones add in
+// float32 and round once, as collectives.h says); copies move any type.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "engine/backends/cuda/check.h"
 #include "engine/backends/cuda/launch.cuh"
@@ -28,6 +29,11 @@ constexpr int64_t kScatterBuckets = 128;
 
 // Butterfly reductions over a warp. Each step adds a lane's value and its partner's, which both
 // lanes compute alike (a + b == b + a), so every lane ends with the same bits.
+template <class T>
+__device__ __forceinline__ float ld(const T* p, int64_t i) {
+  return float(p[i]);
+}
+
 __device__ float warp_max(float v) {
   for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
@@ -44,7 +50,8 @@ struct TransposeDims {
   int64_t stride[kMaxTransposeRank] = {};  // per result dim: the stride of the operand dim it is
 };
 
-__global__ void transpose_kernel(int64_t n, TransposeDims t, const float* x, float* y) {
+template <class T>
+__global__ void transpose_kernel(int64_t n, TransposeDims t, const T* x, T* y) {
   FOR_EACH(i, n) {
     int64_t rest = i, off = 0;
     for (int d = t.rank - 1; d >= 0; --d) {
@@ -57,7 +64,8 @@ __global__ void transpose_kernel(int64_t n, TransposeDims t, const float* x, flo
 
 // One warp per row; lane l takes the row's elements l, l + 32, ... Each lane reads only its own
 // elements and writes them last, after the warp's reductions: y may be x.
-__global__ void softmax_kernel(int64_t rows, int64_t n, int64_t queries, bool causal, const float* x, float* y) {
+template <class T>
+__global__ void softmax_kernel(int64_t rows, int64_t n, int64_t queries, bool causal, const T* x, T* y) {
   const int lane = int(threadIdx.x % kWarp);
   FOR_EACH_WARP_ROW(row, rows) {
     int64_t valid = n;
@@ -65,45 +73,48 @@ __global__ void softmax_kernel(int64_t rows, int64_t n, int64_t queries, bool ca
       valid = row % queries + 1 + n - queries;
       valid = valid < 0 ? 0 : valid > n ? n : valid;
     }
-    const float* xr = x + row * n;
-    float* yr = y + row * n;
+    const T* xr = x + row * n;
+    T* yr = y + row * n;
     float m = -INFINITY;
-    for (int64_t j = lane; j < valid; j += kWarp) m = fmaxf(m, xr[j]);
+    for (int64_t j = lane; j < valid; j += kWarp) m = fmaxf(m, ld(xr, j));
     m = warp_max(m);
     float sum = 0.f;
-    for (int64_t j = lane; j < valid; j += kWarp) sum += expf(xr[j] - m);
+    for (int64_t j = lane; j < valid; j += kWarp) sum += expf(ld(xr, j) - m);
     sum = warp_sum(sum);
     const float inv = valid > 0 ? 1.f / sum : 0.f;
-    for (int64_t j = lane; j < n; j += kWarp) yr[j] = j < valid ? expf(xr[j] - m) * inv : 0.f;
+    for (int64_t j = lane; j < n; j += kWarp) yr[j] = T(j < valid ? expf(ld(xr, j) - m) * inv : 0.f);
   }
 }
 
 // As softmax_kernel: dx may be g (or y).
-__global__ void softmax_grad_kernel(int64_t rows, int64_t n, const float* y, const float* g, float* dx) {
+template <class T>
+__global__ void softmax_grad_kernel(int64_t rows, int64_t n, const T* y, const T* g, T* dx) {
   const int lane = int(threadIdx.x % kWarp);
   FOR_EACH_WARP_ROW(row, rows) {
-    const float* yr = y + row * n;
-    const float* gr = g + row * n;
-    float* dr = dx + row * n;
+    const T* yr = y + row * n;
+    const T* gr = g + row * n;
+    T* dr = dx + row * n;
     float dot = 0.f;
-    for (int64_t j = lane; j < n; j += kWarp) dot += gr[j] * yr[j];
+    for (int64_t j = lane; j < n; j += kWarp) dot += ld(gr, j) * ld(yr, j);
     dot = warp_sum(dot);
-    for (int64_t j = lane; j < n; j += kWarp) dr[j] = yr[j] * (gr[j] - dot);
+    for (int64_t j = lane; j < n; j += kWarp) dr[j] = T(ld(yr, j) * (ld(gr, j) - dot));
   }
 }
 
 // One thread per result element (o, i), adding x[o, l, i] for l in order (the CPU's order).
-__global__ void reduce_axis_kernel(int64_t outer, int64_t len, int64_t inner, const float* x, float* y) {
+template <class T>
+__global__ void reduce_axis_kernel(int64_t outer, int64_t len, int64_t inner, const T* x, T* y) {
   FOR_EACH(e, outer * inner) {
     const int64_t o = e / inner, i = e % inner;
-    const float* xo = x + o * len * inner + i;
+    const T* xo = x + o * len * inner + i;
     float acc = 0.f;
-    for (int64_t l = 0; l < len; ++l) acc += xo[l * inner];
-    y[e] = acc;
+    for (int64_t l = 0; l < len; ++l) acc += ld(xo, l * inner);
+    y[e] = T(acc);
   }
 }
 
-__global__ void broadcast_axis_kernel(int64_t outer, int64_t len, int64_t inner, const float* x, float* y) {
+template <class T>
+__global__ void broadcast_axis_kernel(int64_t outer, int64_t len, int64_t inner, const T* x, T* y) {
   FOR_EACH(e, outer * len * inner) {
     const int64_t o = e / (len * inner), i = e % inner;
     y[e] = x[o * inner + i];
@@ -127,31 +138,40 @@ __global__ void check_ids_kernel(int64_t n, RowIds ids, int64_t rows, int* bad) 
     if (row_of(ids, i, rows) < 0) atomicMin(bad, int(i < int64_t(kNoBadId) ? i : int64_t(kNoBadId) - 1));
 }
 
-__global__ void gather_kernel(int64_t n, RowIds ids, int64_t rows, int64_t width, const float* table, float* y) {
+template <class T>
+__global__ void gather_kernel(int64_t n, RowIds ids, int64_t rows, int64_t width, const T* table, T* y) {
   FOR_EACH(e, n * width) {
     const int64_t i = e / width, j = e % width;
     const int64_t r = row_of(ids, i, rows);  // checked beforehand (check_row_ids)
-    y[e] = r < 0 ? 0.f : table[r * width + j];
+    y[e] = r < 0 ? T(0.f) : table[r * width + j];
   }
 }
 
 // Grid row b owns the table rows r with r % gridDim.y == b; a thread owns column j of those rows,
 // zeroes them, then adds g[i, j] for every id i that falls in them, i in order: each element of
-// y has one writer and gets the CPU's sum in the CPU's order.
-__global__ void scatter_add_kernel(int64_t n, RowIds ids, int64_t rows, int64_t width, const float* g, float* y) {
+// y has one writer and gets the CPU's sum in the CPU's order. `y` is float32 (for 16-bit rows, the
+// float32 sums that scatter_add_rows then rounds once, as the CPU does).
+template <class T>
+__global__ void scatter_add_kernel(int64_t n, RowIds ids, int64_t rows, int64_t width, const T* g, float* y) {
   const int64_t b = blockIdx.y, buckets = gridDim.y;
   for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < width; j += int64_t(gridDim.x) * blockDim.x) {
     for (int64_t r = b; r < rows; r += buckets) y[r * width + j] = 0.f;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = row_of(ids, i, rows);
-      if (r >= 0 && r % buckets == b) y[r * width + j] += g[i * width + j];
+      if (r >= 0 && r % buckets == b) y[r * width + j] += ld(g, i * width + j);
     }
   }
 }
 
+template <class T>
+__global__ void narrow_kernel(int64_t n, const float* x, T* y) {
+  FOR_EACH(i, n) y[i] = T(x[i]);
+}
+
 }  // namespace
 
-void transpose(int rank, const int64_t* dims, const int64_t* perm, const float* x, float* y, cudaStream_t s) {
+template <class T>
+void transpose(int rank, const int64_t* dims, const int64_t* perm, const T* x, T* y, cudaStream_t s) {
   if (rank < 0 || rank > kMaxTransposeRank)
     throw Error("the CUDA backend transposes arrays of up to " + std::to_string(kMaxTransposeRank) + " dims, not " +
                 std::to_string(rank));
@@ -167,26 +187,30 @@ void transpose(int rank, const int64_t* dims, const int64_t* perm, const float* 
     t.out[d] = dims[perm[d]];
     t.stride[d] = in_stride[perm[d]];
   }
-  if (n > 0) transpose_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, t, x, y);
+  if (n > 0) transpose_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, t, x, y);
 }
 
-void softmax_rows(int64_t rows, int64_t cols, int64_t queries, bool causal, const float* x, float* y, cudaStream_t s) {
+template <class T>
+void softmax_rows(int64_t rows, int64_t cols, int64_t queries, bool causal, const T* x, T* y, cudaStream_t s) {
   if (rows <= 0 || cols <= 0 || (causal && queries <= 0)) return;
-  softmax_kernel<<<blocks_for(rows * kWarp), kThreads, 0, s>>>(rows, cols, queries, causal, x, y);
+  softmax_kernel<T><<<blocks_for(rows * kWarp), kThreads, 0, s>>>(rows, cols, queries, causal, x, y);
 }
 
-void softmax_grad_rows(int64_t rows, int64_t cols, const float* y, const float* g, float* dx, cudaStream_t s) {
+template <class T>
+void softmax_grad_rows(int64_t rows, int64_t cols, const T* y, const T* g, T* dx, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  softmax_grad_kernel<<<blocks_for(rows * kWarp), kThreads, 0, s>>>(rows, cols, y, g, dx);
+  softmax_grad_kernel<T><<<blocks_for(rows * kWarp), kThreads, 0, s>>>(rows, cols, y, g, dx);
 }
 
-void reduce_axis(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, cudaStream_t s) {
-  if (outer * inner > 0) reduce_axis_kernel<<<blocks_for(outer * inner), kThreads, 0, s>>>(outer, len, inner, x, y);
+template <class T>
+void reduce_axis(int64_t outer, int64_t len, int64_t inner, const T* x, T* y, cudaStream_t s) {
+  if (outer * inner > 0) reduce_axis_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(outer, len, inner, x, y);
 }
 
-void broadcast_axis(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, cudaStream_t s) {
+template <class T>
+void broadcast_axis(int64_t outer, int64_t len, int64_t inner, const T* x, T* y, cudaStream_t s) {
   const int64_t n = outer * len * inner;
-  if (n > 0) broadcast_axis_kernel<<<blocks_for(n), kThreads, 0, s>>>(outer, len, inner, x, y);
+  if (n > 0) broadcast_axis_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(outer, len, inner, x, y);
 }
 
 void check_row_ids(int64_t n, RowIds ids, int64_t rows, int* bad, cudaStream_t s) {
@@ -210,14 +234,31 @@ void check_row_ids(int64_t n, RowIds ids, int64_t rows, int* bad, cudaStream_t s
               " is not a row of the table [0, " + std::to_string(rows) + ")");
 }
 
-void gather_rows(int64_t n, RowIds ids, int64_t rows, int64_t width, const float* table, float* y, cudaStream_t s) {
-  if (n * width > 0) gather_kernel<<<blocks_for(n * width), kThreads, 0, s>>>(n, ids, rows, width, table, y);
+template <class T>
+void gather_rows(int64_t n, RowIds ids, int64_t rows, int64_t width, const T* table, T* y, cudaStream_t s) {
+  if (n * width > 0) gather_kernel<T><<<blocks_for(n * width), kThreads, 0, s>>>(n, ids, rows, width, table, y);
 }
 
-void scatter_add_rows(int64_t n, RowIds ids, int64_t rows, int64_t width, const float* g, float* y, cudaStream_t s) {
+template <class T>
+void scatter_add_rows(int64_t n, RowIds ids, int64_t rows, int64_t width, const T* g, T* y, float* sums, cudaStream_t s) {
   if (rows <= 0 || width <= 0) return;
   const int64_t buckets = rows < kScatterBuckets ? rows : kScatterBuckets;
-  scatter_add_kernel<<<dim3(blocks_for(width), unsigned(buckets)), kThreads, 0, s>>>(n, ids, rows, width, g, y);
+  float* acc = std::is_same_v<T, float> ? reinterpret_cast<float*>(y) : sums;
+  scatter_add_kernel<T><<<dim3(blocks_for(width), unsigned(buckets)), kThreads, 0, s>>>(n, ids, rows, width, g, acc);
+  if constexpr (!std::is_same_v<T, float>) narrow_kernel<T><<<blocks_for(rows * width), kThreads, 0, s>>>(rows * width, acc, y);
 }
+
+#define SHARDLAB_FOR_TYPE(T)                                                                              \
+  template void transpose<T>(int, const int64_t*, const int64_t*, const T*, T*, cudaStream_t);           \
+  template void softmax_rows<T>(int64_t, int64_t, int64_t, bool, const T*, T*, cudaStream_t);            \
+  template void softmax_grad_rows<T>(int64_t, int64_t, const T*, const T*, T*, cudaStream_t);            \
+  template void reduce_axis<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);                   \
+  template void broadcast_axis<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);                \
+  template void gather_rows<T>(int64_t, RowIds, int64_t, int64_t, const T*, T*, cudaStream_t);           \
+  template void scatter_add_rows<T>(int64_t, RowIds, int64_t, int64_t, const T*, T*, float*, cudaStream_t);
+SHARDLAB_FOR_TYPE(float)
+SHARDLAB_FOR_TYPE(bf16)
+SHARDLAB_FOR_TYPE(f16)
+#undef SHARDLAB_FOR_TYPE
 
 }  // namespace shardlab::backends::cuda
