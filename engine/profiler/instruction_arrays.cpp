@@ -99,4 +99,17 @@ std::vector<SpanArrays> instruction_arrays(const ir::Program& p) {
   return out;
 }
 
+Category instruction_category(ir::Op op) {
+  if (ir::is_collective(op)) return Category::Collective;
+  if (op == ir::Op::AdamUpdate || op == ir::Op::SgdUpdate) return Category::Optimizer;
+  return Category::Compute;
+}
+
+double instruction_flops(const ir::Program& p, const ir::Instr& ins) {
+  std::vector<Shape> is, os;
+  for (int v : ins.in) is.push_back(p.shape(v));
+  for (int v : ins.out) os.push_back(p.shape(v));
+  return ir::primitive(ins.op).flops(is, os, ins.attrs);
+}
+
 }  // namespace shardlab::profiler

@@ -1,7 +1,8 @@
 // Which arrays each instruction of a step program reads and writes, in the names the Sharding view
 // uses, so a trace span can say what it touched in the user's words rather than the program's own
-// value names ("blocks/W1/matmul" is a temporary, not an array anyone can open). Worked out once per
-// program, before it runs; the executor hands the result to every span of that instruction.
+// value names ("blocks/W1/matmul" is a temporary, not an array anyone can open); and the category
+// and FLOPs every backend's spans give an instruction. Worked out once per program, before it runs;
+// the executor hands the result to every span of that instruction.
 #pragma once
 
 #include <vector>
@@ -22,5 +23,10 @@ std::vector<std::string> value_arrays(const ir::Program& p);
 
 // Per instruction of `p`: the distinct arrays among its operands and results, in operand order.
 std::vector<SpanArrays> instruction_arrays(const ir::Program& p);
+
+// A span's category for an instruction: a collective, an optimizer update, or compute.
+Category instruction_category(ir::Op op);
+// The instruction's FLOPs by its primitive's count (a collective's: the elements it moves).
+double instruction_flops(const ir::Program& p, const ir::Instr& ins);
 
 }  // namespace shardlab::profiler

@@ -118,18 +118,11 @@ void Executor<T>::describe_steps() {
     if (!touched.empty()) info.arrays = std::make_shared<const profiler::SpanArrays>(touched);
     info.array = !touched.writes.empty() ? touched.writes.front() : ir::is_collective(in.op) && !touched.reads.empty() ? touched.reads.front() : "";
     const bool comm = ir::is_collective(in.op);
-    const bool update = in.op == ir::Op::AdamUpdate || in.op == ir::Op::SgdUpdate;
-    info.category = int(comm ? profiler::Category::Collective : update ? profiler::Category::Optimizer : profiler::Category::Compute);
+    info.category = int(profiler::instruction_category(in.op));
     info.name = ir::op_name(in.op);
     if (st.folded) info.name += st.mask >= 0 ? "+relu_grad" : st.relu ? "+bias+relu" : "+bias";
-    auto flops_of = [&](const ir::Instr& x) {
-      std::vector<Shape> is, os;
-      for (int v : x.in) is.push_back(program_.shape(v));
-      for (int v : x.out) os.push_back(program_.shape(v));
-      return ir::primitive(x.op).flops(is, os, x.attrs);
-    };
-    double f = flops_of(in);
-    for (size_t k : st.folded_instrs) f += flops_of(ins[k]);
+    double f = profiler::instruction_flops(program_, in);
+    for (size_t k : st.folded_instrs) f += profiler::instruction_flops(program_, ins[k]);
     (comm ? info.bytes : info.flops) = comm ? f * double(dtype_size(held(program_.dtype(in.in.empty() ? in.out.at(0) : in.in[0])))) : f;
     // Live arena bytes once this step is done (distinct buffers only).
     const int64_t stage = in.stage >= 0 ? in.stage : 0;

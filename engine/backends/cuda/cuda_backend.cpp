@@ -198,8 +198,8 @@ int64_t cast_copy_bytes(int64_t n, DType to) { return (n * int64_t(dtype_size(to
 struct Scratch {
   int64_t rows = 1, comm_bytes = 0, reduce_elems = 0, cast_bytes = 0;
   uint64_t bytes() const {
-    constexpr uint64_t kGemmWorkspace = uint64_t(32) << 20;
-    return uint64_t(rows) * 8 + uint64_t(comm_bytes) + uint64_t(reduce_elems) * 4 + uint64_t(cast_bytes) + kGemmWorkspace;
+    return uint64_t(rows) * 8 + uint64_t(comm_bytes) + uint64_t(reduce_elems) * 4 + uint64_t(cast_bytes) +
+           uint64_t(LtGemm::kWorkspaceBytes);
   }
 };
 
@@ -404,6 +404,7 @@ class CudaExecutable final : public Executable {
   struct Step {
     size_t instr = 0;
     size_t folded = 0;
+    std::vector<size_t> folded_instrs;  // the chain's instructions the GEMM performs
     int bias = -1;
     bool relu = false;
     int out = -1;
@@ -420,9 +421,11 @@ class CudaExecutable final : public Executable {
       if (c.bias >= 0) at[c.matmul] = &c;
     for (size_t i = 0; i < program_.instrs.size(); ++i) {
       if (folded_away[i]) continue;
-      Step s{i};
+      Step s;
+      s.instr = i;
       if (const ir::EpilogueChain* c = at[i]) {
         s.folded = c->folded.size();
+        s.folded_instrs = c->folded;
         s.bias = c->bias;
         s.relu = c->relu;
         s.out = c->out;
@@ -435,23 +438,16 @@ class CudaExecutable final : public Executable {
 
   void describe_steps() {
     const std::vector<profiler::SpanArrays> arrays = profiler::instruction_arrays(program_);
-    auto flops_of = [&](const ir::Instr& x) {
-      std::vector<Shape> is, os;
-      for (int v : x.in) is.push_back(program_.shape(v));
-      for (int v : x.out) os.push_back(program_.shape(v));
-      return ir::primitive(x.op).flops(is, os, x.attrs);
-    };
     for (const Step& st : steps_) {
       const ir::Instr& ins = program_.instrs[st.instr];
       SpanInfo info;
       const bool comm = ir::is_collective(ins.op);
-      const bool update = ins.op == Op::AdamUpdate || ins.op == Op::SgdUpdate;
-      info.category = comm ? profiler::Category::Collective : update ? profiler::Category::Optimizer : profiler::Category::Compute;
+      info.category = profiler::instruction_category(ins.op);
       info.name = ir::op_name(ins.op);
       if (st.folded) info.name += st.relu ? "+bias+relu" : "+bias";
-      // A folded chain's FLOPs: the GEMM's and its epilogue's (bias add, ReLU), as the CPU counts them.
-      double f = flops_of(ins);
-      if (st.folded) f += double(numel(program_.shape(st.out))) * (st.relu ? 2.0 : 1.0);
+      // A folded chain's FLOPs: the GEMM's and its epilogue's, as the CPU counts them.
+      double f = profiler::instruction_flops(program_, ins);
+      for (size_t k : st.folded_instrs) f += profiler::instruction_flops(program_, program_.instrs[k]);
       const int first = ins.in.empty() ? ins.out.at(0) : ins.in[0];
       (comm ? info.bytes : info.flops) = comm ? f * double(dtype_size(program_.dtype(first))) : f;
       const profiler::SpanArrays& touched = arrays[st.instr];

@@ -13,7 +13,6 @@ namespace shardlab::backends::cuda {
 
 namespace {
 
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 // The largest power of two up to 256 that divides the address: the alignment heuristics may assume.
 uint32_t alignment(const void* p) {

@@ -22,6 +22,9 @@ struct GemmTypes {
 
 class LtGemm {
  public:
+  // Device memory each LtGemm holds for cuBLASLt's workspace.
+  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
   LtGemm();  // on the calling thread's current device
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;

@@ -163,10 +163,6 @@ __global__ void scatter_add_kernel(int64_t n, RowIds ids, int64_t rows, int64_t 
   }
 }
 
-template <class T>
-__global__ void narrow_kernel(int64_t n, const float* x, T* y) {
-  FOR_EACH(i, n) y[i] = T(x[i]);
-}
 
 }  // namespace
 
@@ -245,7 +241,7 @@ void scatter_add_rows(int64_t n, RowIds ids, int64_t rows, int64_t width, const 
   const int64_t buckets = rows < kScatterBuckets ? rows : kScatterBuckets;
   float* acc = std::is_same_v<T, float> ? reinterpret_cast<float*>(y) : sums;
   scatter_add_kernel<T><<<dim3(blocks_for(width), unsigned(buckets)), kThreads, 0, s>>>(n, ids, rows, width, g, acc);
-  if constexpr (!std::is_same_v<T, float>) narrow_kernel<T><<<blocks_for(rows * width), kThreads, 0, s>>>(rows * width, acc, y);
+  if constexpr (!std::is_same_v<T, float>) convert<float, T>(rows * width, acc, y, s);
 }
 
 #define SHARDLAB_FOR_TYPE(T)                                                                              \
