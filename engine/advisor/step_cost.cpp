@@ -112,11 +112,29 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
   }
   // The busiest stage sets the pace, and every stage idles (S-1)/(M+S-1) of the step while the
   // pipeline fills and drains: its work takes (M+S-1)/M of its own time.
-  Prediction p = *std::max_element(per.begin(), per.end(), [](const Prediction& a, const Prediction& b) {
-    return a.compute_s + a.memory_s + a.communication_s < b.compute_s + b.memory_s + b.communication_s;
-  });
+  auto total = [](const Prediction& a) { return a.compute_s + a.memory_s + a.communication_s; };
+  Prediction p = *std::max_element(per.begin(), per.end(), [&](const Prediction& a, const Prediction& b) { return total(a) < total(b); });
   if (stages > 1) {
-    const double stretch = double(microbatches + stages - 1) / double(microbatches);
+    double stretch = double(microbatches + stages - 1) / double(microbatches);
+    // Virtual devices outnumbering the cores they share idle in the bubble without idling a core:
+    // a waiting stage lends its core to the others (the rates are already each device's share).
+    // The step is then the stages' mean work, or, where longer, the busiest stage's critical path
+    // run at the whole cores its idle peers leave it (devices / cores times its share).
+    if (hw.kind == "cpu" && hw.shared_cores > 0 && devices > hw.shared_cores) {
+      Prediction mean;
+      for (const Prediction& s : per) {
+        mean.compute_s += s.compute_s / double(stages);
+        mean.memory_s += s.memory_s / double(stages);
+        mean.communication_s += s.communication_s / double(stages);
+      }
+      const double critical = stretch * double(hw.shared_cores) / double(devices);
+      if (total(mean) >= critical * total(p)) {
+        p = mean;
+        stretch = 1;
+      } else {
+        stretch = critical;
+      }
+    }
     p.compute_s *= stretch, p.memory_s *= stretch, p.communication_s *= stretch;
   }
   p.step_s = p.compute_s + p.memory_s + p.communication_s;

@@ -5,7 +5,9 @@
 // plus the fixed cost of running the program. The rates are those of the mesh's device count
 // running at once, so devices taking turns on shared cores are in them. What bounds the step is
 // its largest part. With pipeline stages, each stage sums its own instructions (a send as a
-// two-device gather), and the busiest stage's time is stretched by the bubble, (M+S-1)/M.
+// two-device gather), and the busiest stage's time is stretched by the bubble, (M+S-1)/M, except
+// where virtual devices outnumber the CPU cores they share: a stage waiting in the bubble lends its
+// core to the others, so the step is the stages' mean work (or the critical path, where longer).
 #pragma once
 
 #include <string>

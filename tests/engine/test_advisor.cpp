@@ -171,6 +171,33 @@ class TestAdvisor : public QObject {
     QVERIFY(dp(on2)->prediction.compute_s > 3.5 * dp(on8)->prediction.compute_s);
     QVERIFY(dp(on2)->prediction.communication_s > 0);
   }
+  // A pipeline's bubble idles a GPU but not a core shared by virtual devices: there the stage
+  // waiting lends its core to the others, and the step is the stages' mean work, not the busiest
+  // stage stretched by (M+S-1)/M. The same plan on devices of their own (a GPU profile with the same
+  // rates) pays the stretch.
+  void aPipelinesBubbleLendsSharedCores() {
+    const project::Project p = load("dot-relu-dot");
+    const advisor::Hardware shared = two_cores();
+    advisor::Hardware own = shared;
+    own.kind = "gpu";
+    own.shared_cores = 0;
+    own.rates = {shared.rates_for(8)};  // each device as fast as a shared core's share
+    const auto on_shared = advisor::advise(p, 8, shared, 1e12), on_own = advisor::advise(p, 8, own, 1e12);
+    int pipelines = 0;
+    for (const advisor::Candidate& s : on_shared) {
+      if (s.strategy.find("pipeline") == std::string::npos) continue;
+      const auto o = std::find_if(on_own.begin(), on_own.end(), [&](const advisor::Candidate& c) { return c.mesh == s.mesh && c.rules == s.rules; });
+      QVERIFY2(o != on_own.end(), s.mesh.c_str());
+      const int64_t stages = sharding::parse_mesh(s.mesh).axis_size("stage");
+      const double stretch = double(s.microbatches + stages - 1) / double(s.microbatches);
+      // dot-relu-dot's stages carry nearly equal work (the ends add the input and the loss), so the
+      // mean is close to the busiest stage unstretched.
+      QVERIFY2(std::abs(o->prediction.step_s / s.prediction.step_s - stretch) < 0.05 * stretch,
+               (s.mesh + ": " + std::to_string(o->prediction.step_s / s.prediction.step_s) + " vs " + std::to_string(stretch)).c_str());
+      ++pipelines;
+    }
+    QCOMPARE(pipelines, 2);
+  }
   // A profile is a file a user edits: what is written reads back the same, and a bad field is named.
   void aProfileFileRoundTripsAndNamesABadField() {
     const advisor::Hardware h = two_cores();
