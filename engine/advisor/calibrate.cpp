@@ -24,6 +24,8 @@ constexpr int64_t kStreamElems = int64_t(1) << 21;        // 8 MiB per array per
 // 16 MiB (beyond them, like a layer's weights).
 constexpr int64_t kCollectiveSizes[] = {2048, int64_t(1) << 18, int64_t(1) << 22};
 constexpr int kChain = 128;                               // tiny instructions in the fixed-cost probe
+constexpr int kCollectiveChain = 16;                      // smallest collectives in the latency probe
+constexpr int64_t kBetweenElems = int64_t(1) << 14;       // 64 KiB a device works on between two of them
 
 sharding::Mesh mesh_of(int devices, int group) {
   if (devices == 1) return sharding::Mesh();
@@ -67,6 +69,30 @@ double time_runs(backends::Executable& exe) {
 double time_program(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh) {
   auto exe = load(b, p, mesh);
   return time_runs(*exe);
+}
+
+// Median seconds `with` takes beyond `without`, the two run in turns (at least 9 pairs and 100 ms),
+// so that a slow spell of the machine falls on both.
+double time_difference(backends::Backend& b, const ir::Program& with, const ir::Program& without, const sharding::Mesh& mesh) {
+  auto a = load(b, with, mesh), z = load(b, without, mesh);
+  backends::RunContext ctx;
+  ctx.learning_rate = 1e-3;
+  a->run(ctx);
+  z->run(ctx);
+  std::vector<double> diffs;
+  double total = 0;
+  auto seconds = [&](backends::Executable& exe) {
+    const auto t0 = std::chrono::steady_clock::now();
+    exe.run(ctx);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  while ((diffs.size() < 9 || total < 0.1) && diffs.size() < 64) {
+    const double ta = seconds(*a), tz = seconds(*z);
+    diffs.push_back(ta - tz);
+    total += ta + tz;
+  }
+  std::nth_element(diffs.begin(), diffs.begin() + long(diffs.size() / 2), diffs.end());
+  return diffs[diffs.size() / 2];
 }
 
 ir::Program gemm_probe(GemmSide side, int64_t small) {
@@ -115,21 +141,32 @@ ir::Program chain_probe(int length) {
   return p;
 }
 
-ir::Program collective_probe(const std::string& kind, int group, int64_t elems) {
+// `count` collectives of one kind, each on its own input; with `between`, each followed by an
+// elementwise op over `between` elements of the device's own, as a step's layers run between its
+// collectives (with `collectives` false, those ops alone).
+ir::Program collective_probe(const std::string& kind, int group, int64_t elems, int count = 1, int64_t between = 0,
+                             bool collectives = true) {
   ir::Program p;
   ir::Attrs a;
   a.mesh_axes = {"g"};
   a.group_size = group;
-  if (kind == "all_reduce") {
-    p.apply1(Op::AllReduce, {p.add_value("x", {elems}, ir::ValueKind::Input)}, a);
-  } else if (kind == "all_gather") {
-    p.apply1(Op::AllGather, {p.add_value("x", {elems / group}, ir::ValueKind::Input)}, a);
-  } else if (kind == "reduce_scatter") {
-    p.apply1(Op::ReduceScatter, {p.add_value("x", {elems}, ir::ValueKind::Input)}, a);
-  } else {  // all_to_all: rows split before, columns after
-    a.split_dim = 0;
-    a.dim = 1;
-    p.apply1(Op::AllToAll, {p.add_value("x", {elems / 256, 256}, ir::ValueKind::Input)}, a);
+  int work = between > 0 ? p.add_value("work", {between}, ir::ValueKind::Input) : -1;
+  for (int i = 0; i < count; ++i) {
+    if (work >= 0) work = p.apply1(Op::Relu, {work});
+    if (!collectives) continue;
+    const std::string x = std::to_string(i).insert(0, 1, 'x');
+    if (kind == "all_reduce") {
+      p.apply1(Op::AllReduce, {p.add_value(x, {elems}, ir::ValueKind::Input)}, a);
+    } else if (kind == "all_gather") {
+      p.apply1(Op::AllGather, {p.add_value(x, {elems / group}, ir::ValueKind::Input)}, a);
+    } else if (kind == "reduce_scatter") {
+      p.apply1(Op::ReduceScatter, {p.add_value(x, {elems}, ir::ValueKind::Input)}, a);
+    } else {  // all_to_all: rows split before, columns after
+      ir::Attrs b = a;
+      b.split_dim = 0;
+      b.dim = 1;
+      p.apply1(Op::AllToAll, {p.add_value(x, {elems / 256, 256}, ir::ValueKind::Input)}, b);
+    }
   }
   return p;
 }
@@ -153,11 +190,11 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
   std::vector<int> counts;
   for (int n = 1; n <= std::max(1, options.max_devices); n *= 2) counts.push_back(n);
   // Steps, for the progress fraction: per count, 3 GEMM sides x sizes, the stream, two chains; and
-  // per count above 1 and group size, 4 collectives at 2 sizes.
+  // per count above 1 and group size, 4 collectives at each size and in a chain.
   double total = 0, done = 0;
   for (int n : counts) {
     total += 3 * std::size(kGemmSizes) + 3;
-    for (int g = 2; g <= n; g *= 2) total += 4 * std::size(kCollectiveSizes);
+    for (int g = 2; g <= n; g *= 2) total += 4 * (std::size(kCollectiveSizes) + 1);  // + the chain
   }
   auto step = [&](const std::string& what) {
     if (options.progress) options.progress(what, done / total);
@@ -211,15 +248,23 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
           if (!t.empty()) step(std::string(kind) + " over " + std::to_string(g) + on);
           t.push_back(std::max(1e-9, time_program(backend, collective_probe(kind, g, elems), cmesh) - r.run_s));
         }
+        // The latency as a step pays it: a chain of the smallest, each after a little work of the
+        // device's own, less the same work without them. Where devices outnumber cores, each
+        // collective makes every device give up and win back a core, and refill its caches after
+        // the others ran; a lone probe, or a chain of bare collectives, sees a third of that. (One
+        // probe's time less the run's fixed cost also swings by several times between runs.)
+        step(std::string(kind) + " over " + std::to_string(g) + on);
+        const double extra = time_difference(backend, collective_probe(kind, g, kCollectiveSizes[0], kCollectiveChain, kBetweenElems),
+                                             collective_probe(kind, g, kCollectiveSizes[0], kCollectiveChain, kBetweenElems, false), cmesh);
         CollectiveRate c;
         c.kind = kind;
         c.devices = n;
         c.group = g;
-        // The latency from the smallest array; each larger one gives the rate at its size.
-        c.latency_s = t[0];
+        c.latency_s = std::max(1e-7, extra / double(kCollectiveChain));
+        // Each larger array gives the rate at its size: its time beyond the smallest one's.
         for (size_t i = 1; i < t.size(); ++i) {
           const double bytes = double(kCollectiveSizes[i]) * 4;
-          c.by_size.points.push_back({bytes, bytes / std::max(1e-9, t[i] - c.latency_s)});
+          c.by_size.points.push_back({bytes, bytes / std::max(1e-9, t[i] - t[0])});
         }
         c.bytes_per_s = c.by_size.points.back().second;
         hw.collectives.push_back(c);

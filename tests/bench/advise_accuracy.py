@@ -2,7 +2,7 @@
 """How well `shardlab-cli advise` predicts: for each project, every candidate layout it ranks on
 N virtual devices is trained for a few steps and its measured step time set beside the prediction.
 
-    python3 tests/bench/advise_accuracy.py [--devices 8] [--threads T] [--steps 5] [--json out.json]
+    python3 tests/bench/advise_accuracy.py [--devices 8] [--threads T] [--steps 5] [--min-seconds 1] [--json out.json]
 
 Prints, per project, the table (rank, strategy, mesh, predicted ms, measured ms, error, bound by)
 and then the issue's targets: at least 8 candidates of each project predicted within 25% of their
@@ -40,11 +40,18 @@ def advise(args, project):
     return json.loads(out), time.perf_counter() - t0
 
 
+def timed_steps(args, cand):
+    """At least `args.steps`; more where steps are short, so that the timed ones last about
+    `args.min_seconds` (a median of five 3 ms steps swings by half from run to run)."""
+    predicted_s = max(cand["predicted_step_ms"], 0.01) / 1e3
+    return max(args.steps, min(args.max_steps, int(args.min_seconds / predicted_s)))
+
+
 def measure(args, project, cand):
-    """Median step time (s) of `args.steps` steps after `args.warmup`, trained with the candidate's layout."""
+    """Median step time (s) of the timed steps after `args.warmup`, trained with the candidate's layout."""
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "log.jsonl")
-        cmd = [cli(args), "train", project, "--steps", str(args.warmup + args.steps), "--quiet", "--log", log,
+        cmd = [cli(args), "train", project, "--steps", str(args.warmup + timed_steps(args, cand)), "--quiet", "--log", log,
                "--devices", str(args.devices), "--rules", cand["rules"]]
         if cand["mesh"]:
             cmd += ["--mesh", cand["mesh"]]
@@ -66,7 +73,10 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--threads", type=int, default=0, help="cores the devices share (default: every core)")
-    ap.add_argument("--steps", type=int, default=5, help="timed steps per candidate")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per candidate, at least")
+    ap.add_argument("--min-seconds", type=float, default=1.0,
+                    help="time short steps for about this long (up to --max-steps), by the predicted step")
+    ap.add_argument("--max-steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--hardware", default="", help="a hardware profile for advise (default: this machine)")
     ap.add_argument("--projects", default=",".join(PROJECTS))
