@@ -86,7 +86,7 @@ std::string Trace::to_chrome_json(const std::string& process_name) const {
     const int device = (t - 1) / 2;
     const bool data = (t - 1) % 2 == 1;
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", t},
-                      {"args", {{"name", "CPU " + std::to_string(device) + (data ? " data" : " compute")}}}});
+                      {"args", {{"name", device_label_ + " " + std::to_string(device) + (data ? " data" : " compute")}}}});
     events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", t}, {"args", {{"sort_index", t}}}});
   }
   for (const Span& s : spans_) {
@@ -106,7 +106,7 @@ std::string Trace::to_chrome_json(const std::string& process_name) const {
                       {"dur", s.dur_us}, {"pid", 0}, {"tid", track(s.device, s.category)}, {"args", args}});
   }
   for (const MemorySample& m : memory_)
-    events.push_back({{"name", "memory CPU " + std::to_string(m.device)}, {"ph", "C"}, {"ts", m.ts_us}, {"pid", 0},
+    events.push_back({{"name", "memory " + device_label_ + " " + std::to_string(m.device)}, {"ph", "C"}, {"ts", m.ts_us}, {"pid", 0},
                       {"args", {{"live bytes", m.bytes}}}});
   return Json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
 }

@@ -74,6 +74,10 @@ class Trace {
   // When the trace began, in microseconds since the Unix epoch: what lines up the traces of
   // several processes (merge_process_traces).
   double origin_unix_us() const { return origin_unix_us_; }
+  // What the devices are called in the Chrome trace's track and counter names: "CPU" (virtual
+  // devices on threads) or "GPU". Set once, before the first step.
+  void set_device_label(std::string label) { device_label_ = std::move(label); }
+  const std::string& device_label() const { return device_label_; }
 
   // Thread-safe: devices record concurrently.
   void add(const Span& s);
@@ -93,6 +97,7 @@ class Trace {
   int keep_steps_;
   int64_t t0_ns_;
   double origin_unix_us_;
+  std::string device_label_ = "CPU";
   mutable std::mutex mu_;
   std::deque<Span> spans_;
   std::deque<MemorySample> memory_;

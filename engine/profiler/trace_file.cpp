@@ -168,7 +168,8 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
 
   TraceContents out;
   ArraysInterner arrays;
-  const std::string memory_prefix = "memory CPU ";
+  // Memory counters are named "memory CPU <d>" or, from the CUDA backend, "memory GPU <d>".
+  const std::string memory_prefixes[] = {"memory CPU ", "memory GPU "};
   for (size_t i = 0; i < events.size(); ++i) {
     const Json& e = events[i];
     std::string where = source + ": traceEvents[" + std::to_string(i) + "]";
@@ -179,14 +180,18 @@ TraceContents parse_chrome_trace(const std::string& json, const std::string& sou
     if (ph == "X") {
       out.spans.push_back(read_span(r, arrays));
     } else if (ph == "C") {
-      // Memory counters are named "memory CPU <d>"; other counters carry nothing this format writes.
+      // Other counters carry nothing this format writes.
       const std::string name = r.string("name");
-      if (name.rfind(memory_prefix, 0) != 0) continue;
+      const auto prefix = std::find_if(std::begin(memory_prefixes), std::end(memory_prefixes),
+                                       [&](const std::string& p) { return name.rfind(p, 0) == 0; });
+      if (prefix == std::end(memory_prefixes)) continue;
+      if (prefix != std::begin(memory_prefixes)) out.device_label = "GPU";
+      const size_t skip = prefix->size();
       MemorySample m;
       try {
         size_t used = 0;
-        m.device = std::stoi(name.substr(memory_prefix.size()), &used);
-        if (used != name.size() - memory_prefix.size() || m.device < 0 || m.device >= kMaxDevices)
+        m.device = std::stoi(name.substr(skip), &used);
+        if (used != name.size() - skip || m.device < 0 || m.device >= kMaxDevices)
           throw std::invalid_argument(name);
       } catch (const std::exception&) {
         r.fail("counter " + quoted(name) + " names no device");

@@ -14,6 +14,7 @@ namespace shardlab::profiler {
 
 struct TraceContents {
   std::string process_name;           // the "process_name" metadata ("shardlab" by default)
+  std::string device_label = "CPU";   // "CPU" or "GPU", from the memory counters' names
   std::vector<Span> spans;            // in file order
   std::vector<MemorySample> memory;   // in file order
   std::vector<StepSummary> summaries; // derived from the spans, ordered by (step, device)

@@ -58,6 +58,7 @@ Trainer::Trainer(project::Project project, TrainOptions options)
     bo.threads = std::max(1, int(std::thread::hardware_concurrency()) / bo.processes->processes_on_this_host());
   backend_ = backends::make_backend(options_.backend, bo);
   threads_ = backend_->threads();
+  if (backend_->kind() == backends::DeviceKind::Cuda) trace_->set_device_label("GPU");
   // Everything `check` refuses, refused here before anything is allocated, in the same words. The
   // data is checked in run() against what it loads, with the same messages.
   PreflightOptions checks;

@@ -113,6 +113,24 @@ class TestTraceFile : public QObject {
     QCOMPARE(devices, 2);
   }
 
+  // A CUDA run's trace names its devices GPUs, in its tracks and memory counters, and reads back
+  // as one; a CPU run's says CPU.
+  void aGpuRunsTraceNamesItsDevicesGpus() {
+    std::map<std::pair<int64_t, int>, Expected> expected;
+    auto trace = synthetic_trace(&expected);
+    QCOMPARE(profiler::parse_chrome_trace(trace->to_chrome_json(), "cpu.json").device_label, std::string("CPU"));
+    trace->set_device_label("GPU");
+    const std::string json = trace->to_chrome_json();
+    QVERIFY(json.find("\"GPU 1 compute\"") != std::string::npos);
+    QVERIFY(json.find("\"memory GPU 1\"") != std::string::npos);
+    QVERIFY(json.find("CPU") == std::string::npos);
+    const profiler::TraceContents c = profiler::parse_chrome_trace(json, "gpu.json");
+    QCOMPARE(c.device_label, std::string("GPU"));
+    QCOMPARE(c.memory.size(), size_t(3 * 2 * 2));
+    QCOMPARE(c.memory[2].device, 1);
+    QCOMPARE(c.spans.size(), trace->spans().size());
+  }
+
   void summariesDerivedFromSpansMatchTheStepTotals() {
     std::map<std::pair<int64_t, int>, Expected> expected;
     auto trace = synthetic_trace(&expected);

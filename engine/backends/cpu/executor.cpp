@@ -64,7 +64,11 @@ Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fu
   if (fuse) {
     plan_fusion();
   } else {
-    for (size_t i = 0; i < program_.instrs.size(); ++i) steps_.push_back(Step{i});
+    for (size_t i = 0; i < program_.instrs.size(); ++i) {
+      Step s;
+      s.instr = i;
+      steps_.push_back(std::move(s));
+    }
   }
   describe_steps();
 }
