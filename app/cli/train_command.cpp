@@ -40,9 +40,14 @@ void on_stuck(int) {
   say(g_stuck_message);
   _exit(143);
 }
+// Set once every process has agreed to stop: no peer is dead then, so a SIGTERM arriving later
+// (the launcher signals the processes one by one) must not arm the deadline over the final save,
+// which a loaded disk can stretch past it.
+volatile std::sig_atomic_t g_stop_agreed = 0;
 void on_terminate(int) {
   say(g_stopping_message);
   if (g_trainer) g_trainer->cancel();
+  if (g_stop_agreed) return;
   std::signal(SIGALRM, on_stuck);
   alarm(4);
 }
@@ -81,7 +86,11 @@ int run_train(const TrainArgs& a) {
   opt.start_over = a.start_over;
   opt.resume_from = a.resume_from;
   opt.processes = a.processes;
-  if (a.processes) opt.on_stop_agreed = [] { alarm(0); };
+  if (a.processes)
+    opt.on_stop_agreed = [] {
+      g_stop_agreed = 1;
+      alarm(0);
+    };
   project::Project project = project::load_project(a.project);
   // Without --checkpoint-dir, the folder the project names (training.checkpoint, relative to the
   // project file), with its save_every and keep unless those flags say otherwise.
