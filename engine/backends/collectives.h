@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ class CoreShare {
   virtual ~CoreShare() = default;
   virtual void acquire() = 0;
   virtual void release() = 0;
+  // Gives the held core back and sleeps until `ready()` holds and a core is handed to this caller,
+  // which then holds it. `ready` reads only atomics: it runs under the share's own lock, on any
+  // thread. Whoever makes it true calls wake().
+  virtual void release_until(const std::function<bool()>& ready) = 0;
+  virtual void wake() = 0;
 };
 
 class Collectives {

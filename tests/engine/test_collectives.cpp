@@ -41,6 +41,16 @@ const char* op_name(Op op) {
 
 // Runs fn(rank) for every rank on its own thread; returns each rank's Error message ("" if none).
 // If the ranks are not all done after `limit`, aborts the collectives, so blocked ranks throw.
+// Polls `done` until it holds or `limit` passes; whether it held.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 std::vector<std::string> run_devices(ThreadCollectives& coll, int ranks, const std::function<void(int)>& fn,
                                      std::chrono::milliseconds limit = 60s) {
   std::vector<std::string> errors(static_cast<size_t>(ranks));
@@ -558,9 +568,16 @@ class TestCollectives : public QObject {
 
   // With more devices than cores, waiting devices lend their core to a ThreadBudget: results are the
   // same as without one, and no more devices than cores hold one at a time.
+  // Both sizes: 1001 floats a device finish in one phase (the last device to arrive moves all of
+  // them), 50000 in two.
+  void budgetedDevicesGiveTheSameResults_data() {
+    QTest::addColumn<qint64>("count");
+    QTest::addRow("one phase, 1001") << qint64(1001);
+    QTest::addRow("two phases, 50000") << qint64(50000);
+  }
   void budgetedDevicesGiveTheSameResults() {
     constexpr int n = 8;
-    constexpr int64_t count = 50000;
+    QFETCH(qint64, count);
     ThreadCollectives coll(n);
     shardlab::backends::cpu::ThreadBudget budget(2);
     coll.share_cores(&budget);
@@ -584,6 +601,73 @@ class TestCollectives : public QObject {
     QVERIFY2(first_error(errors).isEmpty(), qPrintable(first_error(errors)));
     for (int r = 0; r < n; ++r) QCOMPARE(data[size_t(r)][count - 1], float(28 + 8 * 4));  // sum of r + 4 over r < 8
     QVERIFY2(most.load() <= 2, qPrintable(QString("%1 devices computed at once with 2 cores").arg(most.load())));
+  }
+
+  // A core handed back goes to a device of that core: with core 0 held, a device of core 1 starts
+  // at once and one of core 0 waits for exactly that core.
+  void aFreedCoreGoesToADeviceOfItsOwnCore() {
+    shardlab::backends::cpu::ThreadBudget budget(2);
+    std::atomic<bool> a_holds{false}, a_go{false}, b_got{false}, c_got{false};
+    std::thread a([&] {
+      budget.bind(0);
+      budget.acquire();
+      a_holds = true;
+      while (!a_go) std::this_thread::sleep_for(1ms);
+      budget.release();
+    });
+    auto other = [&](int core, std::atomic<bool>& got) {
+      budget.bind(core);
+      while (!a_holds) std::this_thread::sleep_for(1ms);
+      budget.acquire();
+      got = true;
+      budget.release();
+    };
+    std::thread b(other, 0, std::ref(b_got)), c(other, 1, std::ref(c_got));
+    const bool c_ran = wait_until([&] { return c_got.load(); }, 10s);
+    std::this_thread::sleep_for(50ms);
+    const bool b_early = b_got;
+    a_go = true;
+    const bool b_ran = wait_until([&] { return b_got.load(); }, 10s);
+    a.join();
+    b.join();
+    c.join();
+    QVERIFY2(c_ran, "a device of core 1 waited while only core 0 was held");
+    QVERIFY2(!b_early, "a device of core 0 ran while another held core 0");
+    QVERIFY(b_ran);
+  }
+
+  // release_until hands the core over at once, and takes it back only once the condition holds
+  // (announced by wake()) and the core is free again.
+  void releaseUntilSleepsTillReadyAndTheCoreIsFree() {
+    shardlab::backends::cpu::ThreadBudget budget(1);
+    std::atomic<bool> ready{false}, woke{false}, y_holds{false}, y_go{false};
+    std::thread w([&] {
+      budget.bind(0);
+      budget.acquire();
+      budget.release_until([&] { return ready.load(); });
+      woke = true;
+      budget.release();
+    });
+    std::thread y([&] {
+      budget.bind(0);
+      std::this_thread::sleep_for(20ms);
+      budget.acquire();
+      y_holds = true;
+      while (!y_go) std::this_thread::sleep_for(1ms);
+      budget.release();
+    });
+    const bool y_ran = wait_until([&] { return y_holds.load(); }, 10s);
+    ready = true;
+    budget.wake();
+    std::this_thread::sleep_for(50ms);
+    const bool woke_while_held = woke;
+    y_go = true;
+    const bool w_ran = wait_until([&] { return woke.load(); }, 10s);
+    w.join();
+    y.join();
+    QVERIFY2(y_ran, "the core was not handed over while its holder slept");
+    QVERIFY2(!woke_while_held, "a sleeper woke while another device held the only core");
+    QVERIFY2(w_ran, "a ready sleeper was not woken once the core came free");
   }
 
   // No device leaves a barrier before every device of the group has reached it.

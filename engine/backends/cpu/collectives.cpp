@@ -16,6 +16,10 @@
 //      32 MiB written by the group) go through non-temporal stores, which skip reading each
 //      destination line before writing it.
 //   3. arrive again: nobody returns (and reuses its buffers) while a peer still reads or writes them.
+// Small calls (a barrier, a loss, the few KiB of an activation's all-to-all) take one phase: the last
+// device to arrive checks the slots and, when they agree, moves every rank's share itself before it
+// lets the others go. Where devices outnumber cores each phase costs every device a sleep and a
+// wake-up, far more than copying a few KiB; the second arrival would double that.
 // In-place calls are safe without copies where only the owner of a slice reads it before writing it
 // (all_reduce in == out, reduce_scatter out == in + rank * count, all_gather in == out + rank * count);
 // any other overlap of a device's in and out is first copied to that device's staging buffer.
@@ -111,6 +115,13 @@ void sum_block(Half* acc, const Half* const* src, int n, int64_t off, int64_t le
 // for its consumer anyway, so it is written with non-temporal stores.
 constexpr int64_t kStreamBytes = int64_t(32) << 20;
 
+// Up to this many bytes written by the whole group, the last device to arrive moves all of it (one
+// phase). Where devices share cores a phase costs each a sleep and a wake-up (50-150 us) and the
+// data moves on one core anyway; on cores of their own, a second barrier costs about what copying
+// 64 KiB does.
+constexpr int64_t kOneMoverBytes = int64_t(64) << 10;
+constexpr int64_t kOneMoverSharedBytes = int64_t(1) << 20;
+
 // dst[0, bytes) = src; with `stream`, through non-temporal stores that bypass the cache (for outputs
 // far larger than it: saves reading each destination line before writing it). Callers fence.
 void store(void* dst, const void* src, size_t bytes, bool stream) {
@@ -171,6 +182,10 @@ struct ThreadCollectives::Group {
   std::condition_variable cv;
   int arrived = 0;
   std::atomic<uint64_t> generation{0};
+  // Set by the last device to arrive at a call's first phase, before it bumps the generation: it
+  // moved every rank's data, so the call ends there. Read by each device before its next arrival,
+  // so no later call rewrites it first.
+  bool moved_all = false;
 };
 
 ThreadCollectives::ThreadCollectives(int num_devices) : num_devices_(num_devices) {
@@ -197,11 +212,14 @@ void ThreadCollectives::abort(const std::string& why) {
   mail_cv_.notify_all();
   // A waiter checks the flag under its group's mutex before sleeping, so taking each mutex here
   // before notifying cannot miss one.
-  std::lock_guard<std::mutex> lk(groups_mu_);
-  for (auto& [key, g] : groups_) {
-    { std::lock_guard<std::mutex> glk(g->mu); }
-    g->cv.notify_all();
+  {
+    std::lock_guard<std::mutex> lk(groups_mu_);
+    for (auto& [key, g] : groups_) {
+      { std::lock_guard<std::mutex> glk(g->mu); }
+      g->cv.notify_all();
+    }
   }
+  if (budget_) budget_->wake();  // sleepers waiting for a core test the flag too
 }
 
 void ThreadCollectives::throw_aborted(const Group& g, int rank, Kind kind) const {
@@ -242,7 +260,7 @@ ThreadCollectives::Group& ThreadCollectives::group_for(int device, const std::ve
   return *it->second;
 }
 
-void ThreadCollectives::arrive(Group& g, int rank, Kind kind) {
+void ThreadCollectives::arrive(Group& g, int rank, Kind kind, const std::function<void()>* last) {
   std::unique_lock<std::mutex> lk(g.mu);
   if (aborted_.load(std::memory_order_acquire)) {
     lk.unlock();
@@ -251,9 +269,16 @@ void ThreadCollectives::arrive(Group& g, int rank, Kind kind) {
   const uint64_t gen = g.generation.load(std::memory_order_relaxed);
   if (++g.arrived == int(g.devices.size())) {
     g.arrived = 0;
+    if (last) {
+      // Every peer is waiting for the generation below, so none can arrive again meanwhile.
+      lk.unlock();
+      (*last)();
+      lk.lock();
+    }
     g.generation.store(gen + 1, std::memory_order_release);
     lk.unlock();
     g.cv.notify_all();
+    if (budget_) budget_->wake();
     return;
   }
   lk.unlock();
@@ -268,12 +293,18 @@ void ThreadCollectives::arrive(Group& g, int rank, Kind kind) {
       std::this_thread::yield();
     }
   }
-  if (budget_) budget_->release();
+  if (budget_) {
+    // Woken only once the call has passed and a core is this device's again.
+    budget_->release_until([&] {
+      return g.generation.load(std::memory_order_acquire) != gen || aborted_.load(std::memory_order_acquire);
+    });
+    if (g.generation.load(std::memory_order_acquire) != gen) return;
+    throw_aborted(g, rank, kind);
+  }
   lk.lock();
   g.cv.wait(lk, [&] { return g.generation.load(std::memory_order_acquire) != gen || aborted_.load(); });
   const bool passed = g.generation.load(std::memory_order_acquire) != gen;
   lk.unlock();
-  if (budget_) budget_->acquire();
   if (passed) return;
   throw_aborted(g, rank, kind);
 }
@@ -349,7 +380,6 @@ void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group
   mine.kind = int(kind);
   mine.type = int(t);
   mine.root = root;
-  arrive(g, rank, kind);
 
   // Every device reads the same slots, so either all of them go on or all of them throw this.
   // A send pairs with a recv; every other call with the same call.
@@ -358,9 +388,38 @@ void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group
     if (p2p) return s.kind == int(Kind::Send) || s.kind == int(Kind::Recv);
     return s.kind == int(kind) && (kind != Kind::Broadcast || s.root == root);
   };
-  bool agree = true;
-  for (int r = 0; r < n; ++r) agree = agree && matches(g.slots[size_t(r)]);
-  if (p2p) agree = agree && g.slots[0].kind != g.slots[1].kind;
+  auto slots_agree = [&] {
+    bool agree = true;
+    for (int r = 0; r < n; ++r) agree = agree && matches(g.slots[size_t(r)]);
+    if (p2p) agree = agree && g.slots[0].kind != g.slots[1].kind;
+    return agree;
+  };
+  // One rank's share of the data movement, as that rank's own call would do it.
+  auto move_rank = [&](int r) {
+    const Slot& s = g.slots[size_t(r)];
+    const Kind k = Kind(s.kind);
+    switch (t) {
+      case DType::F64: move<double>(k, g, r, static_cast<double*>(s.out), count, root); break;
+      case DType::F32: move<float>(k, g, r, static_cast<float*>(s.out), count, root); break;
+      case DType::I32: move<int32_t>(k, g, r, static_cast<int32_t*>(s.out), count, root); break;
+      case DType::BF16: move<Bf16>(k, g, r, static_cast<Bf16*>(s.out), count, root); break;
+      case DType::F16: move<Half>(k, g, r, static_cast<Half*>(s.out), count, root); break;
+    }
+  };
+  // The last to arrive decides for the whole group whether this call is small enough to finish in
+  // one phase; the ranks' own counts could disagree, so none can decide alone.
+  const int64_t group_bytes = (kind == Kind::AllGather || kind == Kind::AllToAll ? n : 1) * n * count * size;
+  const std::function<void()> finish = [&] {
+    g.moved_all = false;
+    if (group_bytes > (budget_ ? kOneMoverSharedBytes : kOneMoverBytes) || !slots_agree()) return;
+    if (count > 0 && kind != Kind::Barrier)
+      for (int r = 0; r < n; ++r) move_rank(r);
+    g.moved_all = true;
+  };
+  arrive(g, rank, kind, &finish);
+  if (g.moved_all) return;
+
+  const bool agree = slots_agree();
   if (!agree) {
     std::ostringstream msg;
     msg << "collectives: group " << group_str(g.devices) << " disagrees on the call: ";
@@ -374,15 +433,7 @@ void ThreadCollectives::run(Kind kind, int device, const std::vector<int>& group
     throw Error(msg.str());
   }
 
-  if (count > 0 && kind != Kind::Barrier) {
-    switch (t) {
-      case DType::F64: move<double>(kind, g, rank, static_cast<double*>(out), count, root); break;
-      case DType::F32: move<float>(kind, g, rank, static_cast<float*>(out), count, root); break;
-      case DType::I32: move<int32_t>(kind, g, rank, static_cast<int32_t*>(out), count, root); break;
-      case DType::BF16: move<Bf16>(kind, g, rank, static_cast<Bf16*>(out), count, root); break;
-      case DType::F16: move<Half>(kind, g, rank, static_cast<Half*>(out), count, root); break;
-    }
-  }
+  if (count > 0 && kind != Kind::Barrier) move_rank(rank);
   arrive(g, rank, kind);
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <tuple>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,7 +76,9 @@ class ThreadCollectives final : public Collectives {
   template <class T>
   void move(Kind kind, Group& g, int rank, T* out, int64_t count, int root);
   Group& group_for(int device, const std::vector<int>& group, Kind kind);
-  void arrive(Group& g, int rank, Kind kind);
+  // Returns once every device of the group has arrived; the last to arrive runs `last` (when given)
+  // before it lets the others go.
+  void arrive(Group& g, int rank, Kind kind, const std::function<void()>* last = nullptr);
   [[noreturn]] void throw_aborted(const Group& g, int rank, Kind kind) const;
 
   const int num_devices_;

@@ -12,7 +12,7 @@ DeviceWorkers::DeviceWorkers(int devices, int cores) {
   if (devices < 1) throw Error("internal: a mesh needs at least one device");
   cores = std::max(1, cores);
   threads_per_device_ = std::max(1, cores / devices);
-  if (devices > cores) budget_ = std::make_unique<ThreadBudget>(cores);
+  if (devices > cores) budget_ = std::make_unique<ThreadBudget>(cores, devices % cores == 0);
   errors_.resize(size_t(devices));
   for (int d = 0; d < devices; ++d) threads_.emplace_back([this, d] { loop(d); });
 }
@@ -29,6 +29,7 @@ DeviceWorkers::~DeviceWorkers() {
 void DeviceWorkers::loop(int device) {
   // OpenMP's thread count is per thread: set once, it holds for every kernel this device runs.
   openmp::set_num_threads(threads_per_device_);
+  if (budget_) budget_->bind(device);
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* job;
