@@ -19,6 +19,11 @@ using ir::Op;
 
 constexpr int64_t kGemmLarge = 1024;                      // the two large dimensions of a GEMM probe
 constexpr double kGemmSizes[] = {1, 8, 64, 512};          // its smallest dimension
+// Below 64, a probe's GEMM streams its large operand (4 MiB) more than it computes. A step's large
+// operands come from memory, and one probe's, run again and again, would stay in the last-level
+// cache on few devices: such a probe runs enough products, each on operands of its own, for the
+// devices to touch this many bytes between two uses of one.
+constexpr int64_t kGemmStreamBytes = int64_t(128) << 20;
 constexpr int64_t kStreamElems = int64_t(1) << 21;        // 8 MiB per array per device: beyond the caches
 // Elements of a collective probe's whole array: 8 KiB (its latency), 1 MiB (in the caches) and
 // 16 MiB (beyond them, like a layer's weights).
@@ -35,9 +40,14 @@ sharding::Mesh mesh_of(int devices, int group) {
 
 // Loads `p` on every device of `mesh` with its inputs and state set to 0.5 (a probe must not run
 // on whatever the arena held: denormals or NaNs change the speed).
-std::unique_ptr<backends::Executable> load(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh) {
+// With `keep_all`, every instruction's output keeps memory of its own (none is written where another
+// was).
+std::unique_ptr<backends::Executable> load(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh,
+                                           bool keep_all = false) {
   std::vector<int> keep;
-  for (int v : p.instrs.back().out) keep.push_back(v);
+  for (const ir::Instr& ins : p.instrs)
+    if (keep_all || &ins == &p.instrs.back())
+      for (int v : ins.out) keep.push_back(v);
   backends::LoadOptions options;
   options.what = "the calibration probe";
   auto exe = b.load(p, plan::plan_memory(p, keep), mesh, options);
@@ -66,8 +76,8 @@ double time_runs(backends::Executable& exe) {
   return times[times.size() / 2];
 }
 
-double time_program(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh) {
-  auto exe = load(b, p, mesh);
+double time_program(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh, bool keep_all = false) {
+  auto exe = load(b, p, mesh, keep_all);
   return time_runs(*exe);
 }
 
@@ -95,28 +105,39 @@ double time_difference(backends::Backend& b, const ir::Program& with, const ir::
   return diffs[diffs.size() / 2];
 }
 
-ir::Program gemm_probe(GemmSide side, int64_t small) {
+// `copies` independent products of one shape, each on operands of its own.
+ir::Program gemm_probe(GemmSide side, int64_t small, int copies) {
   const int64_t L = kGemmLarge;
   ir::Program p;
-  ir::Attrs attrs;
-  int a = 0, w = 0;
-  switch (side) {
-    case GemmSide::Rows:  // a small batch through a layer: (s x L) @ (L x L)
-      a = p.add_value("x", {small, L}, ir::ValueKind::Input);
-      w = p.add_value("w", {L, L}, ir::ValueKind::Param);
-      break;
-    case GemmSide::Inner:  // a weight gradient over a small batch: (s x L)^T @ (s x L)
-      a = p.add_value("x", {small, L}, ir::ValueKind::Input);
-      w = p.add_value("dy", {small, L}, ir::ValueKind::Input);
-      attrs.trans_a = true;
-      break;
-    case GemmSide::Cols:  // a narrow layer: (L x L) @ (L x s)
-      a = p.add_value("x", {L, L}, ir::ValueKind::Input);
-      w = p.add_value("w", {L, small}, ir::ValueKind::Param);
-      break;
+  for (int c = 0; c < copies; ++c) {
+    const std::string k = std::to_string(c);
+    ir::Attrs attrs;
+    int a = 0, w = 0;
+    switch (side) {
+      case GemmSide::Rows:  // a small batch through a layer: (s x L) @ (L x L)
+        a = p.add_value("x" + k, {small, L}, ir::ValueKind::Input);
+        w = p.add_value("w" + k, {L, L}, ir::ValueKind::Param);
+        break;
+      case GemmSide::Inner:  // a weight gradient over a small batch: (s x L)^T @ (s x L)
+        a = p.add_value("x" + k, {small, L}, ir::ValueKind::Input);
+        w = p.add_value("dy" + k, {small, L}, ir::ValueKind::Input);
+        attrs.trans_a = true;
+        break;
+      case GemmSide::Cols:  // a narrow layer: (L x L) @ (L x s)
+        a = p.add_value("x" + k, {L, L}, ir::ValueKind::Input);
+        w = p.add_value("w" + k, {L, small}, ir::ValueKind::Param);
+        break;
+    }
+    p.apply1(Op::MatMul, {a, w}, attrs);
   }
-  p.apply1(Op::MatMul, {a, w}, attrs);
   return p;
+}
+
+// How many products a GEMM probe of smallest dimension `small` runs on `devices` devices.
+int gemm_copies(double small, int devices) {
+  if (small >= 64) return 1;
+  const int64_t large = kGemmLarge * kGemmLarge * int64_t(sizeof(float));
+  return int(std::max<int64_t>(1, kGemmStreamBytes / (large * devices)));
 }
 
 // The streaming primitives a step is made of besides its GEMMs: an elementwise op, a ReLU gradient
@@ -226,9 +247,10 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
       Curve& curve = side == GemmSide::Rows ? r.gemm_rows : side == GemmSide::Inner ? r.gemm_inner : r.gemm_cols;
       for (double s : kGemmSizes) {
         step("GEMM" + on);
-        const ir::Program p = gemm_probe(side, int64_t(s));
-        const double flops = 2.0 * s * double(kGemmLarge) * double(kGemmLarge);
-        const double t = std::max(1e-9, time_program(backend, p, mesh) - r.run_s - r.instruction_s);
+        const int copies = gemm_copies(s, n);
+        const ir::Program p = gemm_probe(side, int64_t(s), copies);
+        const double flops = 2.0 * s * double(kGemmLarge) * double(kGemmLarge) * copies;
+        const double t = std::max(1e-9, time_program(backend, p, mesh, true) - r.run_s - copies * r.instruction_s);
         curve.points.push_back({s, flops / t});
       }
     }
