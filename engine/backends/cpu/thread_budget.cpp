@@ -56,12 +56,13 @@ void ThreadBudget::bind(int core) {
 }
 
 // A thread never bound (a test's, or a caller's own) is given the next core in turn, unpinned.
+// (The modulo guards a thread whose earlier budget, since gone, had more cores at this address.)
 ThreadBudget::Core& ThreadBudget::mine() {
   if (t_budget != this) {
     t_budget = this;
     t_core = next_core_++ % int(cores_.size());
   }
-  return cores_[size_t(t_core)];
+  return cores_[size_t(t_core) % cores_.size()];
 }
 
 // Hands a free core to its oldest sleeper that can use it. The grantee is notified under the lock:
