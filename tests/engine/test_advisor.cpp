@@ -9,7 +9,9 @@
 #include "engine/advisor/calibrate.h"
 #include "engine/advisor/gpu_worth.h"
 #include "engine/advisor/hardware_file.h"
+#include "engine/advisor/step_cost.h"
 #include "engine/backends/backend.h"
+#include "engine/ir/program.h"
 #include "engine/sharding/layout.h"
 #include "tests/engine/test_support.h"
 
@@ -197,6 +199,25 @@ class TestAdvisor : public QObject {
       ++pipelines;
     }
     QCOMPARE(pipelines, 2);
+  }
+  // A matmul runs at its smallest dimension's rate, slowed where another dimension is small too:
+  // each other small dimension adds the time per FLOP its own curve loses against its large sizes.
+  void aSecondSmallDimensionSlowsAMatmul() {
+    advisor::Hardware h = two_cores();
+    h.rates = {rates(1, 100e9, 1e15)};  // 1e15 B/s: every matmul here is bound by its FLOPs
+    auto compute_s = [&](int64_t m, int64_t k, int64_t n) {
+      ir::Program p;
+      const int x = p.add_value("x", {m, k}, ir::ValueKind::Input), w = p.add_value("w", {k, n}, ir::ValueKind::Param);
+      p.apply1(ir::Op::MatMul, {x, w});
+      return advisor::predict(p, sharding::Mesh(), h).compute_s;
+    };
+    auto flops = [](int64_t m, int64_t k, int64_t n) { return 2.0 * double(m) * double(k) * double(n); };
+    // 64 rows, the rest large: the 64-row rate, 50 GFLOP/s.
+    QCOMPARE(compute_s(64, 2048, 2048) / flops(64, 2048, 2048), 1 / 50e9);
+    // 64 rows and 64 columns: 1/50 + (1/50 - 1/100) ns per FLOP, 33.3 GFLOP/s.
+    QCOMPARE(compute_s(64, 2048, 64) / flops(64, 2048, 64), 1 / 50e9 + (1 / 50e9 - 1 / 100e9));
+    // A large dimension adds nothing, whichever side it is on.
+    QCOMPARE(compute_s(2048, 2048, 64) / flops(2048, 2048, 64), 1 / 50e9);
   }
   // A profile is a file a user edits: what is written reads back the same, and a bad field is named.
   void aProfileFileRoundTripsAndNamesABadField() {
