@@ -22,8 +22,8 @@ constexpr double kGemmSizes[] = {1, 8, 64, 512};          // its smallest dimens
 // Below 64, a probe's GEMM streams its large operand (4 MiB) more than it computes. A step's large
 // operands come from memory, and one probe's, run again and again, would stay in the last-level
 // cache on few devices: such a probe runs enough products, each on operands of its own, for the
-// devices to touch this many bytes between two uses of one.
-constexpr int64_t kGemmStreamBytes = int64_t(128) << 20;
+// devices to touch this many bytes (twice a 32 MiB last-level cache) between two uses of one.
+constexpr int64_t kGemmStreamBytes = int64_t(64) << 20;
 constexpr int64_t kStreamElems = int64_t(1) << 21;        // 8 MiB per array per device: beyond the caches
 // Elements of a collective probe's whole array: 8 KiB (its latency), 1 MiB (in the caches) and
 // 16 MiB (beyond them, like a layer's weights).
