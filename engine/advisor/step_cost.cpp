@@ -17,8 +17,7 @@ double bytes_of(const ir::Program& p, const std::vector<int>& values) {
 
 bool is_update(ir::Op op) { return op == ir::Op::AdamUpdate || op == ir::Op::SgdUpdate; }
 
-// A GEMM's smallest dimension and where it is (rows, inner or columns), from its operands' shapes.
-// A matmul's rows, inner dimension and columns.
+// A matmul's rows, inner dimension and columns, from its operands' shapes.
 struct GemmDims {
   double rows, inner, cols;
 };
@@ -32,6 +31,7 @@ GemmDims gemm_dims(const ir::Program& p, const ir::Instr& ins) {
   return {rows, inner, cols};
 }
 
+// A GEMM's smallest dimension and where it is (rows, inner or columns).
 std::pair<GemmSide, double> gemm_shape(const ir::Program& p, const ir::Instr& ins) {
   const auto [rows, inner, cols] = gemm_dims(p, ins);
   if (rows <= inner && rows <= cols) return {GemmSide::Rows, rows};
