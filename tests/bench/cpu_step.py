@@ -7,7 +7,8 @@ deep-mlp-small (projects/deep-mlp-small.shardlab.json, seed 003's MLP made small
 
 Each peer runs in its own fresh child process, pinned to the same T cores and told to use T threads;
 its peak RSS is that child's ru_maxrss from os.wait4. Step time is the median over the timed steps
-after the warm-up steps. The Eigen GEMM-peak binary gives the time one step's matmul FLOPs would
+after the warm-up steps; the peers run in turns for --rounds rounds (3), and each one's step is the
+median of its rounds', so that a slow spell of the machine does not decide the comparison. The Eigen GEMM-peak binary gives the time one step's matmul FLOPs would
 take at Eigen's best row-major float GEMM rate on the model's largest layer.
 
 --dtype bf16 (or bfloat16) runs every peer in mixed precision: parameters and Adam state stay float32,
@@ -16,7 +17,7 @@ Flax: Dense(dtype=bfloat16, param_dtype=float32); PyTorch: torch.autocast("cpu",
 
 This is not a test; run it by hand after building (see tests/bench/README.md):
     cmake -S . -B build && cmake --build build -j
-    python3 tests/bench/cpu_step.py [--build build] [--threads T] [--steps 5] [--warmup 2] [--json out.json]
+    python3 tests/bench/cpu_step.py [--build build] [--threads T] [--steps 5] [--warmup 2] [--rounds 3] [--json out.json]
     python3 tests/bench/cpu_step.py --threads T --dtype bf16
 """
 from __future__ import annotations
@@ -586,7 +587,8 @@ def report(results, gemm, args, flops):
     print()
     print(f"deep-mlp-small: batch {BATCH}, {IN_FEATURES} -> {DEPTH} x {HIDDEN} -> {OUT_FEATURES}, "
           f"{param_count() / 1e6:.2f} M params, Adam {LR}; threads T={args.threads}; "
-          f"median of {args.steps} steps after {args.warmup} warm-up")
+          f"median of {args.steps} steps after {args.warmup} warm-up"
+          + (f", median of {args.rounds} rounds run in turns" if args.rounds > 1 else ""))
     print(f"dtype: {precision_label(args.dtype)}"
           + (" (mixed precision; the loss in float32)" if bf16 else ""))
     print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
@@ -619,6 +621,7 @@ def report(results, gemm, args, flops):
                 print(f"  {name}: loss first {ls[0]:.6g}, last {ls[-1]:.6g}")
 
     print()
+    print_rounds(results)
     print(f"one step = {flops / 1e9:.2f} GFLOP of matmul (3 x forward over layers {layer_sizes()})")
     if "seconds_for_flops" in gemm:
         print(f"Eigen GEMM peak ({gemm.get('m')}x{gemm.get('k')} @ {gemm.get('k')}x{gemm.get('n')}, row-major f32, "
@@ -675,6 +678,35 @@ def report(results, gemm, args, flops):
             "rss_vs_peers": ok_rss, "disturbed": disturbed}
 
 
+def combine_rounds(rounds):
+    """One result per peer from rounds in which the peers ran in turns: the last round's, with the
+    median step the median of the rounds' medians. A slow spell of the machine that lasts one peer's
+    run then weighs on one round, not on the verdict."""
+    results = {}
+    for name in rounds[-1]:
+        r = dict(rounds[-1][name])
+        steps = [g[name]["median_step_s"] for g in rounds if g.get(name, {}).get("median_step_s")]
+        if len(rounds) > 1:
+            r["round_steps_s"] = [g.get(name, {}).get("median_step_s") for g in rounds]
+            r["median_step_s"] = statistics.median(steps) if steps else None
+        results[name] = r
+    return results
+
+
+def print_rounds(results):
+    """Each round's median step per peer, and Shardlab's ratio to the faster peer in that round."""
+    sl = results.get("shardlab", {}).get("round_steps_s")
+    if not sl:
+        return
+    print(f"rounds (peers ran in turns, {len(sl)} rounds; the table's step is the median of the rounds'):")
+    for k, t in enumerate(sl):
+        peers = {n: results[n]["round_steps_s"][k] for n in ("torch", "jax") if results.get(n, {}).get("round_steps_s")}
+        peers = {n: v for n, v in peers.items() if v}
+        cells = [f"shardlab {t * 1e3:.1f} ms" if t else "shardlab -"] + [f"{n} {v * 1e3:.1f} ms" for n, v in peers.items()]
+        ratio = f"; ratio to the faster peer {t / min(peers.values()):.2f}" if t and peers else ""
+        print(f"  round {k + 1}: " + ", ".join(cells) + ratio)
+
+
 def print_status(name, r):
     """The lines every benchmark prints under its table for one framework's result: skipped, failed,
     notes, how its threads were set."""
@@ -697,6 +729,9 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2, help="warm-up steps per peer, not timed (>= 2; default 2)")
     ap.add_argument("--peers", default="shardlab,torch,jax,gemm",
                     help="comma-separated subset of shardlab,torch,jax,gemm (default: all)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="run the peers in turns this many times and take each one's median (default 3; "
+                         "a shared virtual machine's speed can drift by 20%% over minutes)")
     ap.add_argument("--gemm-bin", help="gemm_peak binary (default: <build>/tests/bench/gemm_peak)")
     ap.add_argument("--no-pin", action="store_true", help="don't pin children to the first T cores")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per peer process (default 900)")
@@ -714,6 +749,8 @@ def main(argv=None):
         ap.error("--steps must be >= 5 and --warmup >= 2")
     if args.threads < 1:
         ap.error("--threads must be >= 1")
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = set(peers) - {"shardlab", "torch", "jax", "gemm"}
     if unknown:
@@ -727,15 +764,21 @@ def main(argv=None):
           + f"; dtype: {precision_label(args.dtype)}")
 
     flops = step_matmul_flops()
-    results = {}
+    rounds = []  # per round, each peer's result
     with tempfile.TemporaryDirectory(prefix="shardlab-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        for name in peers:
-            if name == "shardlab":
-                results[name] = bench_shardlab(args, cores, tmp)
-            elif name in ("torch", "jax"):
-                results[name] = bench_python_peer(name, args, cores, tmp)
+        for k in range(args.rounds):
+            if args.rounds > 1:
+                print(f"-- round {k + 1} of {args.rounds}", flush=True)
+            got = {}
+            for name in peers:
+                if name == "shardlab":
+                    got[name] = bench_shardlab(args, cores, tmp)
+                elif name in ("torch", "jax"):
+                    got[name] = bench_python_peer(name, args, cores, tmp)
+            rounds.append(got)
         gemm = bench_gemm(args, flops) if "gemm" in peers else {"peer": "gemm_peak", "skipped": "not requested"}
+    results = combine_rounds(rounds)
 
     targets = report(results, gemm, args, flops)
     if args.json:
@@ -743,7 +786,7 @@ def main(argv=None):
             "model": {"batch": BATCH, "in": IN_FEATURES, "hidden": HIDDEN, "depth": DEPTH, "out": OUT_FEATURES,
                       "params": param_count(), "lr": LR, "step_matmul_flops": flops},
             "dtype": args.dtype, "precision": precision_label(args.dtype),
-            "threads": args.threads, "steps": args.steps, "warmup": args.warmup,
+            "threads": args.threads, "steps": args.steps, "warmup": args.warmup, "rounds": args.rounds,
             "pinned_cores": sorted(cores) if cores else None,
             "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
             "results": results, "gemm_peak": gemm, "targets": targets,
