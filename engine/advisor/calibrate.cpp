@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -59,21 +60,31 @@ std::unique_ptr<backends::Executable> load(backends::Backend& b, const ir::Progr
   return exe;
 }
 
-// Median seconds of one run, after a warm-up: at least 3 runs and 20 ms of them.
+// Rounds in which a device count's probes run in turns; each probe's time is the median of its
+// rounds'. On a shared virtual machine one probe's runs can all fall in a slow spell of a second or
+// two: a single round put 8 devices' 512-row GEMM at 90 GFLOP/s where its neighbours ran 120-165,
+// and the advisor then over-predicted deep-mlp's layouts by 20-40%.
+constexpr int kRounds = 3;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds of one run, after a warm-up: at least 3 runs and 10 ms of them.
 double time_runs(backends::Executable& exe) {
   backends::RunContext ctx;
   ctx.learning_rate = 1e-3;
   exe.run(ctx);
   std::vector<double> times;
   double total = 0;
-  while ((times.size() < 3 || total < 0.02) && times.size() < 64) {
+  while ((times.size() < 3 || total < 0.01) && times.size() < 64) {
     const auto t0 = std::chrono::steady_clock::now();
     exe.run(ctx);
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     total += times.back();
   }
-  std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
-  return times[times.size() / 2];
+  return median(std::move(times));
 }
 
 double time_program(backends::Backend& b, const ir::Program& p, const sharding::Mesh& mesh, bool keep_all = false) {
@@ -101,8 +112,28 @@ double time_difference(backends::Backend& b, const ir::Program& with, const ir::
     diffs.push_back(ta - tz);
     total += ta + tz;
   }
-  std::nth_element(diffs.begin(), diffs.begin() + long(diffs.size() / 2), diffs.end());
-  return diffs[diffs.size() / 2];
+  return median(std::move(diffs));
+}
+
+// A probe timed in rounds: its program, loaded afresh each round.
+struct Probe {
+  std::string what;  // for the progress line
+  ir::Program program;
+  bool keep_all = false;
+};
+
+// Each probe's median seconds over kRounds rounds; in each round every probe runs once, in turns.
+std::vector<double> time_in_rounds(backends::Backend& b, const std::vector<Probe>& probes, const sharding::Mesh& mesh,
+                                   const std::function<void(const std::string&)>& step) {
+  std::vector<std::vector<double>> times(probes.size());
+  for (int round = 0; round < kRounds; ++round)
+    for (size_t i = 0; i < probes.size(); ++i) {
+      step(probes[i].what);
+      times[i].push_back(time_program(b, probes[i].program, mesh, probes[i].keep_all));
+    }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) medians.push_back(median(std::move(t)));
+  return medians;
 }
 
 // `copies` independent products of one shape, each on operands of its own.
@@ -192,9 +223,9 @@ ir::Program collective_probe(const std::string& kind, int group, int64_t elems, 
   return p;
 }
 
-double program_bytes(const ir::Program& p) {
+double program_bytes(const ir::Program& p, bool write_allocate) {
   double b = 0;
-  for (const ir::Instr& ins : p.instrs) b += instruction_bytes(p, ins);
+  for (const ir::Instr& ins : p.instrs) b += instruction_bytes(p, ins, write_allocate);
   return b;
 }
 
@@ -210,12 +241,12 @@ std::string today() {
 Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) {
   std::vector<int> counts;
   for (int n = 1; n <= std::max(1, options.max_devices); n *= 2) counts.push_back(n);
-  // Steps, for the progress fraction: per count, 3 GEMM sides x sizes, the stream, two chains; and
-  // per count above 1 and group size, 4 collectives at each size and in a chain.
+  // Steps, for the progress fraction: per count and round, 3 GEMM sides x sizes, the stream, two
+  // chains; per count above 1 and group size, 4 collectives at each size in each round, and a chain.
   double total = 0, done = 0;
   for (int n : counts) {
-    total += 3 * std::size(kGemmSizes) + 3;
-    for (int g = 2; g <= n; g *= 2) total += 4 * (std::size(kCollectiveSizes) + 1);  // + the chain
+    total += kRounds * (3 * std::size(kGemmSizes) + 3);
+    for (int g = 2; g <= n; g *= 2) total += 4 * (kRounds * std::size(kCollectiveSizes) + 1);
   }
   auto step = [&](const std::string& what) {
     if (options.progress) options.progress(what, done / total);
@@ -232,50 +263,51 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
                 (hw.kind == "cpu" ? std::to_string(hw.shared_cores) + " cores shared by 1-" + std::to_string(counts.back()) + " devices"
                                   : std::string("GPU"));
 
+  const GemmSide sides[] = {GemmSide::Rows, GemmSide::Inner, GemmSide::Cols};
   for (int n : counts) {
     const sharding::Mesh mesh = mesh_of(n, 1);
     const std::string on = " on " + std::to_string(n) + (n == 1 ? " device" : " devices");
+    // Probes 0 and 1: the fixed costs; then the GEMMs, side by side and size by size; last the stream.
+    std::vector<Probe> probes;
+    probes.push_back({"fixed costs" + on, chain_probe(1)});
+    probes.push_back({"fixed costs" + on, chain_probe(kChain + 1)});
+    for (GemmSide side : sides)
+      for (double s : kGemmSizes) probes.push_back({"GEMM" + on, gemm_probe(side, int64_t(s), gemm_copies(s, n)), true});
+    probes.push_back({"memory bandwidth" + on, stream_probe()});
+    const std::vector<double> t = time_in_rounds(backend, probes, mesh, step);
+
     DeviceRates r;
     r.devices = n;
-    step("fixed costs" + on);
-    const double t_one = time_program(backend, chain_probe(1), mesh);
-    step("fixed costs" + on);
-    const double t_chain = time_program(backend, chain_probe(kChain + 1), mesh);
-    r.instruction_s = std::max(0.0, (t_chain - t_one) / kChain);
-    r.run_s = std::max(0.0, t_one - r.instruction_s);
-    for (GemmSide side : {GemmSide::Rows, GemmSide::Inner, GemmSide::Cols}) {
+    r.instruction_s = std::max(0.0, (t[1] - t[0]) / kChain);
+    r.run_s = std::max(0.0, t[0] - r.instruction_s);
+    size_t at = 2;
+    for (GemmSide side : sides) {
       Curve& curve = side == GemmSide::Rows ? r.gemm_rows : side == GemmSide::Inner ? r.gemm_inner : r.gemm_cols;
       for (double s : kGemmSizes) {
-        step("GEMM" + on);
         const int copies = gemm_copies(s, n);
-        const ir::Program p = gemm_probe(side, int64_t(s), copies);
         const double flops = 2.0 * s * double(kGemmLarge) * double(kGemmLarge) * copies;
-        const double t = std::max(1e-9, time_program(backend, p, mesh, true) - r.run_s - copies * r.instruction_s);
-        curve.points.push_back({s, flops / t});
+        curve.points.push_back({s, flops / std::max(1e-9, t[at++] - r.run_s - copies * r.instruction_s)});
       }
     }
-    step("memory bandwidth" + on);
-    const ir::Program stream = stream_probe();
-    const double t_stream =
-        std::max(1e-9, time_program(backend, stream, mesh) - r.run_s - double(stream.instrs.size()) * r.instruction_s);
-    r.memory_bytes_per_s = program_bytes(stream) / t_stream;
+    const ir::Program& stream = probes[at].program;
+    const double t_stream = std::max(1e-9, t[at] - r.run_s - double(stream.instrs.size()) * r.instruction_s);
+    r.memory_bytes_per_s = program_bytes(stream, hw.kind == "cpu") / t_stream;
     hw.rates.push_back(r);
 
     for (int g = 2; g <= n; g *= 2)
       for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-        step(std::string(kind) + " over " + std::to_string(g) + on);
+        const std::string what = std::string(kind) + " over " + std::to_string(g) + on;
         const sharding::Mesh cmesh = mesh_of(n, g);
-        std::vector<double> t;
-        for (int64_t elems : kCollectiveSizes) {
-          if (!t.empty()) step(std::string(kind) + " over " + std::to_string(g) + on);
-          t.push_back(std::max(1e-9, time_program(backend, collective_probe(kind, g, elems), cmesh) - r.run_s));
-        }
+        std::vector<Probe> sized;
+        for (int64_t elems : kCollectiveSizes) sized.push_back({what, collective_probe(kind, g, elems)});
+        std::vector<double> ct = time_in_rounds(backend, sized, cmesh, step);
+        for (double& x : ct) x = std::max(1e-9, x - r.run_s);
         // The latency as a step pays it: a chain of the smallest, each after a little work of the
         // device's own, less the same work without them. Where devices outnumber cores, each
         // collective makes every device give up and win back a core, and refill its caches after
         // the others ran; a lone probe, or a chain of bare collectives, sees a third of that. (One
         // probe's time less the run's fixed cost also swings by several times between runs.)
-        step(std::string(kind) + " over " + std::to_string(g) + on);
+        step(what);
         const double extra = time_difference(backend, collective_probe(kind, g, kCollectiveSizes[0], kCollectiveChain, kBetweenElems),
                                              collective_probe(kind, g, kCollectiveSizes[0], kCollectiveChain, kBetweenElems, false), cmesh);
         CollectiveRate c;
@@ -284,9 +316,9 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
         c.group = g;
         c.latency_s = std::max(1e-7, extra / double(kCollectiveChain));
         // Each larger array gives the rate at its size: its time beyond the smallest one's.
-        for (size_t i = 1; i < t.size(); ++i) {
+        for (size_t i = 1; i < ct.size(); ++i) {
           const double bytes = double(kCollectiveSizes[i]) * 4;
-          c.by_size.points.push_back({bytes, bytes / std::max(1e-9, t[i] - t[0])});
+          c.by_size.points.push_back({bytes, bytes / std::max(1e-9, ct[i] - ct[0])});
         }
         c.bytes_per_s = c.by_size.points.back().second;
         hw.collectives.push_back(c);

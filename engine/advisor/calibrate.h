@@ -21,7 +21,7 @@ struct CalibrateOptions {
   std::function<void(const std::string& what, double fraction)> progress;
 };
 
-// About 15 s on a 2-core machine for max_devices = 8.
+// About 25 s on a 2-core machine for max_devices = 8.
 Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options = {});
 
 }  // namespace shardlab::advisor

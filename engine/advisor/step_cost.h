@@ -30,9 +30,11 @@ struct Prediction {
 Prediction predict(const sharding::PartitionedStep& step, const sharding::Mesh& mesh, const Hardware& hw);
 Prediction predict(const ir::Program& program, const sharding::Mesh& mesh, const Hardware& hw);
 
-// Bytes an instruction reads and writes (an optimizer update writes its parameter and state in
-// place). Calibration divides the same count by the measured time, so the two agree.
-double instruction_bytes(const ir::Program& p, const ir::Instr& ins);
+// Bytes an instruction moves to and from memory: its operands read and its outputs written; with
+// `write_allocate` (a CPU's caches) each output also read before it is written, except an optimizer
+// update's, written in place. Calibration divides the same count by the measured time, so the two
+// agree.
+double instruction_bytes(const ir::Program& p, const ir::Instr& ins, bool write_allocate);
 // The collective kind a profile rates an instruction by ("all_reduce", ...).
 std::string collective_kind(ir::Op op);
 

@@ -179,7 +179,10 @@ class TestAdvisor : public QObject {
   // rates) pays the stretch.
   void aPipelinesBubbleLendsSharedCores() {
     const project::Project p = load("dot-relu-dot");
-    const advisor::Hardware shared = two_cores();
+    advisor::Hardware shared = two_cores();
+    // A CPU counts an output's bytes twice and a GPU once: with memory free, the two differ only in
+    // how their devices share cores.
+    for (advisor::DeviceRates& r : shared.rates) r.memory_bytes_per_s = 1e15;
     advisor::Hardware own = shared;
     own.kind = "gpu";
     own.shared_cores = 0;
@@ -218,6 +221,31 @@ class TestAdvisor : public QObject {
     QCOMPARE(compute_s(64, 2048, 64) / flops(64, 2048, 64), 1 / 50e9 + (1 / 50e9 - 1 / 100e9));
     // A large dimension adds nothing, whichever side it is on.
     QCOMPARE(compute_s(2048, 2048, 64) / flops(2048, 2048, 64), 1 / 50e9);
+  }
+  // A CPU reads an output's cache lines in before it writes them (write-allocate), so an output
+  // moves twice; a GPU's move once; an optimizer update writes in place on either.
+  void aCpuOutputMovesTwice() {
+    const int64_t n = int64_t(1) << 20;
+    const double array = 4.0 * double(n);
+    ir::Program p;
+    const int x = p.add_value("x", {n}, ir::ValueKind::Input), g = p.add_value("g", {n}, ir::ValueKind::Input);
+    const int w = p.add_value("w", {n}, ir::ValueKind::Param);
+    const int m = p.add_value("m", {n}, ir::ValueKind::OptState), v = p.add_value("v", {n}, ir::ValueKind::OptState);
+    p.apply1(ir::Op::Add, {x, g});
+    p.apply(ir::Op::AdamUpdate, {w, g, m, v});
+    QCOMPARE(advisor::instruction_bytes(p, p.instrs[0], true), 4 * array);
+    QCOMPARE(advisor::instruction_bytes(p, p.instrs[0], false), 3 * array);
+    QCOMPARE(advisor::instruction_bytes(p, p.instrs[1], true), 7 * array);
+    QCOMPARE(advisor::instruction_bytes(p, p.instrs[1], false), 7 * array);
+    // The prediction counts as its hardware's kind does: the Add alone, at 10 GB/s.
+    ir::Program add;
+    add.apply1(ir::Op::Add, {add.add_value("x", {n}, ir::ValueKind::Input), add.add_value("g", {n}, ir::ValueKind::Input)});
+    advisor::Hardware h = two_cores();
+    h.rates = {rates(1, 1e15, 10e9)};
+    const double fixed = h.rates[0].run_s + h.rates[0].instruction_s;
+    QCOMPARE(advisor::predict(add, sharding::Mesh(), h).memory_s - fixed, 4 * array / 10e9);
+    h.kind = "gpu";
+    QCOMPARE(advisor::predict(add, sharding::Mesh(), h).memory_s - fixed, 3 * array / 10e9);
   }
   // A profile is a file a user edits: what is written reads back the same, and a bad field is named.
   void aProfileFileRoundTripsAndNamesABadField() {

@@ -401,8 +401,8 @@ class TestCli : public QObject {
     QTemporaryDir config;
     QProcessEnvironment env;
     env.insert("XDG_CONFIG_HOME", config.path());
-    // The first call calibrates this machine for 1-8 devices: about 15 s in a Release build, near
-    // 2 min under AddressSanitizer, more on a loaded machine.
+    // The first call calibrates this machine for 1-8 devices: about 25 s in a Release build, near
+    // 4 min under AddressSanitizer, more on a loaded machine.
     Result r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2", "--json"}, kCalibrateMs, env);
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
     const QString saved = config.filePath("shardlab/hardware/this-machine.json");
