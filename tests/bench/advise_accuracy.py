@@ -2,7 +2,7 @@
 """How well `shardlab-cli advise` predicts: for each project, every candidate layout it ranks on
 N virtual devices is trained for a few steps and its measured step time set beside the prediction.
 
-    python3 tests/bench/advise_accuracy.py [--devices 8] [--threads T] [--steps 5] [--min-seconds 1] [--json out.json]
+    python3 tests/bench/advise_accuracy.py [--devices 8] [--threads T] [--steps 5] [--min-seconds 1] [--rounds 3] [--json out.json]
 
 Prints, per project, the table (rank, strategy, mesh, predicted ms, measured ms, error, bound by)
 and then the issue's targets: at least 8 candidates of each project predicted within 25% of their
@@ -78,6 +78,7 @@ def main():
                     help="time short steps for about this long (up to --max-steps), by the predicted step")
     ap.add_argument("--max-steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="train every candidate this many times, in turns, and take the median")
     ap.add_argument("--hardware", default="", help="a hardware profile for advise (default: this machine)")
     ap.add_argument("--projects", default=",".join(PROJECTS))
     ap.add_argument("--json", default="", help="also write every row here")
@@ -91,9 +92,22 @@ def main():
         print(f"\n{name} on {args.devices} devices of {hw['name']} (advise took {advise_s:.2f} s)")
         print(f"{'rank':>4}  {'strategy':<28} {'mesh':<22} {'predicted ms':>12} {'measured ms':>12} {'error':>7}  bound by")
         ranked = [c for c in advice["candidates"] if "error" not in c and c["fits"]]
+        # Every candidate is trained once per round, in turns; its step is the median of its rounds'.
+        # (A slow minute of a shared machine moved single measurements of one candidate by 50%.)
+        times = [[] for _ in ranked]
+        errors = [None for _ in ranked]
+        for k in range(args.rounds):
+            for i, c in enumerate(ranked):
+                print(f"  round {k + 1} of {args.rounds}: {i + 1} of {len(ranked)} ...", end="\r", file=sys.stderr, flush=True)
+                t, err = measure(args, project, c)
+                if t is None:
+                    errors[i] = err
+                else:
+                    times[i].append(t)
+        print(" " * 40, end="\r", file=sys.stderr)
         within, measured = 0, []
         for rank, c in enumerate(ranked, 1):
-            t, err = measure(args, project, c)
+            t, err = (statistics.median(times[rank - 1]), None) if times[rank - 1] else (None, errors[rank - 1])
             if t is None:
                 print(f"{rank:>4}  {c['strategy'][:28]:<28} {c['mesh']:<22} {c['predicted_step_ms']:>12.1f}  failed: {err}")
                 continue

@@ -247,6 +247,34 @@ class TestAdvisor : public QObject {
     h.kind = "gpu";
     QCOMPARE(advisor::predict(add, sharding::Mesh(), h).memory_s - fixed, 3 * array / 10e9);
   }
+  // A gather along a dimension with blocks before it costs what the runtime does for it: on the CPU
+  // a collective per block up to 8 blocks, beyond that (and on a GPU always) one more copy of the
+  // whole array through a staging buffer.
+  void aGatherAlongColumnsPaysForItsLayout() {
+    auto gather = [](const advisor::Hardware& h, int64_t rows, int64_t dim) {
+      ir::Program p;
+      ir::Attrs a;
+      a.mesh_axes = {"g"};
+      a.group_size = 2;
+      a.dim = dim;
+      p.apply1(ir::Op::AllGather, {p.add_value("x", {rows, 1024}, ir::ValueKind::Input)}, a);
+      return advisor::predict(p, sharding::Mesh({{"g", 2}}), h);
+    };
+    advisor::Hardware h = two_cores();
+    const advisor::DeviceRates r = h.rates_for(2);
+    const double latency = 40e-6;
+    const auto rows_whole = gather(h, 512, 0), columns = gather(h, 512, 1);
+    const double bytes = 512.0 * 2048 * 4;  // the gathered array
+    QCOMPARE(rows_whole.communication_s, columns.communication_s);
+    QCOMPARE(rows_whole.memory_s, r.run_s);
+    QCOMPARE(columns.memory_s - r.run_s, 3 * bytes / r.memory_bytes_per_s);
+    // Four rows: four gathers, three latencies more than one.
+    QCOMPARE(gather(h, 4, 1).communication_s - gather(h, 4, 0).communication_s, 3 * latency);
+    QCOMPARE(gather(h, 4, 1).memory_s, r.run_s);
+    // A GPU stages any layout but the contiguous one, and writes without reading first.
+    h.kind = "gpu";
+    QCOMPARE(gather(h, 4, 1).memory_s - r.run_s, 2 * (4.0 * 2048 * 4) / r.memory_bytes_per_s);
+  }
   // A profile is a file a user edits: what is written reads back the same, and a bad field is named.
   void aProfileFileRoundTripsAndNamesABadField() {
     const advisor::Hardware h = two_cores();
