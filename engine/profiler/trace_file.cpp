@@ -289,6 +289,7 @@ std::shared_ptr<Trace> make_trace(const TraceContents& contents) {
   }
   const int64_t keep = std::min<int64_t>(INT_MAX, hi - lo + 1);
   auto trace = std::make_shared<Trace>(Trace::Mode::Detailed, int(keep));
+  trace->set_device_label(contents.device_label);
   for (const Span& s : contents.spans) trace->add(s);
   for (const MemorySample& m : contents.memory) trace->add(m);
   for (const StepSummary& s : contents.summaries) trace->add(s);

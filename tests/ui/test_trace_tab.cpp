@@ -581,6 +581,32 @@ class TestTraceTab : public QObject {
     VERIFY_CONTAINS(tab_->lastError(), "no/such/dir/x.json");
   }
 
+  // A trace recorded on the CUDA backend names its devices "GPU n" in the lanes, the device list,
+  // the chart's headline and the span details; a CPU trace opened after it goes back to "CPU n".
+  void aGpuTraceNamesItsDevicesGpus() {
+    QVERIFY(liveTrace_);
+    const QString cpuFile = tmp_.filePath("cpu.trace.json"), gpuFile = tmp_.filePath("gpu.trace.json");
+    liveTrace_->write_chrome_json(cpuFile.toStdString());
+    const auto gpu = profiler::make_trace(profiler::read_chrome_trace(cpuFile.toStdString()));
+    QCOMPARE(gpu->device_label(), std::string("CPU"));
+    gpu->set_device_label("GPU");
+    gpu->write_chrome_json(gpuFile.toStdString());
+    QCOMPARE(profiler::make_trace(profiler::read_chrome_trace(gpuFile.toStdString()))->device_label(), std::string("GPU"));
+
+    QVERIFY(tab_->openTraceFile(gpuFile));
+    QCOMPARE(tab_->deviceLabel(), QString("GPU"));
+    QCOMPARE(tab_->timeline()->laneName(0), QString("GPU 0"));
+    QCOMPARE(tab_->deviceCombo()->itemText(1), QString("GPU 0"));
+    tab_->deviceCombo()->setCurrentIndex(1);
+    VERIFY_CONTAINS(tab_->breakdown()->headline(), "GPU 0");
+    tab_->deviceCombo()->setCurrentIndex(0);
+
+    QVERIFY(tab_->openTraceFile(cpuFile));
+    QCOMPARE(tab_->deviceLabel(), QString("CPU"));
+    QCOMPARE(tab_->timeline()->laneName(0), QString("CPU 0"));
+    QCOMPARE(tab_->deviceCombo()->itemText(1), QString("CPU 0"));
+  }
+
   void badTraceFilesAreRefused() {
     const QString shown = tab_->currentLabel();
     const QString bad = tmp_.filePath("bad.json");

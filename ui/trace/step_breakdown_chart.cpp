@@ -57,6 +57,11 @@ void StepBreakdownChart::setDevice(int device) {
   rebuild();
 }
 
+void StepBreakdownChart::setDeviceLabel(const QString& label) {
+  deviceLabel_ = label;
+  update();
+}
+
 void StepBreakdownChart::setPeakFlops(double peak) {
   peak_ = std::max(0.0, peak);
   update();
@@ -120,7 +125,7 @@ double StepBreakdownChart::mfu() const {
 
 QString StepBreakdownChart::headline() const {
   if (entries_.empty()) return tr("No step summaries yet.");
-  const QString who = device_ >= 0 ? tr("CPU %1").arg(device_) : tr("mean of %1").arg(devicesText(devices_.size()));
+  const QString who = device_ >= 0 ? tr("%1 %2").arg(deviceLabel_).arg(device_) : tr("mean of %1").arg(devicesText(devices_.size()));
   QString steps;
   if (entries_.size() > 2)
     steps = tr("steps %1–%2, step %3 left out as warm-up")

@@ -32,6 +32,8 @@ class StepBreakdownChart : public QWidget {
   // -1: the mean over devices (the default); a device not in the summaries shows no bars.
   void setDevice(int device);
   int device() const { return device_; }
+  // What the headline calls a device: "CPU" (the default) or "GPU".
+  void setDeviceLabel(const QString& label);
   std::vector<int> devices() const { return devices_; }
   // The machine's peak FLOP/s (0: unknown, MFU left blank). Virtual devices share it: each one's
   // share is peak / devices, as `shardlab-cli profile` measures.
@@ -70,6 +72,7 @@ class StepBreakdownChart : public QWidget {
 
   QString title_;
   std::vector<profiler::StepSummary> summaries_;
+  QString deviceLabel_ = QStringLiteral("CPU");
   std::vector<int> devices_;
   std::vector<Entry> entries_;
   int device_ = -1;

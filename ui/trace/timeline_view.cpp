@@ -154,7 +154,8 @@ void TimelineView::buildLanes() {
       lane.stream = int(k);
       const bool allData = std::all_of(streams[k].begin(), streams[k].end(),
                                        [](const Item& it) { return it.part == int(Part::Data); });
-      lane.name = k == 0 ? tr("CPU %1").arg(device) : allData ? tr("CPU %1 data").arg(device) : tr("CPU %1 #%2").arg(device).arg(k + 1);
+      const QString name = tr("%1 %2").arg(deviceLabel_).arg(device);
+      lane.name = k == 0 ? name : allData ? tr("%1 data").arg(name) : tr("%1 #%2").arg(name).arg(k + 1);
       // Within a stream ends can only fall back by the tolerance; make them monotone for the search.
       for (size_t j = 1; j < streams[k].size(); ++j) streams[k][j].end = std::max(streams[k][j].end, streams[k][j - 1].end);
       for (const Item& it : streams[k]) laneOf_[size_t(it.index)] = int(lanes_.size());
@@ -388,7 +389,7 @@ QString TimelineView::spanDetails(int index) const {
   if (!s.node.empty()) lines << tr("layer: %1").arg(QString::fromStdString(s.node).toHtmlEscaped());
   const QStringList arrays = arraysOf_ ? arraysOf_(s) : QStringList();
   if (!arrays.isEmpty()) lines << (arrays.size() == 1 ? tr("array: %1") : tr("arrays: %1")).arg(arrays.join(QStringLiteral(", ")).toHtmlEscaped());
-  lines << tr("step %1 · CPU %2").arg(s.step + 1).arg(s.device);
+  lines << tr("step %1 · %2 %3").arg(s.step + 1).arg(deviceLabel_).arg(s.device);
   lines << tr("duration %1, at %2").arg(trace_style::durationText(s.dur_us), trace_style::durationText(s.start_us - traceStart_));
   if (s.flops > 0) lines << tr("%1 (%2)").arg(trace_style::flopsText(s.flops), trace_style::rateText(s.flops / std::max(s.dur_us * 1e-6, 1e-12)));
   if (s.bytes > 0) lines << tr("%1 moved").arg(trace_style::bytesText(s.bytes));

@@ -62,6 +62,9 @@ class TimelineView : public QAbstractScrollArea {
   bool zoomToStep(int64_t step);
   void fitAll();
 
+  // What lanes and tooltips call a device ("CPU", the default, or "GPU"); the next setSpans() names
+  // the lanes with it.
+  void setDeviceLabel(const QString& label) { deviceLabel_ = label; }
   // Live: every setSpans() brings the newest step into view. Navigating by hand leaves live mode.
   void setLive(bool live);
   bool isLive() const { return live_; }
@@ -138,6 +141,7 @@ class TimelineView : public QAbstractScrollArea {
   void paintLabels(QPainter& p);
 
   std::shared_ptr<const std::vector<profiler::Span>> spans_;
+  QString deviceLabel_ = QStringLiteral("CPU");
   std::vector<Lane> lanes_;
   std::vector<int> laneOf_;  // per span index: its lane, -1 for step spans
   std::vector<StepRange> stepRanges_;  // by step number

@@ -30,6 +30,8 @@ class TraceRun {
   double peakFlops() const { return peakFlops_; }
   void setPeakFlops(double peak) { peakFlops_ = peak; }
   const std::shared_ptr<profiler::Trace>& trace() const { return trace_; }
+  // What its devices are called: "CPU" (virtual devices) or "GPU", as the trace says.
+  QString deviceLabel() const { return QString::fromStdString(trace_->device_label()); }
 
   // Every span of the latest copy, step spans included; shared with the timeline, never changed.
   std::shared_ptr<const std::vector<profiler::Span>> spans() const { return spans_; }

@@ -198,6 +198,7 @@ TraceTab::TraceTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent), doc
 TraceTab::~TraceTab() = default;
 
 QString TraceTab::currentLabel() const { return current_ ? current_->label() : QString(); }
+QString TraceTab::deviceLabel() const { return current_ ? current_->deviceLabel() : QStringLiteral("CPU"); }
 QString TraceTab::baselineLabel() const { return baseline_ ? baseline_->label() : QString(); }
 bool TraceTab::isFollowing() const { return current_ && current_->isLive(); }
 
@@ -334,6 +335,8 @@ void TraceTab::showRun(bool newRun) {
     updateComparison();
     return;
   }
+  timeline_->setDeviceLabel(current_->deviceLabel());
+  breakdown_->setDeviceLabel(current_->deviceLabel());
   timeline_->setSpans(current_->spans());
   if (newRun) {
     picked_.reset();  // a span of the run shown before
@@ -360,12 +363,13 @@ void TraceTab::updateDevices() {
   const std::vector<int> devices = breakdown_->devices();
   std::vector<int> listed;
   for (int i = 1; i < device_->count(); ++i) listed.push_back(device_->itemData(i).toInt());
-  if (listed == devices && device_->count() > 0) return;
+  const QString label = deviceLabel();
+  if (listed == devices && device_->count() > 0 && (devices.empty() || device_->itemText(1).startsWith(label + ' '))) return;
   const int keep = device_->currentData().isValid() ? device_->currentData().toInt() : -1;
   const QSignalBlocker block(device_);
   device_->clear();
   device_->addItem(devices.size() > 1 ? tr("Mean of %1 devices").arg(devices.size()) : tr("Mean"), -1);
-  for (int d : devices) device_->addItem(tr("CPU %1").arg(d), d);
+  for (int d : devices) device_->addItem(tr("%1 %2").arg(label).arg(d), d);
   const int at = device_->findData(keep);
   device_->setCurrentIndex(at >= 0 ? at : 0);
   breakdown_->setDevice(device_->currentData().toInt());
@@ -429,7 +433,7 @@ void TraceTab::showSpanDetails() {
                        : s.category == profiler::Category::Step      ? tr("step")
                                                                      : tr("primitive");
   QString text = QStringLiteral("<b>%1</b> — %2<table>").arg(QString::fromStdString(s.name).toHtmlEscaped(), kind);
-  text += row(tr("Device"), tr("CPU %1").arg(s.device));
+  text += row(tr("Device"), tr("%1 %2").arg(deviceLabel()).arg(s.device));
   if (!s.node.empty()) {
     const QString node = graphNode(d, QString::fromStdString(s.node));
     text += row(tr("Node"), hasNode(d, node) ? node.toHtmlEscaped() : tr("%1 (not in this project)").arg(node.toHtmlEscaped()));

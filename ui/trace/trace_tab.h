@@ -68,6 +68,8 @@ class TraceTab : public QWidget {
   QComboBox* deviceCombo() const { return device_; }
   QDoubleSpinBox* peakSpin() const { return peak_; }
   QString currentLabel() const;
+  // What the shown run calls its devices: "CPU" (virtual devices, and with no run) or "GPU".
+  QString deviceLabel() const;
   QString baselineLabel() const;
   bool isFollowing() const;
   // The last error shown ("" after a success).
