@@ -23,6 +23,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 
@@ -79,16 +80,19 @@ class GapMeter {
     timer_.setInterval(10);
     QObject::connect(&timer_, &QTimer::timeout, [this] {
       const qint64 now = clock_.elapsed();
-      const double cpu = threadCpuMs();
+      const double cpu = threadCpuMs(), queued = runQueueMs();
       if (now - last_ > max_) {
         max_ = now - last_;
         maxCpu_ = cpu - lastCpu_;
       }
       maxBusy_ = std::max(maxBusy_, cpu - lastCpu_);
+      maxHeld_ = std::max(maxHeld_, double(now - last_) - (queued - lastQueued_));
       if (qEnvironmentVariableIsSet("SHARDLAB_GAP_TRACE") && now - last_ > 30)
-        qInfo("gap %lld ms (UI thread on the CPU %.0f ms of it) at %lld ms", now - last_, cpu - lastCpu_, now);
+        qInfo("gap %lld ms (UI thread on the CPU %.0f ms of it, waiting for one %.0f ms) at %lld ms", now - last_,
+              cpu - lastCpu_, queued - lastQueued_, now);
       last_ = now;
       lastCpu_ = cpu;
+      lastQueued_ = queued;
     });
     clock_.start();
     timer_.start();
@@ -100,6 +104,10 @@ class GapMeter {
   // The most CPU time the UI thread spent between two ticks: how long our code kept it from
   // the event loop, whatever the machine's load.
   double maxBusyMs() const { return maxBusy_; }
+  // The largest gap less the time the UI thread waited on a run queue for a core: what our code
+  // held it for, running or blocked (on a lock, say), whatever else the machine runs. Where the
+  // kernel keeps no scheduler statistics, the whole gap.
+  double maxHeldMs() const { return maxHeld_; }
 
  private:
   static double threadCpuMs() {
@@ -107,10 +115,21 @@ class GapMeter {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
   }
+  // Milliseconds this thread has waited for a core (the second field of its schedstat); 0 where
+  // the file is missing.
+  static double runQueueMs() {
+    FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+    if (!f) return 0;
+    unsigned long long running = 0, waiting = 0;
+    const int got = std::fscanf(f, "%llu %llu", &running, &waiting);
+    std::fclose(f);
+    return got == 2 ? double(waiting) / 1e6 : 0;
+  }
   QTimer timer_;
   QElapsedTimer clock_;
   qint64 last_ = 0, max_ = 0;
   double lastCpu_ = threadCpuMs(), maxCpu_ = 0, maxBusy_ = 0;
+  double lastQueued_ = runQueueMs(), maxHeld_ = 0;
 };
 
 }  // namespace
@@ -321,9 +340,12 @@ class TestTrainingDashboard : public QObject {
     QCOMPARE(tab.progressBar()->value(), int(done));
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), QString("Cancelled after %1 of 1000 steps").arg(done));
     QVERIFY(button(tab, "start")->isEnabled());
-    qInfo("largest UI-thread gap while deep-mlp-small trained: %lld ms (%.0f ms of it running)", meter.maxGapMs(),
-          meter.maxGapCpuMs());
-    QVERIFY2(meter.maxGapMs() < 100, qPrintable(QString("UI thread blocked for %1 ms").arg(meter.maxGapMs())));
+    qInfo("largest UI-thread gap while deep-mlp-small trained: %lld ms (%.0f ms of it running); the longest held "
+          "by our code, less waits for a core: %.0f ms",
+          meter.maxGapMs(), meter.maxGapCpuMs(), meter.maxHeldMs());
+    // Under ctest -j2 another test's threads can keep the UI thread from a core for over 100 ms; a
+    // wait on the trainer (a lock, a join) still counts.
+    QVERIFY2(meter.maxHeldMs() < 100, qPrintable(QString("UI thread held for %1 ms").arg(meter.maxHeldMs())));
   }
 
   // Thousands of tiny steps a second must not flood the UI thread; Stop works while paused.
