@@ -1,4 +1,6 @@
 // shardlab-cli as a user runs it: the real binary, its exit codes, stdout, stderr and log file.
+#include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -459,16 +461,27 @@ class TestCli : public QObject {
     Json profile = Json::parse(in);
     QCOMPARE(profile["format"], "shardlab.hardware");
     QCOMPARE(profile["rates"].size(), size_t(2));
+    // "Is a GPU worth it?" sets this machine beside the GPU whatever --hardware is, and advise
+    // measures it first where no profile of it is saved (minutes under ASan): the one just measured
+    // is saved as this machine's.
+    QTemporaryDir config;
+    QVERIFY(QDir().mkpath(config.filePath("shardlab/hardware")));
+    QVERIFY(QFile::copy(file, config.filePath("shardlab/hardware/this-machine.json")));
+    QProcessEnvironment env;
+    env.insert("XDG_CONFIG_HOME", config.path());
     profile["name"] = "my edited machine";
     std::ofstream(file.toStdString()) << profile.dump(2);
-    r = run_cli({"advise", kProjects + "/fashion-mlp.shardlab.json", "--devices", "2", "--hardware", file});
+    r = run_cli({"advise", kProjects + "/fashion-mlp.shardlab.json", "--devices", "2", "--threads", "2", "--hardware", file},
+                kCalibrateMs, env);
+    QVERIFY2(!r.err.contains("Measured this machine"), qPrintable(describe(r)));
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
     VERIFY_CONTAINS(r.out, "my edited machine");
     VERIFY_CONTAINS(r.out, "Is a GPU worth it?");
     // A broken edit is named, field and file.
     profile["rates"][0].erase("memory_bytes_per_s");
     std::ofstream(file.toStdString()) << profile.dump(2);
-    r = run_cli({"advise", kProjects + "/fashion-mlp.shardlab.json", "--devices", "2", "--hardware", file});
+    r = run_cli({"advise", kProjects + "/fashion-mlp.shardlab.json", "--devices", "2", "--threads", "2", "--hardware", file},
+                kCalibrateMs, env);
     QCOMPARE(r.exit_code, 1);
     VERIFY_CONTAINS(r.err, "rates[0].memory_bytes_per_s: missing");
   }
