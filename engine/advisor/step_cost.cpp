@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/backends/cpu/comm_kernels.h"
 #include "engine/ir/primitive.h"
 
 namespace shardlab::advisor {
@@ -62,7 +63,7 @@ double gemm_rate(const DeviceRates& r, const ir::Program& p, const ir::Instr& in
 // Blocks a gather or reduce-scatter along a dimension moves: the elements before that dimension in
 // its whole array (1: one contiguous block).
 int64_t collective_blocks(const ir::Program& p, const ir::Instr& ins) {
-  int64_t dim = ins.attrs.dim;
+  const int64_t dim = ins.attrs.dim;
   const Shape* s = nullptr;
   if (ins.op == ir::Op::AllGather || ins.op == ir::Op::AllGatherInPlace) s = &p.shape(ins.in.at(0));
   else if (ins.op == ir::Op::ReduceScatter) s = &p.shape(ins.out.at(0));
@@ -71,11 +72,6 @@ int64_t collective_blocks(const ir::Program& p, const ir::Instr& ins) {
   for (int64_t i = 0; i < dim && i < int64_t(s->size()); ++i) blocks *= (*s)[size_t(i)];
   return blocks;
 }
-
-// Up to this many blocks the CPU runtime runs one collective per block; beyond, and on a GPU for
-// any, it moves the array through a staging buffer and lays it out again (comm_kernels.cpp, and the
-// CUDA backend's collective()).
-constexpr int64_t kCpuBlockwiseMax = 8;
 
 // Whether a collective over `axes` joins devices of different nodes: devices are numbered with the
 // last mesh axis fastest, so a group spans its axes' sizes times the strides below them.
@@ -144,12 +140,14 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
       if (group <= 1) continue;
       const CollectiveRate c = hw.collective(kind, devices, group, crosses_nodes(mesh, ins.attrs.mesh_axes, hw.devices_per_node));
       add(&Prediction::communication_s, c.seconds(bytes));
-      // Along a dimension with blocks before it: a latency per block, or one more copy of the
-      // whole array, read from staging and written in place (FSDP+Megatron's 16 MiB weight
-      // gathers along columns, counted as contiguous, left deep-mlp's step 20% under-predicted).
+      // Along a dimension with blocks before it, as the runtime moves it: on the CPU up to
+      // kBlockwiseMax blocks a collective each, one more latency per block; beyond (and on a GPU,
+      // always) one more copy of the whole array, read from staging and written in place.
+      // (FSDP+Megatron's 16 MiB weight gathers along columns, counted as contiguous, left
+      // deep-mlp's step 20% under-predicted.)
       const bool cpu = hw.kind == "cpu";
       const int64_t blocks = collective_blocks(prog, ins);
-      if (cpu && blocks > 1 && blocks <= kCpuBlockwiseMax) add(&Prediction::communication_s, double(blocks - 1) * c.latency_s);
+      if (cpu && blocks > 1 && blocks <= backends::cpu::kBlockwiseMax) add(&Prediction::communication_s, double(blocks - 1) * c.latency_s);
       else if (blocks > 1) add(&Prediction::memory_s, (cpu ? 3 : 2) * bytes / r.memory_bytes_per_s);
       continue;
     }

@@ -35,12 +35,6 @@ void copy_slab(const std::byte* src, const Shape& ss, std::byte* dst, const Shap
                 size_t(len * inner) * es);
 }
 
-// Up to this many blocks, an array whose blocks are not contiguous moves through one collective per
-// block, straight between the devices' buffers; beyond it, through one collective on a staged copy.
-// A 16 MiB Repeat gradient of 4 layers staged whole cost a device 5 ms of copying (and, in a fresh
-// zeroed vector, faulting and clearing it) while it held its core and the others waited.
-constexpr int64_t kBlockwiseMax = 8;
-
 // Staging space that lives with the device's thread, reused by every call and never cleared: a
 // fresh buffer per call costs a page fault per 4 KiB, every call.
 std::byte* scratch(int slot, size_t bytes) {
