@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/backends/cpu/comm_kernels.h"
+#include "engine/backends/cpu/shared_replicas.h"
 #include "engine/ir/primitive.h"
 
 namespace shardlab::advisor {
@@ -119,6 +120,13 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
   std::vector<Prediction> per(static_cast<size_t>(stages));
   int64_t microbatches = 1;
   for (Prediction& p : per) p.memory_s = r.run_s;
+  // Parameters the CPU runtime holds once for all its virtual devices (one process): their in-place
+  // gathers move nothing and cost one barrier.
+  std::vector<char> held_once(prog.values.size(), 0);
+  std::vector<std::string> all_axes;
+  for (const auto& a : mesh.axes()) all_axes.push_back(a.name);
+  if (hw.kind == "cpu" && !crosses_nodes(mesh, all_axes, hw.devices_per_node))
+    for (int v : backends::cpu::shared_replicas(prog, devices)) held_once[size_t(v)] = 1;
   for (const ir::Instr& ins : prog.instrs) {
     microbatches = std::max(microbatches, ins.microbatch + 1);
     const int64_t lo = ins.stage >= 0 ? ins.stage : 0, hi = ins.stage >= 0 ? ins.stage : stages - 1;
@@ -139,6 +147,10 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
       const int group = int(std::max<int64_t>(1, ins.attrs.group_size));
       if (group <= 1) continue;
       const CollectiveRate c = hw.collective(kind, devices, group, crosses_nodes(mesh, ins.attrs.mesh_axes, hw.devices_per_node));
+      if (ins.op == ir::Op::AllGatherInPlace && held_once[size_t(ins.in.at(0))]) {
+        add(&Prediction::communication_s, c.latency_s);
+        continue;
+      }
       add(&Prediction::communication_s, c.seconds(bytes));
       // Along a dimension with blocks before it, as the runtime moves it: on the CPU up to
       // kBlockwiseMax blocks a collective each, one more latency per block; beyond (and on a GPU,

@@ -5,6 +5,8 @@
 // and the design-time sharding report must show the layout that runs.
 #include <QtTest>
 
+#include "engine/backends/backend.h"
+#include "engine/backends/cpu/shared_replicas.h"
 #include "engine/data/dataset.h"
 #include "engine/runtime/spmd_session.h"
 #include "engine/sharding/layout.h"
@@ -47,6 +49,33 @@ std::unique_ptr<runtime::SpmdSession> session(const project::Project& p, const s
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.shape == b.shape && std::memcmp(a.ptr(), b.ptr(), a.data.size() * sizeof(float)) == 0;
+}
+
+// One step of a data-parallel update of w (4 x 4) on `devices` devices, as the partitioner lays it
+// out: forward read, gradient, reduce-scatter, update of this device's row block, in-place gather.
+// `how` changes it: "read late" reads w between the update and the gather; "read unguarded" reads
+// w after the reduce-scatter, so no collective separates it from a peer's update; "update 2" splits
+// the update over 2 devices only; "bf16" stores w in bfloat16.
+ir::Program update_step(int64_t devices, const std::string& how) {
+  ir::Program p;
+  const int64_t split = how == "update 2" ? 2 : devices;
+  const int x = p.add_value("x", {2, 4}, ir::ValueKind::Input, {}, how == "bf16" ? DType::BF16 : DType::F32);
+  const int w = p.add_value("w", {4, 4}, ir::ValueKind::Param, {}, how == "bf16" ? DType::BF16 : DType::F32);
+  const int m = p.add_value("w/mu", {4 / split, 4}, ir::ValueKind::OptState);
+  const int v = p.add_value("w/nu", {4 / split, 4}, ir::ValueKind::OptState);
+  ir::Attrs comm;
+  comm.mesh_axes = {"data"};
+  comm.group_size = split;
+  ir::Attrs ta;
+  ta.trans_a = true;
+  const int y = p.apply1(ir::Op::MatMul, {x, w});
+  const int g = p.apply1(ir::Op::MatMul, {x, y}, ta);
+  const int gs = p.apply1(ir::Op::ReduceScatter, {g}, comm);
+  if (how == "read unguarded") p.apply1(ir::Op::MatMul, {x, w});
+  p.apply(ir::Op::AdamUpdate, {w, gs, m, v}, comm);
+  if (how == "read late") p.apply1(ir::Op::MatMul, {x, w});
+  p.apply(ir::Op::AllGatherInPlace, {w}, comm);
+  return p;
 }
 
 int count(const sharding::PartitionedStep& s, ir::Op op) {
@@ -132,6 +161,55 @@ class TestWeightUpdate : public QObject {
     // And evaluation, which shares the training step's storage, reads the gathered parameters.
     const Tensor x = batch(xs, 50), y = batch(ys, 150);
     QCOMPARE(sharded->evaluate(x, y).loss, replicated->evaluate(x, y).loss);
+  }
+
+  // The CPU backend holds a parameter every device updates block by block once, for all its
+  // virtual devices, only where no device could see a peer's block early or late.
+  void sharedReplicasOnlyWhereNothingCanTell_data() {
+    QTest::addColumn<QString>("how");
+    QTest::addColumn<int>("devices");
+    QTest::addColumn<bool>("shared");
+    QTest::newRow("data-parallel update") << "" << 4 << true;
+    QTest::newRow("one device") << "" << 1 << false;
+    QTest::newRow("read between update and gather") << "read late" << 4 << false;
+    QTest::newRow("read after the last collective before the update") << "read unguarded" << 4 << false;
+    QTest::newRow("update split over half the devices") << "update 2" << 4 << false;
+    QTest::newRow("bfloat16 parameter") << "bf16" << 4 << false;
+  }
+  void sharedReplicasOnlyWhereNothingCanTell() {
+    QFETCH(QString, how);
+    QFETCH(int, devices);
+    QFETCH(bool, shared);
+    const ir::Program p = update_step(devices, how.toStdString());
+    const std::vector<int> got = backends::cpu::shared_replicas(p, devices);
+    QCOMPARE(got, shared ? std::vector<int>{1} : std::vector<int>{});
+  }
+
+  // On data=4 every parameter but the head's bias (its update is not split) is one buffer: a write
+  // through device 0 is what device 3 reads. Optimizer state stays each device's own.
+  void replicatedParametersAreHeldOnce() {
+    const project::Project p = project::parse_project(kMlp, "mlp.shardlab.json");
+    auto s = session(p, "data=4", "batch=data", sharding::WeightUpdate::Sharded);
+    const sharding::PartitionedStep& part = s->partitioned();
+    const std::vector<int> shared = backends::cpu::shared_replicas(part.program, 4);
+    std::vector<std::string> names;
+    for (int v : shared) names.push_back(part.program.values[size_t(v)].name);
+    QCOMPARE(names, (std::vector<std::string>{"l0/kernel", "l0/bias", "l1/kernel", "l1/bias", "out/kernel"}));
+
+    auto backend = std::shared_ptr<backends::Backend>(backends::make_backend("cpu", backends::BackendOptions{.threads = 2}));
+    auto exe = backend->load(part.program, part.memory, sharding::parse_mesh("data=4"), {});
+    for (size_t v = 0; v < part.program.values.size(); ++v) {
+      const ir::Value& val = part.program.values[v];
+      if (val.kind != ir::ValueKind::Param && val.kind != ir::ValueKind::OptState) continue;
+      const size_t n = size_t(numel(val.shape));
+      const std::vector<float> zeros(n, 0.f), ones(n, 1.f);
+      for (int d = 0; d < 4; ++d) exe->write(d, int(v), zeros.data());
+      exe->write(0, int(v), ones.data());
+      std::vector<float> seen(n, -1.f);
+      exe->read(3, int(v), seen.data());
+      const bool one = std::find(shared.begin(), shared.end(), int(v)) != shared.end();
+      QVERIFY2(seen == (one ? ones : zeros), val.name.c_str());
+    }
   }
 
   // What the state costs per device: a quarter on data=4, except where nothing divides.

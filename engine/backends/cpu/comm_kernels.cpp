@@ -98,6 +98,10 @@ UpdateBlock update_block(const Shape& param, const ir::Attrs& attrs, const shard
 
 // Each device's own block along `dim` is already in place; the others arrive from their owners.
 void gather_in_place(const ir::Instr& ins, const CommArgs& a, const StepContext& ctx, const std::vector<int>& group) {
+  if (a.shared) {
+    ctx.comm->barrier(ctx.device, group);  // the owners' updates are done and seen by all
+    return;
+  }
   const UpdateBlock b = update_block(*a.in_shape, ins.attrs, ctx.mesh, ctx.device);
   const size_t es = dtype_size(a.type);
   std::byte* x = a.in_mut;

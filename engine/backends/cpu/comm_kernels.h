@@ -41,6 +41,9 @@ struct CommArgs {
   const std::byte* in = nullptr;
   std::byte* out = nullptr;
   std::byte* in_mut = nullptr;  // AllGatherInPlace writes its operand
+  // AllGatherInPlace: every device's operand is this one buffer (a shared replica), already whole
+  // once every owner has written its block.
+  bool shared = false;
   const Shape* in_shape = nullptr;
   const Shape* out_shape = nullptr;
   DType type = DType::F32;

@@ -14,6 +14,7 @@
 #include "engine/backends/cpu/device_workers.h"
 #include "engine/backends/cpu/executor.h"
 #include "engine/backends/cpu/gemm.h"
+#include "engine/backends/cpu/shared_replicas.h"
 #include "engine/backends/processes.h"
 #include "engine/profiler/trace.h"
 #include "engine/sharding/mesh.h"
@@ -77,6 +78,12 @@ class CpuExecutable final : public Executable {
     for (int d = 0; d < rt_->local; ++d)
       devices_.push_back(std::make_unique<Executor<float>>(*program_, memory, options.fuse,
                                                            share ? share->devices_[size_t(d)].get() : nullptr));
+    // Replicated parameters held once for every device (a program sharing state inherits them).
+    if (!share && rt_->local == num_devices() && rt_->local > 1) {
+      const std::vector<int> shared = shared_replicas(*program_, num_devices());
+      if (!shared.empty())
+        for (auto& ex : devices_) ex->share_replicas(*devices_[0], shared);
+    }
   }
 
   const ir::Program& program() const override { return *program_; }

@@ -55,6 +55,11 @@ Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fu
     if (share_persistent->persistent_->size() != size_t(persistent_bytes))
       throw Error("internal: executors disagree on the size of the persistent state");
     persistent_ = share_persistent->persistent_;
+    if (share_persistent->replica_block_) {
+      replica_block_ = share_persistent->replica_block_;
+      replica_offsets_ = share_persistent->replica_offsets_;
+      mark_replicas();
+    }
   } else {
     own_persistent_.assign(size_t(persistent_bytes), std::byte{0});
   }
@@ -181,8 +186,32 @@ void Executor<T>::plan_fusion() {
 }
 
 template <class T>
+void Executor<T>::share_replicas(Executor& owner, const std::vector<int>& values) {
+  if (owner.persistent_->size() != persistent_->size() || owner.persistent_at_ != persistent_at_)
+    throw Error("internal: executors sharing parameters disagree on the layout of the persistent state");
+  replica_offsets_.clear();
+  for (int v : values) {
+    if (persistent_at_.at(size_t(v)) < 0 || program_.values[size_t(v)].kind != ir::ValueKind::Param)
+      throw Error("internal: value '" + program_.values.at(size_t(v)).name + "' is not a parameter and cannot be shared");
+    replica_offsets_.push_back(persistent_at_[size_t(v)]);
+  }
+  std::sort(replica_offsets_.begin(), replica_offsets_.end());
+  replica_block_ = owner.persistent_;
+  mark_replicas();
+}
+
+template <class T>
+void Executor<T>::mark_replicas() {
+  replica_.assign(program_.values.size(), 0);
+  for (size_t v = 0; v < program_.values.size(); ++v)
+    replica_[v] = program_.values[v].kind == ir::ValueKind::Param && persistent_at_[v] >= 0 &&
+                  std::binary_search(replica_offsets_.begin(), replica_offsets_.end(), persistent_at_[v]);
+}
+
+template <class T>
 void* Executor<T>::raw(int v) {
   const size_t i = size_t(v);
+  if (!replica_.empty() && replica_[i]) return replica_block_->data() + persistent_at_[i];
   if (persistent_at_.at(i) >= 0) return persistent_->data() + persistent_at_[i];
   if (arena_at_.at(i) >= 0) return arena_.data() + arena_at_[i];
   throw Error("internal: value '" + program_.values.at(i).name + "' has no storage in the plan");
@@ -411,6 +440,7 @@ void Executor<T>::run(const StepContext& ctx) {
       a.out = ins.out.empty() ? nullptr : static_cast<std::byte*>(raw(ins.out[0]));
       a.out_shape = ins.out.empty() ? nullptr : &program_.shape(ins.out[0]);
       a.type = held(program_.dtype(operand >= 0 ? operand : ins.out.at(0)));
+      a.shared = ins.op == ir::Op::AllGatherInPlace && !replica_.empty() && replica_[size_t(operand)];
       run_comm_kernel(ins, a, ctx);
       if (ins.op != ir::Op::ShardSlice)
         comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();

@@ -53,6 +53,12 @@ class Executor {
   // Seconds the last run() spent in collectives (waiting for peers included).
   double last_comm_seconds() const { return comm_seconds_; }
 
+  // Holds `values` (float32 parameters; engine/backends/cpu/shared_replicas.h) in `owner`'s storage
+  // rather than its own, and gathers them in place with a barrier: the owner holds the one copy
+  // that every virtual device updates block by block. The owner calls it too (with itself). An
+  // executor later built to share this one's persistent state shares these values the same way.
+  void share_replicas(Executor& owner, const std::vector<int>& values);
+
   // Bytes this executor allocated: its arena and staging, and its persistent block unless shared.
   int64_t allocated_bytes() const { return int64_t(arena_.size() + own_persistent_.size() + staging_.size() * sizeof(T)); }
 
@@ -67,6 +73,13 @@ class Executor {
   std::vector<T, util::AlignedAllocator<T>> staging_;  // float working copies of staged operands
   // Where each value lives: byte offsets into the arena or the persistent block (-1 in the other).
   std::vector<int64_t> arena_at_, persistent_at_;
+  // Shared replicas: per value, whether it lives at its persistent offset in `replica_block_` (the
+  // owner's persistent block) instead of in persistent_; by offset, so that executors sharing
+  // persistent state (whose value numbers differ) agree.
+  std::vector<char> replica_;
+  std::vector<int64_t> replica_offsets_;  // sorted
+  Bytes* replica_block_ = nullptr;
+  void mark_replicas();
 
   // The program as executed: one instruction each, or a MatMul with the instructions after it
   // that were folded into its epilogue.
