@@ -61,7 +61,7 @@ Executor<T>::Executor(const ir::Program& program, plan::MemoryPlan plan, bool fu
       mark_replicas();
     }
   } else {
-    own_persistent_.assign(size_t(persistent_bytes), std::byte{0});
+    own_persistent_ = util::ZeroedPages(size_t(persistent_bytes));
   }
   int64_t staging = 0;
   for (const ir::Instr& ins : program_.instrs) staging = std::max(staging, plan::staging_elems(program_, ins));

@@ -14,6 +14,7 @@
 #include "engine/ir/program.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/util/aligned_allocator.h"
+#include "engine/util/zeroed_pages.h"
 
 namespace shardlab::profiler {
 struct SpanArrays;
@@ -68,8 +69,9 @@ class Executor {
   // 64-byte aligned, so vector loads never straddle cache lines at a buffer's start.
   using Bytes = std::vector<std::byte, util::AlignedAllocator<std::byte>>;
   Bytes arena_;
-  Bytes* persistent_;
-  Bytes own_persistent_;
+  // Zeroed by the kernel, so pages a device never touches (its copy of a shared replica) cost nothing.
+  util::ZeroedPages* persistent_;
+  util::ZeroedPages own_persistent_;
   std::vector<T, util::AlignedAllocator<T>> staging_;  // float working copies of staged operands
   // Where each value lives: byte offsets into the arena or the persistent block (-1 in the other).
   std::vector<int64_t> arena_at_, persistent_at_;
@@ -78,7 +80,7 @@ class Executor {
   // persistent state (whose value numbers differ) agree.
   std::vector<char> replica_;
   std::vector<int64_t> replica_offsets_;  // sorted
-  Bytes* replica_block_ = nullptr;
+  util::ZeroedPages* replica_block_ = nullptr;
   void mark_replicas();
 
   // The program as executed: one instruction each, or a MatMul with the instructions after it
