@@ -1,12 +1,13 @@
 // A small MLP with odd sizes, for the tests of GEMM epilogue fusion: its step has full and edge
-// GEMM tiles, bias + relu forward, relu_grad backward, and a bias-only last layer.
+// GEMM tiles, bias + relu forward, relu_grad backward, and a bias-only last layer. `batch` rows (over
+// 64, a bias's gradient is summed in several runs of rows on the CUDA backend).
 #pragma once
 
 #include "engine/runtime/train_step.h"
 
 namespace shardlab::testing {
 
-inline runtime::StepProgram odd_mlp_step() {
+inline runtime::StepProgram odd_mlp_step(int64_t batch = 29) {
   const char* text = R"({
     "format": "shardlab.project", "version": 1,
     "graph": {"nodes": [
@@ -22,7 +23,7 @@ inline runtime::StepProgram odd_mlp_step() {
     "training": {"batch_size": 29, "steps": 1}
   })";
   const project::Project p = project::parse_project(text, "odd-mlp.shardlab.json");
-  return runtime::build_step(p, project::analyze_project(p), 29, true);
+  return runtime::build_step(p, project::analyze_project(p), batch, true);
 }
 
 }  // namespace shardlab::testing

@@ -792,15 +792,19 @@ void TestBackendConformance::primitiveMatchesDoubleReference() {
 
 void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit_data() {
   QTest::addColumn<QString>("kind");
-  for (const std::string& kind : backends::built_backends()) QTest::newRow(kind.c_str()) << QString::fromStdString(kind);
+  QTest::addColumn<int>("batch");
+  for (const std::string& kind : backends::built_backends())
+    for (int batch : {29, 200})
+      QTest::newRow(qPrintable(QString("%1, batch %2").arg(kind.c_str()).arg(batch))) << QString::fromStdString(kind) << batch;
 }
 
-// Folding bias, relu and relu's gradient into the GEMM changes nothing but speed, on every
-// backend: loss, output and updated parameters agree bit for bit with the unfused program, and the
-// forward pass agrees with the double reference.
+// Folding bias, relu and relu's gradient into the GEMM (on CUDA: the bias's gradient into relu's
+// gradient) changes nothing but speed, on every backend: loss, output and updated parameters agree
+// bit for bit with the unfused program, and the forward pass agrees with the double reference.
 void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit() {
   QFETCH(QString, kind);
-  const runtime::StepProgram s = testing::odd_mlp_step();
+  QFETCH(int, batch);
+  const runtime::StepProgram s = testing::odd_mlp_step(batch);
   backends::Backend* be = backend(kind.toStdString());
   if (!be) QSKIP(qPrintable(why_unavailable(kind)));
   backends::Backend& b = *be;

@@ -213,7 +213,7 @@ Scratch scratch_for(const ir::Program& p) {
       case ir::Op::Accuracy: s.rows = std::max(s.rows, in / p.shape(ins.in[0]).back()); break;
       case ir::Op::ReduceRows: {
         const int64_t cols = p.shape(ins.in[0]).back();
-        s.reduce_elems = std::max(s.reduce_elems, reduce_rows_scratch(in / cols, cols));
+        s.reduce_elems = std::max(s.reduce_elems, relu_grad_reduce_scratch(in / cols, cols));
         break;
       }
       // What collective() lays out in the scratch: every rank's block (AllGather), the operand
@@ -400,7 +400,8 @@ class CudaExecutable final : public Executable {
     std::string array;
     std::shared_ptr<const profiler::SpanArrays> arrays;
   };
-  // An instruction, or a MatMul with the bias (+ ReLU) of its epilogue chain folded in.
+  // An instruction, or a MatMul with the bias (+ ReLU) of its epilogue chain folded in, or a
+  // ReluGrad with the ReduceRows right after it (a bias's gradient) folded in.
   struct Step {
     size_t instr = 0;
     size_t folded = 0;
@@ -408,11 +409,14 @@ class CudaExecutable final : public Executable {
     int bias = -1;
     bool relu = false;
     int out = -1;
+    int reduce_out = -1;  // the folded ReduceRows' result
   };
 
   // The chains the plan lets a GEMM fold (plan::foldable_chains), of those cuBLASLt can do: bias,
   // then ReLU. ReLU's gradient (a mask from the activation) has no cuBLASLt epilogue, so those
-  // chains run as separate instructions.
+  // chains run as separate instructions; where a ReduceRows of its result follows at once (the
+  // bias's gradient), one kernel does both, saving a read of the whole gradient. Nothing runs
+  // between the two, so no value the plan places over the ReduceRows' result is live meanwhile.
   void plan_steps(bool fuse) {
     std::vector<const ir::EpilogueChain*> at(program_.instrs.size(), nullptr);
     std::vector<bool> folded_away(program_.instrs.size(), false);
@@ -431,6 +435,17 @@ class CudaExecutable final : public Executable {
         s.out = c->out;
         for (size_t f : c->folded) folded_away[f] = true;
       }
+      const ir::Instr& ins = program_.instrs[i];
+      if (fuse && !s.folded && ins.op == Op::ReluGrad && i + 1 < program_.instrs.size() && !folded_away[i + 1]) {
+        const ir::Instr& next = program_.instrs[i + 1];
+        if (next.op == Op::ReduceRows && next.in.at(0) == ins.out.at(0) && program_.dtype(next.out.at(0)) == program_.dtype(ins.out[0]) &&
+            program_.dtype(ins.in.at(0)) == program_.dtype(ins.out[0]) && program_.dtype(ins.in.at(1)) == program_.dtype(ins.out[0])) {
+          s.folded = 1;
+          s.folded_instrs = {i + 1};
+          s.reduce_out = next.out[0];
+          folded_away[i + 1] = true;
+        }
+      }
       steps_.push_back(s);
     }
     describe_steps();
@@ -444,7 +459,8 @@ class CudaExecutable final : public Executable {
       const bool comm = ir::is_collective(ins.op);
       info.category = profiler::instruction_category(ins.op);
       info.name = ir::op_name(ins.op);
-      if (st.folded) info.name += st.relu ? "+bias+relu" : "+bias";
+      if (st.reduce_out >= 0) info.name += "+reduce_rows";
+      else if (st.folded) info.name += st.relu ? "+bias+relu" : "+bias";
       // A folded chain's FLOPs: the GEMM's and its epilogue's, as the CPU counts them.
       double f = profiler::instruction_flops(program_, ins);
       for (size_t k : st.folded_instrs) f += profiler::instruction_flops(program_, program_.instrs[k]);
@@ -594,7 +610,14 @@ class CudaExecutable final : public Executable {
       case Op::Mul: ew(Elementwise::Mul); return;
       case Op::Scale: ew(Elementwise::Scale, float(ins.attrs.alpha)); return;
       case Op::Relu: ew(Elementwise::Relu); return;
-      case Op::ReluGrad: ew(Elementwise::ReluGrad); return;
+      case Op::ReluGrad:
+        if (step.reduce_out < 0) return ew(Elementwise::ReluGrad);
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          relu_grad_reduce_rows<T>(rows, cols, typed<T>(d, ins.in[0]), typed<T>(d, ins.in[1]), typed<T>(d, ins.out[0]),
+                                   typed<T>(d, step.reduce_out), dev.reduce_scratch.as<float>(), s);
+        });
+        return;
       case Op::Gelu: ew(Elementwise::Gelu); return;
       case Op::GeluGrad: ew(Elementwise::GeluGrad); return;
       case Op::Tanh: ew(Elementwise::Tanh); return;

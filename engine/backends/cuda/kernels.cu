@@ -115,6 +115,26 @@ __global__ void reduce_rows_kernel(int64_t rows, int64_t cols, int64_t run, cons
   }
 }
 
+// ReluGrad and the ReduceRows after it in one pass: dz = dy where x > 0, and column c of rows
+// [blockIdx.y * run, ...) of dz, as stored (rounded to T), summed in order into partial's row
+// blockIdx.y: reduce_rows_kernel's first pass over dz without reading it back. Each element is read
+// and written by one thread, so dz may be x or dy (the plan may put a result over a dead operand).
+template <class T>
+__global__ void relu_grad_reduce_rows_kernel(int64_t rows, int64_t cols, int64_t run, const T* x, const T* dy, T* dz,
+                                             float* partial) {
+  const int64_t r0 = int64_t(blockIdx.y) * run, r1 = r0 + run < rows ? r0 + run : rows;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
+    float acc = 0.f;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t i = r * cols + c;
+      const T v = T(ld(x, i) > 0.f ? ld(dy, i) : 0.f);
+      dz[i] = v;
+      acc += float(v);
+    }
+    partial[int64_t(blockIdx.y) * cols + c] = acc;
+  }
+}
+
 // One thread per row, the CPU's arithmetic in the CPU's order.
 template <class T>
 __global__ void layer_norm_kernel(int64_t rows, int64_t n, const T* x, const T* g, T* y, float eps) {
@@ -325,6 +345,18 @@ void reduce_rows(int64_t rows, int64_t cols, const T* x, T* y, float* partial, c
 }
 
 template <class T>
+void relu_grad_reduce_rows(int64_t rows, int64_t cols, const T* x, const T* dy, T* dz, T* y, float* partial, cudaStream_t s) {
+  if (cols <= 0) return;
+  if (rows <= 0) return reduce_rows<T>(rows, cols, dz, y, partial, s);  // zeros
+  const unsigned col_blocks = unsigned((cols + kThreads - 1) / kThreads < 65535 ? (cols + kThreads - 1) / kThreads : 65535);
+  // reduce_rows' runs: one where it sums in one pass (whose one partial sum is then copied exactly).
+  const int64_t run = rows <= kReduceRun ? rows : std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
+  const int64_t runs = (rows + run - 1) / run;
+  relu_grad_reduce_rows_kernel<T><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, dy, dz, partial);
+  reduce_rows_kernel<float, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
+}
+
+template <class T>
 void layer_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double eps, cudaStream_t s) {
   if (rows > 0) layer_norm_kernel<T><<<blocks_for(rows), kThreads, 0, s>>>(rows, cols, x, g, y, float(eps));
 }
@@ -387,6 +419,7 @@ void sum_ranks(int64_t n, const T* const* src, int ranks, T* out, cudaStream_t s
   template void round_through<T>(int64_t, float*, cudaStream_t);                                                    \
   template void dropout<T>(int64_t, const T*, T*, double, uint64_t, const ShardIndex&, cudaStream_t);               \
   template void reduce_rows<T>(int64_t, int64_t, const T*, T*, float*, cudaStream_t);                               \
+  template void relu_grad_reduce_rows<T>(int64_t, int64_t, const T*, const T*, T*, T*, float*, cudaStream_t);       \
   template void layer_norm<T>(int64_t, int64_t, const T*, const T*, T*, double, cudaStream_t);                      \
   template void count_non_finite<T>(int64_t, const T*, unsigned long long*, cudaStream_t);                          \
   template void sgd<T>(int64_t, T*, const T*, float*, float, bool, float, LossScaling, cudaStream_t);               \

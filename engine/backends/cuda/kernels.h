@@ -47,6 +47,13 @@ inline int64_t reduce_rows_scratch(int64_t rows, int64_t cols) {
 }
 template <class T>
 void reduce_rows(int64_t rows, int64_t cols, const T* x, T* y, float* partial, cudaStream_t s);
+// dz = dy where x > 0 (ReluGrad) and y = reduce_rows(dz) (a bias's gradient) in one pass over the
+// rows, bit for bit what the two give apart. `partial` holds relu_grad_reduce_scratch(rows, cols) floats.
+inline int64_t relu_grad_reduce_scratch(int64_t rows, int64_t cols) {
+  return rows > kReduceRun ? reduce_rows_scratch(rows, cols) : cols;
+}
+template <class T>
+void relu_grad_reduce_rows(int64_t rows, int64_t cols, const T* x, const T* dy, T* dz, T* y, float* partial, cudaStream_t s);
 // Normalises each row (g null) or, with g, its gradient.
 template <class T>
 void layer_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double eps, cudaStream_t s);
