@@ -328,18 +328,27 @@ void dropout(int64_t n, const T* x, T* y, double rate, uint64_t key, const Shard
   if (n > 0) dropout_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, x, y, rate, float(1.0 / (1.0 - rate)), key, where);
 }
 
+// Blocks of kThreads columns for the column reductions (the grid's x is at most 65535).
+static unsigned column_blocks(int64_t cols) {
+  return unsigned((cols + kThreads - 1) / kThreads < 65535 ? (cols + kThreads - 1) / kThreads : 65535);
+}
+
+// Rows summed in order per partial sum: all of them up to kReduceRun (one pass), else runs of
+// kReduceRun, longer where there would be more than the grid's 65535 rows of blocks (fewer partial
+// sums than reduce_rows_scratch holds).
+static int64_t reduce_run(int64_t rows) {
+  return rows <= kReduceRun ? rows : std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
+}
+
 template <class T>
 void reduce_rows(int64_t rows, int64_t cols, const T* x, T* y, float* partial, cudaStream_t s) {
   if (cols <= 0) return;
-  const unsigned col_blocks = unsigned((cols + kThreads - 1) / kThreads < 65535 ? (cols + kThreads - 1) / kThreads : 65535);
+  const unsigned col_blocks = column_blocks(cols);
   if (rows <= kReduceRun) {
     reduce_rows_kernel<T, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(rows, cols, rows, x, y);
     return;
   }
-  // Longer runs where there would be more than the grid's 65535 rows of blocks (fewer partial sums
-  // than the scratch holds).
-  const int64_t run = std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
-  const int64_t runs = (rows + run - 1) / run;
+  const int64_t run = reduce_run(rows), runs = (rows + run - 1) / run;
   reduce_rows_kernel<T, float><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, partial);
   reduce_rows_kernel<float, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
 }
@@ -348,10 +357,9 @@ template <class T>
 void relu_grad_reduce_rows(int64_t rows, int64_t cols, const T* x, const T* dy, T* dz, T* y, float* partial, cudaStream_t s) {
   if (cols <= 0) return;
   if (rows <= 0) return reduce_rows<T>(rows, cols, dz, y, partial, s);  // zeros
-  const unsigned col_blocks = unsigned((cols + kThreads - 1) / kThreads < 65535 ? (cols + kThreads - 1) / kThreads : 65535);
-  // reduce_rows' runs: one where it sums in one pass (whose one partial sum is then copied exactly).
-  const int64_t run = rows <= kReduceRun ? rows : std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
-  const int64_t runs = (rows + run - 1) / run;
+  // reduce_rows' runs; where it sums in one pass, the one partial sum is then copied exactly.
+  const unsigned col_blocks = column_blocks(cols);
+  const int64_t run = reduce_run(rows), runs = (rows + run - 1) / run;
   relu_grad_reduce_rows_kernel<T><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, dy, dz, partial);
   reduce_rows_kernel<float, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
 }
