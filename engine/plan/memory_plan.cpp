@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 
 #include "engine/ir/primitive.h"
@@ -151,12 +152,49 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     first[at(s0, size_t(r))] = std::min(first[at(s0, size_t(r))], first[at(s0, size_t(dst))]);
   }
 
+  // A Stack's parts made in place (a Repeat's per-layer gradients): where each part is read by the
+  // Stack alone, it is placed inside the Stack's result, which then lives from the first part's
+  // making, and the Stack copies nothing (each operand is already where it would copy it). The
+  // parts no longer sit beside the result at the Stack, so the peak only falls. Within one stage.
+  std::vector<int> inside(nv, -1);  // the Stack result a part is placed in
+  std::vector<int64_t> inside_at(nv, 0);
+  if (S == 1) {
+    std::vector<int> sharing(nv, 0);  // values per root buffer
+    for (size_t v = 0; v < nv; ++v) ++sharing[size_t(find(int(v)))];
+    std::vector<char> is_part(nv, 0);
+    for (int i = 0; i < end; ++i) {
+      const ir::Instr& ins = p.instrs[size_t(i)];
+      if (ins.op != ir::Op::Stack || ins.out.size() != 1 || ins.in.empty()) continue;
+      const int g = ins.out[0];
+      const int64_t part = p.bytes(ins.in[0]);
+      // Parts a whole number of 4-byte words, so each keeps the plan's alignment.
+      if (p.values[size_t(g)].kind != ValueKind::Temp || find(g) != g || part % 4 != 0) continue;
+      bool ok = true;
+      for (int w : ins.in) {
+        const size_t u = size_t(w);
+        ok = ok && p.values[u].kind == ValueKind::Temp && !is_part[u] && find(w) == w && sharing[u] == 1 &&
+             writers[u] == 1 && last[u] == i && first[u] < i && p.bytes(w) == part && w != g;
+        if (ok) is_part[u] = 1;  // also catches a part given twice
+      }
+      if (!ok) {
+        for (int w : ins.in)
+          if (inside[size_t(w)] < 0) is_part[size_t(w)] = 0;
+        continue;
+      }
+      for (size_t k = 0; k < ins.in.size(); ++k) {
+        inside[size_t(ins.in[k])] = g;
+        inside_at[size_t(ins.in[k])] = int64_t(k) * part;
+        first[size_t(g)] = std::min(first[size_t(g)], first[size_t(ins.in[k])]);
+      }
+    }
+  }
+
   struct Span { int64_t stage; int first, last; };
   struct Buf { int value; int64_t size; std::vector<Span> live; int64_t offset = -1; };
   std::vector<Buf> bufs;
   for (size_t v = 0; v < nv; ++v) {
     ValueKind k = p.values[v].kind;
-    if (k == ValueKind::Param || k == ValueKind::OptState || find(int(v)) != int(v)) continue;
+    if (k == ValueKind::Param || k == ValueKind::OptState || find(int(v)) != int(v) || inside[v] >= 0) continue;
     Buf b{int(v), planned_bytes(p, int(v)), {}};
     for (int64_t s = 0; s < S; ++s)
       if (!(first[at(s, v)] == end && last[at(s, v)] < 0)) b.live.push_back({s, first[at(s, v)], last[at(s, v)]});
@@ -213,6 +251,13 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
   }
   for (const Buf& b : bufs) mp.arena_offset[size_t(b.value)] = b.offset;
   for (const ir::Instr& ins : p.instrs) mp.staging_bytes = std::max(mp.staging_bytes, staging_elems(p, ins) * int64_t(sizeof(float)));
+  // A part inside a Stack's result (which may itself be a part of a later Stack's), then the
+  // in-place results at their root's offset.
+  std::function<int64_t(size_t)> part_offset = [&](size_t v) -> int64_t {
+    return inside[v] < 0 ? mp.arena_offset[v] : part_offset(size_t(inside[v])) + inside_at[v];
+  };
+  for (size_t v = 0; v < nv; ++v)
+    if (inside[v] >= 0) mp.arena_offset[v] = part_offset(v);
   for (size_t v = 0; v < nv; ++v)
     if (find(int(v)) != int(v)) mp.arena_offset[v] = mp.arena_offset[size_t(find(int(v)))];
   return mp;

@@ -55,7 +55,9 @@ bool stages_operand(const ir::Program& p, const ir::Instr& ins, size_t k);
 int64_t staging_chunk(const ir::Program& p, const ir::Instr& ins);
 
 // `keep` are values read after the step (loss, metrics): they stay live to the end.
-// In-place reuse: an elementwise result may take its operand's buffer when that operand dies there.
+// In-place reuse: an elementwise result may take its operand's buffer when that operand dies there,
+// and a Stack's operands read by it alone are made inside its result (the Stack then copies each
+// onto itself: a Repeat's per-layer gradients are written where the stacked gradient holds them).
 MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep);
 
 }  // namespace shardlab::plan

@@ -102,6 +102,10 @@ Shape shape(Rng& r, size_t min_rank = 1, size_t max_rank = 3) {
 // Above the kernels' threading threshold (2^15 elements), so their parallel loops run too.
 Shape threaded(Rng& r) { return {int64_t(33 + r() % 5), int64_t(1025 + 2 * (r() % 4))}; }
 
+// Rows a multiple of 8 wide (16 bytes of a 16-bit type) and more of them than a column
+// reduction's run (64): the CUDA kernels' 16-byte paths, and partial sums over several runs.
+Shape vector_rows(Rng& r) { return {int64_t(65 + r() % 100), int64_t(8 * (1 + r() % 12))}; }
+
 double uniform(Rng& r) { return double(r() >> 11) * 0x1.0p-53; }
 
 // Operands of one shape, drawn as `gens` say.
@@ -366,6 +370,7 @@ std::vector<Case> cases() {
       {"bias_add threaded", Op::BiasAdd, with_row(threaded)},
       {"mul_row", Op::MulRow, with_row()},
       {"reduce_rows", Op::ReduceRows, same({N})},
+      {"reduce_rows vector rows", Op::ReduceRows, same({N}, {}, vector_rows)},
       {"layer_norm", Op::LayerNorm, same({N}, layer_norm_eps, layer_norm_rows)},
       {"layer_norm threaded", Op::LayerNorm, same({N}, layer_norm_eps, threaded)},
       {"layer_norm_grad", Op::LayerNormGrad, same({N, N}, layer_norm_eps, layer_norm_rows)},
@@ -385,12 +390,14 @@ std::vector<Case> cases() {
       {"adam step 7", Op::AdamUpdate, update(2, 0, false, 0.0), 7, 0.1},
       {"adamw", Op::AdamUpdate, update(2, 0, false, 0.01), 2, 0.1},
       {"adam threaded", Op::AdamUpdate, update(2, 0, false, 0.0, threaded), 1, 0.1},
+      {"adamw vector rows", Op::AdamUpdate, update(2, 0, false, 0.01, vector_rows), 4, 0.1},
       {"adam loss-scaled", Op::AdamUpdate, update(2, 0, false, 0.0, {}, true), 3, 0.1, 1024.0},
       {"adam loss-scaled overflowed", Op::AdamUpdate, update(2, 0, false, 0.0, {}, true, true), 3, 0.1, 1024.0},
       {"sgd momentum loss-scaled", Op::SgdUpdate, update(1, 0.9, false, 0.0, {}, true), 0, 0.1, 256.0},
       {"sgd loss-scaled overflowed", Op::SgdUpdate, update(0, 0.0, false, 0.0, {}, true, true), 0, 0.1, 256.0},
       {"count_non_finite", Op::CountNonFinite, count_non_finite},
       {"convert", Op::Convert, same({N})},
+      {"convert vector rows", Op::Convert, same({N}, {}, vector_rows)},
       {"batch_matmul", Op::BatchMatMul, batch_matmul(false, false)},
       {"batch_matmul trans_a", Op::BatchMatMul, batch_matmul(true, false)},
       {"batch_matmul trans_b", Op::BatchMatMul, batch_matmul(false, true)},
@@ -793,18 +800,24 @@ void TestBackendConformance::primitiveMatchesDoubleReference() {
 void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit_data() {
   QTest::addColumn<QString>("kind");
   QTest::addColumn<int>("batch");
+  QTest::addColumn<QString>("model");
   for (const std::string& kind : backends::built_backends())
     for (int batch : {29, 200})
-      QTest::newRow(qPrintable(QString("%1, batch %2").arg(kind.c_str()).arg(batch))) << QString::fromStdString(kind) << batch;
+      for (const char* model : {"odd", "aligned", "repeat"})
+        QTest::newRow(qPrintable(QString("%1, batch %2, %3 mlp").arg(kind.c_str()).arg(batch).arg(model)))
+            << QString::fromStdString(kind) << batch << QString(model);
 }
 
 // Folding bias, relu and relu's gradient into the GEMM (on CUDA: the bias's gradient into relu's
-// gradient) changes nothing but speed, on every backend: loss, output and updated parameters agree
+// gradient, and a Repeat's unstacked parameters read in place) changes nothing but speed, on every backend: loss, output and updated parameters agree
 // bit for bit with the unfused program, and the forward pass agrees with the double reference.
 void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit() {
   QFETCH(QString, kind);
   QFETCH(int, batch);
-  const runtime::StepProgram s = testing::odd_mlp_step(batch);
+  QFETCH(QString, model);
+  const runtime::StepProgram s = model == "repeat"  ? testing::repeat_mlp_step(batch)
+                                 : model == "aligned" ? testing::aligned_mlp_step(batch)
+                                                      : testing::odd_mlp_step(batch);
   backends::Backend* be = backend(kind.toStdString());
   if (!be) QSKIP(qPrintable(why_unavailable(kind)));
   backends::Backend& b = *be;

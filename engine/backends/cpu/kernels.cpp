@@ -429,7 +429,9 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
       return;
     case Op::Stack: {
       const int64_t part = numel(*a.in_shapes[0]);
-      for (size_t k = 0; k < a.in.size(); ++k) std::memcpy(y + int64_t(k) * part, a.in[k], size_t(part) * sizeof(T));
+      // The plan may have made the parts in place (plan_memory): nothing to copy for those.
+      for (size_t k = 0; k < a.in.size(); ++k)
+        if (y + int64_t(k) * part != a.in[k]) std::memcpy(y + int64_t(k) * part, a.in[k], size_t(part) * sizeof(T));
       return;
     }
     case Op::Unstack: {

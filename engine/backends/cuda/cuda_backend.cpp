@@ -13,6 +13,7 @@
 #include "engine/backends/cpu/device_workers.h"
 #include "engine/backends/cuda/check.h"
 #include "engine/backends/cuda/gemm.h"
+#include "engine/backends/cuda/host_staging.h"
 #include "engine/backends/cuda/kernels.h"
 #include "engine/backends/cuda/tensor_kernels.h"
 #include "engine/backends/cuda/nccl_collectives.h"
@@ -20,6 +21,7 @@
 #include "engine/backends/processes.h"
 #include "engine/ir/primitive.h"
 #include "engine/plan/foldable_chains.h"
+#include "engine/plan/stack_views.h"
 #include "engine/profiler/instruction_arrays.h"
 #include "engine/profiler/trace.h"
 #include "engine/sharding/mesh.h"
@@ -343,7 +345,10 @@ class CudaExecutable final : public Executable {
       from_float(host, converted.data(), t, n);
       src = converted.data();
     }
-    check(cudaMemcpyAsync(data(device, value), src, n * dtype_size(t), cudaMemcpyHostToDevice, s), "writing a block to the GPU");
+    const size_t bytes = n * dtype_size(t);
+    // A batch's inputs, every step: through pinned memory (host_staging.h).
+    if (bytes >= HostStaging::kMinBytes) devices_[size_t(device)].staging->upload(data(device, value), src, bytes, s);
+    else check(cudaMemcpyAsync(data(device, value), src, bytes, cudaMemcpyHostToDevice, s), "writing a block to the GPU");
     check(cudaStreamSynchronize(s), "writing a block to the GPU");
   }
   void read(int device, int value, float* host) const override {
@@ -373,7 +378,7 @@ class CudaExecutable final : public Executable {
     return s / double(devices_.size());
   }
   size_t fused_instructions() const override {
-    size_t n = 0;
+    size_t n = views_.skipped();
     for (const Step& s : steps_) n += s.folded;
     return n;
   }
@@ -389,6 +394,7 @@ class CudaExecutable final : public Executable {
     DeviceBuffer reduce_scratch;  // reduce_rows' sums of row runs (kernels.h)
     DeviceBuffer count;           // count_non_finite's running total
     DeviceBuffer cast_scratch;    // a GEMM's float32 operands rounded to its 16-bit type (matmul()); a 16-bit ScatterAdd's sums
+    std::unique_ptr<HostStaging> staging = std::make_unique<HostStaging>();  // large writes (write()); pinned on first use
     Events events;                // a detailed trace's span boundaries: one before each step, one after the last
     double comm_seconds = 0;
   };
@@ -420,6 +426,10 @@ class CudaExecutable final : public Executable {
   void plan_steps(bool fuse) {
     std::vector<const ir::EpilogueChain*> at(program_.instrs.size(), nullptr);
     std::vector<bool> folded_away(program_.instrs.size(), false);
+    // A Repeat's stacks and unstacks as views (plan/stack_views.h): those copies run not at all.
+    // (Within one stage: a pipeline's liveness is per stage, which the analysis does not follow.)
+    if (fuse && program_.stages <= 1) views_ = plan::stack_views(program_, plan_);
+    for (size_t i = 0; i < views_.skip.size(); ++i) folded_away[i] = views_.skip[i];
     const std::vector<ir::EpilogueChain> chains = fuse ? plan::foldable_chains(program_, plan_) : std::vector<ir::EpilogueChain>{};
     for (const ir::EpilogueChain& c : chains)
       if (c.bias >= 0) at[c.matmul] = &c;
@@ -438,7 +448,8 @@ class CudaExecutable final : public Executable {
       const ir::Instr& ins = program_.instrs[i];
       if (fuse && !s.folded && ins.op == Op::ReluGrad && i + 1 < program_.instrs.size() && !folded_away[i + 1]) {
         const ir::Instr& next = program_.instrs[i + 1];
-        if (next.op == Op::ReduceRows && next.in.at(0) == ins.out.at(0) && program_.dtype(next.out.at(0)) == program_.dtype(ins.out[0]) &&
+        if (next.op == Op::ReduceRows && next.stage == ins.stage && next.in.at(0) == ins.out.at(0) &&
+            program_.dtype(next.out.at(0)) == program_.dtype(ins.out[0]) &&
             program_.dtype(ins.in.at(0)) == program_.dtype(ins.out[0]) && program_.dtype(ins.in.at(1)) == program_.dtype(ins.out[0])) {
           s.folded = 1;
           s.folded_instrs = {i + 1};
@@ -495,6 +506,7 @@ class CudaExecutable final : public Executable {
   // A value's block on a device (the plan's offsets are in bytes).
   void* data(int device, int v) const {
     const size_t i = size_t(v);
+    if (!views_.base.empty() && views_.base.at(i) >= 0) return static_cast<char*>(data(device, views_.base[i])) + views_.offset[i];
     const Device& d = devices_.at(size_t(device));
     if (plan_.persistent_offset.at(i) >= 0) return d.persistent + plan_.persistent_offset[i];
     if (plan_.arena_offset.at(i) >= 0) return d.arena.as<char>() + plan_.arena_offset[i];
@@ -520,10 +532,12 @@ class CudaExecutable final : public Executable {
     // A detailed trace times every step on the GPU: an event before each, one after the last.
     const bool spans = ctx.trace && ctx.trace->detailed();
     if (spans) dev.events.ensure(steps_.size() + 1);
+    const int64_t stage = stage_of(d);
     for (size_t k = 0; k < steps_.size(); ++k) {
       const Step& step = steps_[k];
       const ir::Instr& ins = program_.instrs[step.instr];
       if (spans) check(cudaEventRecord(dev.events[k], s), "cudaEventRecord");
+      if (!ir::runs_on_stage(ins, stage)) continue;  // another pipeline stage's work
       if (ir::is_collective(ins.op)) {
         check(cudaStreamSynchronize(s), "finishing the work before a collective");
         const auto c0 = std::chrono::steady_clock::now();
@@ -550,19 +564,35 @@ class CudaExecutable final : public Executable {
       if (spans) {
         sum.compute_us = sum.collective_us = 0;
         for (size_t k = 0; k < steps_.size(); ++k) {
+          const ir::Instr& ins = program_.instrs[steps_[k].instr];
+          if (!ir::runs_on_stage(ins, stage)) continue;
           const SpanInfo& info = info_[k];
           const double begin = dev.events.ms(0, k) * 1e3, dur = dev.events.ms(k, k + 1) * 1e3;
           (info.category == profiler::Category::Collective  ? sum.collective_us
            : info.category == profiler::Category::Optimizer ? sum.optimizer_us
                                                             : sum.compute_us) += dur;
-          ctx.trace->add(profiler::Span{global(d), info.category, info.name, program_.instrs[steps_[k].instr].node, info.array,
-                                        t0 + begin, dur, info.flops, info.bytes, ctx.step, info.arrays});
+          profiler::Span span{global(d), info.category, info.name, ins.node, info.array, t0 + begin, dur, info.flops, info.bytes,
+                              ctx.step, info.arrays};
+          if (stage >= 0) {
+            span.stage = stage;
+            span.microbatch = ins.microbatch;
+            span.backward = ins.backward;
+          }
+          ctx.trace->add(std::move(span));
         }
       }
       ctx.trace->add(profiler::Span{global(d), profiler::Category::Step, "step " + std::to_string(ctx.step + 1), "", "", t0, wall,
                                     0, 0, ctx.step});
       ctx.trace->add(sum);
     }
+  }
+
+  // The pipeline stage local device d runs (its coordinate on the stage axis), -1 without stages.
+  int64_t stage_of(int d) const {
+    if (program_.stages <= 1) return -1;
+    const int axis = mesh_.axis_index(program_.stage_axis);
+    if (axis < 0) throw Error("internal: the pipeline's stage axis '" + program_.stage_axis + "' is not on the mesh " + mesh_.str());
+    return mesh_.coords(global(d)).at(size_t(axis));
   }
 
   // A loss or metric read labels: a label that is not a class index is an error naming it.
@@ -921,6 +951,21 @@ class CudaExecutable final : public Executable {
   // the device's scratch first (as the CPU's comm_kernels.cpp does on the host).
   void collective(int d, const ir::Instr& ins, cudaStream_t s) {
     const ir::Attrs& a = ins.attrs;
+    if (ins.op == Op::Send || ins.op == Op::Recv) {
+      // To or from the device of stage `peer` with this device's other coordinates; buffered, so
+      // two stages may each send before either receives (1F1B's steady state).
+      const int axis = mesh_.axis_index(program_.stage_axis);
+      if (axis < 0) throw Error("internal: a pipeline transfer outside a pipelined program");
+      std::vector<int64_t> c = mesh_.coords(global(d));
+      c.at(size_t(axis)) = a.peer;
+      const int peer = int(mesh_.device_at(c));
+      if (ins.op == Op::Send)
+        rt_->comm->post(global(d), peer, a.tag, data(d, ins.in.at(0)), numel(program_.shape(ins.in[0])), program_.dtype(ins.in[0]));
+      else
+        rt_->comm->take(global(d), peer, a.tag, data(d, ins.out.at(0)), numel(program_.shape(ins.out[0])),
+                        program_.dtype(ins.out[0]));
+      return;
+    }
     const Shape& is = program_.shape(ins.in[0]);
     const DType t = program_.dtype(ins.in[0]);
     const size_t size = dtype_size(t);
@@ -1000,6 +1045,7 @@ class CudaExecutable final : public Executable {
   std::shared_ptr<MeshRuntime> rt_;
   std::vector<Device> devices_;
   std::vector<Step> steps_;
+  plan::StackViews views_;      // values that live in another's storage; empty without fusion
   std::vector<SpanInfo> info_;  // per step
   double step_flops_ = 0;       // of one device's step
   uint64_t own_bytes_ = 0;
@@ -1070,9 +1116,9 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
-    if (program.stages > 1)
-      throw Error("the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
-                  "); train this layout on the CPU backend, or map layer to None");
+    if (program.stages > 1 && processes_)
+      throw Error("over several processes the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
+                  "); run the pipeline in one process (its stages on virtual GPU devices), or map layer to None");
     for (const ir::Value& v : program.values)
       if (!holds(v.dtype))
         throw Error("the CUDA backend holds float32, bfloat16, float16 and int32 values, not " +

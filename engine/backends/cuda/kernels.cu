@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <type_traits>
 
 #include "engine/backends/cuda/launch.cuh"
 #include "engine/util/hash.h"
@@ -93,6 +95,28 @@ __global__ void convert_kernel(int64_t n, const From* x, To* y) {
   FOR_EACH(i, n) st(y, i, ld(x, i));
 }
 
+// Four elements of T as one access: 16 bytes of float32, 8 of a 16-bit type.
+template <class T>
+union Quad {
+  std::conditional_t<sizeof(T) == 4, uint4, uint2> raw;
+  T v[4];
+};
+
+// convert_kernel four elements at a time (n a multiple of 4, both arrays aligned to four elements).
+template <class From, class To>
+__global__ void convert_quad_kernel(int64_t quads, const From* x, To* y) {
+  const auto* src = reinterpret_cast<const Quad<From>*>(x);
+  auto* dst = reinterpret_cast<Quad<To>*>(y);
+  FOR_EACH(q, quads) {
+    Quad<From> a;
+    a.raw = src[q].raw;
+    Quad<To> b;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) b.v[j] = To(float(a.v[j]));
+    dst[q].raw = b.raw;
+  }
+}
+
 template <class T>
 __global__ void round_through_kernel(int64_t n, float* x) {
   FOR_EACH(i, n) x[i] = float(T(x[i]));
@@ -132,6 +156,108 @@ __global__ void relu_grad_reduce_rows_kernel(int64_t rows, int64_t cols, int64_t
       acc += float(v);
     }
     partial[int64_t(blockIdx.y) * cols + c] = acc;
+  }
+}
+
+// The two kernels above with 16 bytes (kVec<T> columns) per thread and access, for rows whose
+// length is a multiple of kVec<T> at 16-byte aligned addresses: thread t sums columns [V*p, V*p+V)
+// of run t / packs (p = t % packs) over the same rows in the same order, so the sums are bit for bit
+// the one-column kernels'. Rows are loaded kRowBatch at a time before any is used or stored: the
+// loads are then in flight together, and a store over an operand (dz over x or dy) comes after
+// every load of its row.
+constexpr int kRowBatch = 8;
+
+template <class In, class Out>
+__global__ void reduce_rows_vec_kernel(int64_t rows, int64_t packs, int64_t run, int64_t runs, const In* x, Out* y) {
+  constexpr int V = kVec<In>;
+  const uint4* src = reinterpret_cast<const uint4*>(x);
+  FOR_EACH(t, runs * packs) {
+    const int64_t k = t / packs, p = t % packs;
+    const int64_t r0 = k * run, r1 = r0 + run < rows ? r0 + run : rows;
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = 0.f;
+    for (int64_t r = r0; r < r1; r += kRowBatch) {
+      Pack<In> a[kRowBatch];
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b)
+        if (r + b < r1) a[b].raw = src[(r + b) * packs + p];
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b)
+        if (r + b < r1) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) acc[j] += float(a[b].v[j]);
+        }
+    }
+    Out* out = y + k * packs * V + p * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = Out(acc[j]);
+  }
+}
+
+template <class T>
+__global__ void relu_grad_reduce_rows_vec_kernel(int64_t rows, int64_t packs, int64_t run, int64_t runs, const T* x,
+                                                 const T* dy, T* dz, float* partial) {
+  constexpr int V = kVec<T>;
+  const uint4* xs = reinterpret_cast<const uint4*>(x);
+  const uint4* dys = reinterpret_cast<const uint4*>(dy);
+  uint4* dzs = reinterpret_cast<uint4*>(dz);
+  FOR_EACH(t, runs * packs) {
+    const int64_t k = t / packs, p = t % packs;
+    const int64_t r0 = k * run, r1 = r0 + run < rows ? r0 + run : rows;
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = 0.f;
+    for (int64_t r = r0; r < r1; r += kRowBatch) {
+      Pack<T> a[kRowBatch], g[kRowBatch];
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b)
+        if (r + b < r1) {
+          a[b].raw = xs[(r + b) * packs + p];
+          g[b].raw = dys[(r + b) * packs + p];
+        }
+#pragma unroll
+      for (int b = 0; b < kRowBatch; ++b)
+        if (r + b < r1) {
+          Pack<T> o;
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const T v = T(float(a[b].v[j]) > 0.f ? float(g[b].v[j]) : 0.f);
+            o.v[j] = v;
+            acc[j] += float(v);
+          }
+          dzs[(r + b) * packs + p] = o.raw;
+        }
+    }
+    float* out = partial + k * packs * V + p * V;
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = acc[j];
+  }
+}
+
+// y[c] = the sum of partial[0..runs)[c] (the runs' sums), rounded once to T. A block of kThreads
+// sums kWarpCols columns: warp w sums runs w, w + W, w + 2W, ... in order (W warps), then warp 0
+// adds the warps' sums in warp order. A fixed order, so the same sums every run, and every warp
+// at work where one thread per column would wait on `runs` loads one after another.
+constexpr int kWarpCols = 32;
+
+template <class T>
+__global__ void sum_runs_kernel(int64_t runs, int64_t cols, const float* partial, T* y) {
+  constexpr int W = kThreads / kWarpCols;
+  __shared__ float part[W][kWarpCols];
+  const int lane = int(threadIdx.x) % kWarpCols, w = int(threadIdx.x) / kWarpCols;
+  const int64_t c = int64_t(blockIdx.x) * kWarpCols + lane;
+  float acc = 0.f;
+  if (c < cols) {
+#pragma unroll 4
+    for (int64_t r = w; r < runs; r += W) acc += partial[r * cols + c];
+  }
+  part[w][lane] = acc;
+  __syncthreads();
+  if (w == 0 && c < cols) {
+    float sum = part[0][lane];
+    for (int k = 1; k < W; ++k) sum += part[k][lane];
+    st(y, c, sum);
   }
 }
 
@@ -269,18 +395,46 @@ __global__ void sgd_kernel(int64_t n, T* p, const T* g, float* tr, float m, bool
   }
 }
 
+// One element of Adam's update (Optax's scale_by_adam then the learning rate, AdamW's decay), in
+// float32: the scalar and the four-wide kernel share it, so both round alike.
+__device__ __forceinline__ float adam_element(float pi, float gi, float& mu, float& nu, float b1, float b2, float eps,
+                                              float wd, float lr, float inv_c1, float inv_c2) {
+  const float m = b1 * mu + (1.f - b1) * gi;
+  const float v = b2 * nu + (1.f - b2) * gi * gi;
+  mu = m;
+  nu = v;
+  return pi + -lr * ((m * inv_c1) / (sqrtf(v * inv_c2) + eps) + wd * pi);
+}
+
 template <class T>
 __global__ void adam_kernel(int64_t n, T* p, const T* g, float* mu, float* nu, float b1, float b2, float eps, float wd,
                             float lr, float inv_c1, float inv_c2, LossScaling ls) {
   if (ls.skip && ls.skip[0] != 0.f) return;
-  FOR_EACH(i, n) {
-    const float gi = ld(g, i) * ls.unscale;
-    const float m = b1 * mu[i] + (1.f - b1) * gi;
-    const float v = b2 * nu[i] + (1.f - b2) * gi * gi;
-    mu[i] = m;
-    nu[i] = v;
-    const float pi = ld(p, i);
-    st(p, i, pi + -lr * ((m * inv_c1) / (sqrtf(v * inv_c2) + eps) + wd * pi));
+  FOR_EACH(i, n) st(p, i, adam_element(ld(p, i), ld(g, i) * ls.unscale, mu[i], nu[i], b1, b2, eps, wd, lr, inv_c1, inv_c2));
+}
+
+// adam_kernel four elements at a time (n a multiple of 4, every array aligned to four elements):
+// a step's largest kernel after the GEMMs, bound by its 28 bytes per float32 parameter.
+template <class T>
+__global__ void adam_quad_kernel(int64_t quads, T* p, const T* g, float* mu, float* nu, float b1, float b2, float eps,
+                                 float wd, float lr, float inv_c1, float inv_c2, LossScaling ls) {
+  if (ls.skip && ls.skip[0] != 0.f) return;
+  auto* ps = reinterpret_cast<Quad<T>*>(p);
+  const auto* gs = reinterpret_cast<const Quad<T>*>(g);
+  auto* ms = reinterpret_cast<float4*>(mu);
+  auto* vs = reinterpret_cast<float4*>(nu);
+  FOR_EACH(q, quads) {
+    Quad<T> pq, gq;
+    pq.raw = ps[q].raw;
+    gq.raw = gs[q].raw;
+    float4 m4 = ms[q], v4 = vs[q];
+    float m[4] = {m4.x, m4.y, m4.z, m4.w}, v[4] = {v4.x, v4.y, v4.z, v4.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      pq.v[j] = T(adam_element(float(pq.v[j]), float(gq.v[j]) * ls.unscale, m[j], v[j], b1, b2, eps, wd, lr, inv_c1, inv_c2));
+    ms[q] = make_float4(m[0], m[1], m[2], m[3]);
+    vs[q] = make_float4(v[0], v[1], v[2], v[3]);
+    ps[q].raw = pq.raw;
   }
 }
 
@@ -313,9 +467,17 @@ void elementwise(Elementwise op, int64_t n, const T* x, const T* x1, T* y, float
   elementwise_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(op, n, x, x1, y, alpha, cols);
 }
 
+// Whether n elements at each of these addresses take a four-wide kernel.
+template <class... P>
+static bool quads(int64_t n, const P*... ptrs) {
+  return n % 4 == 0 && ((reinterpret_cast<uintptr_t>(ptrs) % (4 * sizeof(P)) == 0) && ...);
+}
+
 template <class From, class To>
 void convert(int64_t n, const From* x, To* y, cudaStream_t s) {
-  if (n > 0) convert_kernel<From, To><<<blocks_for(n), kThreads, 0, s>>>(n, x, y);
+  if (n <= 0) return;
+  if (quads(n, x, y)) convert_quad_kernel<From, To><<<blocks_for(n / 4), kThreads, 0, s>>>(n / 4, x, y);
+  else convert_kernel<From, To><<<blocks_for(n), kThreads, 0, s>>>(n, x, y);
 }
 
 template <class T>
@@ -340,17 +502,45 @@ static int64_t reduce_run(int64_t rows) {
   return rows <= kReduceRun ? rows : std::max<int64_t>(kReduceRun, (rows + 65534) / 65535);
 }
 
+// Whether rows of `cols` T at these addresses take the 16-byte kernels.
+template <class T>
+static bool vector_rows(int64_t cols, std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return cols % kVec<T> == 0;
+}
+
+// Threads of the 16-byte column kernels: fewer per block than elementwise kernels, since each
+// works through a whole run of rows and a large block count spreads those over every SM.
+constexpr int kColumnThreads = 64;
+
+static unsigned column_vec_blocks(int64_t threads) {
+  const int64_t b = (threads + kColumnThreads - 1) / kColumnThreads;
+  return unsigned(b < 1 ? 1 : b > 65535 * 32 ? 65535 * 32 : b);
+}
+
+template <class T>
+static void sum_runs(int64_t runs, int64_t cols, const float* partial, T* y, cudaStream_t s) {
+  sum_runs_kernel<T><<<unsigned((cols + kWarpCols - 1) / kWarpCols), kThreads, 0, s>>>(runs, cols, partial, y);
+}
+
 template <class T>
 void reduce_rows(int64_t rows, int64_t cols, const T* x, T* y, float* partial, cudaStream_t s) {
   if (cols <= 0) return;
   const unsigned col_blocks = column_blocks(cols);
+  const bool vec = rows > 0 && vector_rows<T>(cols, {x});
+  const int64_t packs = cols / kVec<T>;
   if (rows <= kReduceRun) {
-    reduce_rows_kernel<T, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(rows, cols, rows, x, y);
+    if (vec) reduce_rows_vec_kernel<T, T><<<column_vec_blocks(packs), kColumnThreads, 0, s>>>(rows, packs, rows, 1, x, y);
+    else reduce_rows_kernel<T, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(rows, cols, rows, x, y);
     return;
   }
   const int64_t run = reduce_run(rows), runs = (rows + run - 1) / run;
-  reduce_rows_kernel<T, float><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, partial);
-  reduce_rows_kernel<float, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
+  if (vec)
+    reduce_rows_vec_kernel<T, float><<<column_vec_blocks(runs * packs), kColumnThreads, 0, s>>>(rows, packs, run, runs, x, partial);
+  else
+    reduce_rows_kernel<T, float><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, partial);
+  sum_runs<T>(runs, cols, partial, y, s);
 }
 
 template <class T>
@@ -358,10 +548,16 @@ void relu_grad_reduce_rows(int64_t rows, int64_t cols, const T* x, const T* dy, 
   if (cols <= 0) return;
   if (rows <= 0) return reduce_rows<T>(rows, cols, dz, y, partial, s);  // zeros
   // reduce_rows' runs; where it sums in one pass, the one partial sum is then copied exactly.
-  const unsigned col_blocks = column_blocks(cols);
   const int64_t run = reduce_run(rows), runs = (rows + run - 1) / run;
-  relu_grad_reduce_rows_kernel<T><<<dim3(col_blocks, unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, dy, dz, partial);
-  reduce_rows_kernel<float, T><<<dim3(col_blocks, 1), kThreads, 0, s>>>(runs, cols, runs, partial, y);
+  if (vector_rows<T>(cols, {x, dy, dz})) {
+    const int64_t packs = cols / kVec<T>;
+    relu_grad_reduce_rows_vec_kernel<T><<<column_vec_blocks(runs * packs), kColumnThreads, 0, s>>>(rows, packs, run, runs, x,
+                                                                                                    dy, dz, partial);
+  } else {
+    relu_grad_reduce_rows_kernel<T><<<dim3(column_blocks(cols), unsigned(runs)), kThreads, 0, s>>>(rows, cols, run, x, dy,
+                                                                                                   dz, partial);
+  }
+  sum_runs<T>(runs, cols, partial, y, s);
 }
 
 template <class T>
@@ -410,7 +606,11 @@ void sgd(int64_t n, T* p, const T* g, float* trace, float momentum, bool nestero
 template <class T>
 void adam(int64_t n, T* p, const T* g, float* mu, float* nu, float b1, float b2, float eps, float weight_decay,
           float lr, float inv_c1, float inv_c2, LossScaling ls, cudaStream_t s) {
-  if (n > 0)
+  if (n <= 0) return;
+  if (quads(n, p, g, mu, nu))
+    adam_quad_kernel<T><<<blocks_for(n / 4), kThreads, 0, s>>>(n / 4, p, g, mu, nu, b1, b2, eps, weight_decay, lr, inv_c1,
+                                                               inv_c2, ls);
+  else
     adam_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mu, nu, b1, b2, eps, weight_decay, lr, inv_c1, inv_c2, ls);
 }
 

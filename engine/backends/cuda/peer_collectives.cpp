@@ -1,6 +1,7 @@
 #include "engine/backends/cuda/peer_collectives.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "engine/backends/cpu/collectives.h"
@@ -38,6 +39,7 @@ PeerCollectives::PeerCollectives(std::vector<cudaStream_t> streams)
 
 PeerCollectives::~PeerCollectives() {
   for (Staging& s : staging_) cudaFree(s.ptr);
+  for (auto& [bytes, p] : spare_) cudaFree(p);
 }
 
 int PeerCollectives::num_devices() const { return int(streams_.size()); }
@@ -177,6 +179,60 @@ void PeerCollectives::send(int device, int peer, const void* buf, int64_t count,
   if (device == peer) throw Error("collectives: send on device " + std::to_string(device) + " names itself as the peer");
   run(Kind::Send, device, {std::min(device, peer), std::max(device, peer)}, buf, nullptr, count, t);
 }
+// What post() leaves in the host mailbox: the message's device buffer, its count and type.
+struct Letter {
+  uint64_t data = 0;
+  int64_t count = 0, type = 0;
+};
+static_assert(sizeof(Letter) == 3 * sizeof(double));
+
+void PeerCollectives::post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t) {
+  if (device < 0 || device >= num_devices()) throw Error("collectives: post on device " + std::to_string(device) + ": out of range");
+  if (count < 0) throw Error("collectives: post on device " + std::to_string(device) + " passed a negative count");
+  cudaStream_t s = streams_[size_t(device)];
+  const size_t bytes = size_t(count) * dtype_size(t);
+  void* box = nullptr;
+  if (bytes > 0) {
+    {
+      std::lock_guard<std::mutex> lk(mail_mu_);
+      if (auto it = spare_.find(bytes); it != spare_.end()) {
+        box = it->second;
+        spare_.erase(it);
+      }
+    }
+    if (!box) check(cudaMalloc(&box, bytes), "cudaMalloc of a pipeline message's buffer");
+    check(cudaMemcpyAsync(box, buf, bytes, cudaMemcpyDeviceToDevice, s), "posting a pipeline message");
+    check(cudaStreamSynchronize(s), "posting a pipeline message");
+  }
+  const Letter letter{uint64_t(reinterpret_cast<uintptr_t>(box)), count, int64_t(t)};
+  meet_->post(device, peer, tag, reinterpret_cast<const double*>(&letter), 3, DType::F64);
+}
+
+void PeerCollectives::take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t) {
+  if (device < 0 || device >= num_devices()) throw Error("collectives: take on device " + std::to_string(device) + ": out of range");
+  Letter letter;
+  meet_->take(device, peer, tag, reinterpret_cast<double*>(&letter), 3, DType::F64);
+  void* box = reinterpret_cast<void*>(uintptr_t(letter.data));
+  const size_t bytes = size_t(letter.count) * dtype_size(DType(letter.type));
+  auto give_back = [&] {
+    if (!box) return;
+    std::lock_guard<std::mutex> lk(mail_mu_);
+    spare_.emplace(bytes, box);
+  };
+  if (letter.count != count || DType(letter.type) != t) {
+    give_back();
+    throw Error("collectives: device " + std::to_string(device) + " takes " + std::to_string(count) + " " + dtype_name(t) +
+                " elements from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + "), which posted " +
+                std::to_string(letter.count) + " " + dtype_name(DType(letter.type)));
+  }
+  if (bytes > 0) {
+    cudaStream_t s = streams_[size_t(device)];
+    check(cudaMemcpyAsync(buf, box, bytes, cudaMemcpyDeviceToDevice, s), "taking a pipeline message");
+    check(cudaStreamSynchronize(s), "taking a pipeline message");
+  }
+  give_back();
+}
+
 void PeerCollectives::recv(int device, int peer, void* buf, int64_t count, DType t) {
   if (device == peer) throw Error("collectives: recv on device " + std::to_string(device) + " names itself as the peer");
   run(Kind::Recv, device, {std::min(device, peer), std::max(device, peer)}, nullptr, buf, count, t);

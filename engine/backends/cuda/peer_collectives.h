@@ -10,7 +10,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/backends/collectives.h"
@@ -45,6 +47,11 @@ class PeerCollectives final : public Collectives {
                  DType t) override;
   void send(int device, int peer, const void* buf, int64_t count, DType t) override;
   void recv(int device, int peer, void* buf, int64_t count, DType t) override;
+  // Pipeline stages' messages: post() copies buf into a device buffer of the mailbox's and leaves
+  // its address with the host mailbox (cpu::ThreadCollectives's); take() copies it out and hands
+  // the buffer back for the next message of that size.
+  void post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t) override;
+  void take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t) override;
   void abort(const std::string& why) override;
   bool aborted() const override;
 
@@ -62,6 +69,9 @@ class PeerCollectives final : public Collectives {
     size_t bytes = 0;
   };
   std::vector<Staging> staging_;
+  // Device buffers of posted messages not in use, by size (a pipeline's messages repeat each step).
+  std::mutex mail_mu_;
+  std::multimap<size_t, void*> spare_;
 };
 
 }  // namespace shardlab::backends::cuda
