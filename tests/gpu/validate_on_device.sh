@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs issue 13's GPU checks on the device machine, from what tests/gpu/pack_for_device.sh packed
+# Runs the GPU checks on the device machine, from what tests/gpu/pack_for_device.sh packed
 # into .device/. Logs go to $OUT (the device tool brings them back); a short summary is printed last.
 #
 #   tests/gpu/validate_on_device.sh [tests] [sanitizer] [losses] [profile] [bench]   (default: all five)
@@ -7,12 +7,13 @@
 #   tests      the `gpu` suites: test_backend_conformance and test_cuda_training, and
 #              test_nccl_processes (mpirun -np 2 on 2 GPUs, NCCL; skips with fewer or no mpirun)
 #   sanitizer  compute-sanitizer memcheck over the conformance suite
-#   losses     shardlab-cli train, CPU against CUDA, 10 steps each, on the example projects and on
-#              8 virtual GPU devices under data parallel, Megatron and FSDP (losses within 1e-4)
+#   losses     shardlab-cli train, CPU against CUDA, 10 steps each, on the example projects (seed
+#              003's 89-layer Repeat and the ViT among them), on 8 virtual GPU devices under data
+#              parallel, Megatron and FSDP, and on pipeline stages (losses within 1e-4; 16-bit 2e-2)
 #   profile    shardlab-cli profile on CUDA: deep-mlp-small on one device and on data=8 (the
 #              per-device table, MFU against the GPU's measured GEMM peak, the longest kernels);
-#              PROFILE_PROJECT (a file under projects/) and PROFILE_ARGS ("--dtype bfloat16") change
-#              what is profiled
+#              PROFILE_PROJECT (a file under projects/), PROFILE_ARGS ("--dtype bfloat16") and
+#              PROFILE_MESHES ("one", "data8" or "one data8", the default) change what is profiled
 #   bench      tests/bench/gpu_step.py, with $GPU_STEP_ARGS passed on
 #
 # Time limits (seconds): TEST_LIMIT (200) for each suite, GPU_STEP_LIMIT (560) for the benchmark,
@@ -28,8 +29,12 @@ summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
 [ -f .device/programs.tar.xz ] || { echo "no .device/programs.tar.xz: run tests/gpu/pack_for_device.sh here and carry .device"; exit 2; }
-tar -xJf .device/programs.tar.xz
-tar -xJf .device/lib.tar.xz -C .device
+# Once per machine: a run of one stage after another reuses what the first unpacked.
+if [ ! -f .device/unpacked ] || [ .device/programs.tar.xz -nt .device/unpacked ]; then
+  tar -xJf .device/programs.tar.xz
+  tar -xJf .device/lib.tar.xz -C .device
+  touch .device/unpacked
+fi
 # The tests were compiled with the packing machine's source and build paths: point those here.
 { read -r src; read -r bld; } < .device/paths
 if [ "$src" != "$root" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; fi
@@ -61,7 +66,9 @@ for stage in "${stages[@]}"; do
         --out "$out" 2>&1 | tee "$out/losses.txt"
       note "losses CPU vs CUDA: $(tail -1 "$out/losses.txt")" ;;
     profile)
-      for mesh in "" "--mesh data=8 --preset data_parallel"; do
+      for which in ${PROFILE_MESHES:-one data8}; do
+        mesh=""
+        [ "$which" = data8 ] && mesh="--mesh data=8 --preset data_parallel"
         # shellcheck disable=SC2086
         project=${PROFILE_PROJECT:-deep-mlp-small.shardlab.json}
         log=$out/profile-${mesh:+data8-}${project%%.*}.txt
