@@ -35,9 +35,10 @@ std::filesystem::path resolve(const std::string& path) {
 
 int run_inspect(const CheckpointArgs& a) {
   const std::filesystem::path dir = resolve(a.checkpoint);
-  const checkpoint::Loaded c = checkpoint::load(dir);
-  checkpoint::ModelFiles where;
-  const checkpoint::SafetensorsFile f = checkpoint::read_model(dir, &where);
+  // Read and checked once, as resume checks it (inspect refuses what resume refuses).
+  const checkpoint::CheckedModel c = checkpoint::read_checked(dir);
+  const checkpoint::ModelFiles& where = c.where;
+  const checkpoint::SafetensorsFile& f = c.model;
   std::printf("%s: step %lld, project %s, mesh %s\n", dir.string().c_str(), (long long)c.step,
               c.meta.contains("project") ? c.meta["project"].value("name", std::string("?")).c_str() : "?",
               c.meta.value("mesh", std::string("?")).c_str());
@@ -50,7 +51,7 @@ int run_inspect(const CheckpointArgs& a) {
     const std::string spec = c.meta.contains("shardings") ? c.meta["shardings"].value(t.name, std::string("-")) : "-";
     std::printf("%-44s %-6s %-22s %12s  %-22s%s%s\n", t.name.c_str(), checkpoint::dtype_name(t.dtype),
                 shape_str(t.shape).c_str(), runtime::format_bytes(double(t.bytes.size())).c_str(), spec.c_str(),
-                where.sharded ? "  " : "", where.sharded ? where.file_of[t.name].c_str() : "");
+                where.sharded ? "  " : "", where.sharded ? where.file_of.at(t.name).c_str() : "");
     total += double(t.bytes.size());
   }
   std::printf("\n%zu tensors, %s\n", f.tensors.size(), runtime::format_bytes(total).c_str());

@@ -92,9 +92,7 @@ void ProgressPrinter::on_finish(bool cancelled) {
   std::printf("%s in %s\n", cancelled ? "cancelled" : "done", clock_str(s).c_str());
 }
 
-JsonlLog::JsonlLog(const std::string& path) : out_(path, std::ios::trunc) {
-  if (!out_) throw Error(path + ": cannot open the log file for writing");
-}
+JsonlLog::JsonlLog(const std::string& path) : out_(path, "--log") {}
 
 void JsonlLog::on_start(const runtime::StartInfo& s) {
   nlohmann::ordered_json j{{"event", "start"},          {"total_steps", s.total_steps},   {"steps_per_epoch", s.steps_per_epoch},
@@ -128,13 +126,19 @@ void JsonlLog::on_eval(const runtime::EvalEvent& e) {
 }
 
 void JsonlLog::on_saved(int64_t step, const std::string& dir) {
-  write(nlohmann::ordered_json{{"event", "saved"}, {"step", step}, {"dir", dir}});
+  // On the save's own thread: an error here must not escape it.
+  try {
+    write(nlohmann::ordered_json{{"event", "saved"}, {"step", step}, {"dir", dir}});
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_.empty()) failed_ = e.what();
+  }
 }
 
 void JsonlLog::write(const nlohmann::ordered_json& record) {
   std::lock_guard<std::mutex> lock(mu_);
-  out_ << record.dump() << "\n";
-  out_.flush();
+  if (!failed_.empty()) throw Error(failed_);
+  out_.write_line(record.dump());
 }
 
 }  // namespace shardlab::cli

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/runtime/trainer.h"
+#include "engine/util/output_file.h"
 
 namespace shardlab::cli {
 
@@ -28,6 +29,8 @@ class ProgressPrinter : public runtime::TrainerListener {
   bool bar_open_ = false;
 };
 
+// Each record is written as it happens (util::LineFile: a write error ends the run, naming the
+// file); one that fails on a background save's thread is raised at the next step instead.
 class JsonlLog : public runtime::TrainerListener {
  public:
   explicit JsonlLog(const std::string& path);
@@ -41,7 +44,8 @@ class JsonlLog : public runtime::TrainerListener {
  private:
   void write(const nlohmann::ordered_json& record);
   std::mutex mu_;
-  std::ofstream out_;
+  util::LineFile out_;
+  std::string failed_;  // a background write's error, not yet raised
 };
 
 }  // namespace shardlab::cli

@@ -14,7 +14,7 @@
 #include "engine/checkpoint/sharded.h"
 #include "engine/profiler/process_traces.h"
 #include "engine/runtime/trainer.h"
-#include "engine/util/atomic_file.h"
+#include "engine/util/output_file.h"
 #include "engine/util/error.h"
 
 namespace shardlab::cli {
@@ -61,6 +61,12 @@ struct WarningPrinter : runtime::TrainerListener {
 }  // namespace
 
 int run_train(const TrainArgs& a) {
+  // The files this run will write, checked before anything trains or claims a checkpoint
+  // directory: a refused --trace found only at the end would cost the whole run.
+  if (!a.processes || a.processes->rank() == 0) {
+    if (!a.log.empty()) util::output_path(a.log, "--log");
+    if (!a.trace.empty()) util::output_path(a.trace, "--trace");
+  }
   runtime::TrainOptions opt;
   opt.steps = a.steps;
   opt.epochs = a.epochs;
@@ -154,7 +160,7 @@ int run_train(const TrainArgs& a) {
       std::vector<double> origins(size_t(a.processes->size()));
       const double mine = trainer.trace().origin_unix_us();
       a.processes->all_gather(&mine, origins.data(), sizeof mine);
-      if (speaks) util::write_file_atomically(a.trace, profiler::merge_process_traces(traces, origins));
+      if (speaks) util::write_output_file(a.trace, profiler::merge_process_traces(traces, origins), "--trace");
     } else {
       trainer.trace().write_chrome_json(a.trace);
     }

@@ -8,7 +8,7 @@
 
 #include "engine/advisor/calibrate.h"
 #include "engine/backends/backend.h"
-#include "engine/util/atomic_file.h"
+#include "engine/util/output_file.h"
 #include "engine/util/error.h"
 #include "engine/util/json_limits.h"
 
@@ -211,7 +211,7 @@ void save_hardware_file(const Hardware& h, const std::string& path) {
     fs::create_directories(file.parent_path(), ec);
     if (ec) throw Error("hardware profile " + path + ": cannot create its folder: " + ec.message());
   }
-  util::write_file_atomically(file, hardware_to_json(h).dump(2) + "\n");
+  util::write_output_file(file, hardware_to_json(h).dump(2) + "\n", "hardware profile");
 }
 
 std::string user_profile_dir() {

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "engine/checkpoint/checkpoint_meta.h"
+#include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/recovery.h"
+#include "engine/checkpoint/regular_file.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/util/atomic_file.h"
@@ -21,6 +23,60 @@ namespace shardlab::checkpoint {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The files of a step whose integrity the COMMITTED marker records: they carry no checksum of
+// their own (the tensor files do, tensor by tensor).
+const char* const kRecorded[] = {kMetaFile, kIndexFile};
+constexpr uint64_t kMaxRecordedBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxCommitBytes = 4096;
+
+std::string hex8(uint32_t v) {
+  char s[9];
+  std::snprintf(s, sizeof s, "%08x", v);
+  return s;
+}
+
+// "committed", then "crc32c <file> <8 hex digits>" for each recorded file the step has.
+std::string commit_record(const fs::path& dir) {
+  std::string text = "committed\n";
+  for (const char* name : kRecorded) {
+    std::error_code ec;
+    if (!fs::exists(dir / name, ec)) continue;
+    const std::string bytes = read_small_file(dir / name, kMaxRecordedBytes);
+    text += std::string("crc32c ") + name + " " + hex8(crc32c(bytes.data(), bytes.size())) + "\n";
+  }
+  return text;
+}
+
+// Each file COMMITTED records has the checksum recorded for it; a marker of "committed" alone (a
+// save before the record existed) records nothing to check.
+void verify_commit_record(const fs::path& dir) {
+  const fs::path marker = dir / kCommitFile;
+  const std::string text = read_small_file(marker, kMaxCommitBytes);
+  size_t at = 0;
+  bool first = true;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    const std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    if (first) {
+      if (line != "committed") throw Error(marker.string() + ": does not begin with \"committed\" (the marker was altered)");
+      first = false;
+      continue;
+    }
+    char name[64] = {}, hex[16] = {};
+    if (std::sscanf(line.c_str(), "crc32c %63s %15s", name, hex) != 2 || std::strlen(hex) != 8 ||
+        std::find_if(std::begin(kRecorded), std::end(kRecorded), [&](const char* r) { return std::strcmp(r, name) == 0; }) ==
+            std::end(kRecorded))
+      throw Error(marker.string() + ": unreadable line \"" + line.substr(0, 80) + "\" (the marker was altered)");
+    const std::string bytes = read_small_file(dir / name, kMaxRecordedBytes);
+    const std::string actual = hex8(crc32c(bytes.data(), bytes.size()));
+    if (actual != hex)
+      throw Error((dir / name).string() + ": CRC32C " + actual + " where " + kCommitFile + " records " + hex +
+                  " (the file was changed after the checkpoint was committed)");
+  }
+  if (first) throw Error(marker.string() + ": empty (the marker was altered)");
+}
 
 void fsync_dir(const fs::path& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -112,8 +168,9 @@ SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& a
 fs::path commit_save(const fs::path& root, int64_t step, const fs::path& tmp, const nlohmann::ordered_json& meta) {
   const fs::path final_dir = step_dir(root, step);
   util::write_file_atomically(tmp / kMetaFile, meta.dump(2) + "\n");
-  // The marker goes last: a directory without it is an interrupted save and never loads.
-  util::write_file_atomically(tmp / kCommitFile, "committed\n");
+  // The marker goes last: a directory without it is an interrupted save and never loads. It
+  // records the checksums of the files that have none of their own.
+  util::write_file_atomically(tmp / kCommitFile, commit_record(tmp));
   fsync_dir(tmp);
   if (fs::exists(final_dir)) {
     replace_committed(tmp, final_dir, root);
@@ -144,7 +201,7 @@ std::optional<fs::path> latest(const fs::path& root) {
   return all.back().second;
 }
 
-Loaded load(const fs::path& dir) {
+CheckedModel read_checked(const fs::path& dir) {
   if (!fs::is_directory(dir)) {
     for (const Leftover& l : leftovers(dir.parent_path()))
       if (l.restorable && l.step == step_of(dir)) throw Error(dir.string() + ": no such checkpoint directory; " + describe_restorable(l));
@@ -152,28 +209,41 @@ Loaded load(const fs::path& dir) {
   }
   if (!fs::exists(dir / kCommitFile))
     throw Error(dir.string() + ": not a committed checkpoint (no " + kCommitFile + " marker: the save was interrupted)");
-  Loaded out;
-  out.dir = dir;
+  CheckedModel out;
   MetaFields fields;
   out.meta = read_meta(dir / kMetaFile, step_from_dir_name(dir), fields);
   out.step = fields.step;
   out.data_position = fields.data_position;
-
-  ModelFiles where;
-  SafetensorsFile f = read_model(dir, &where);  // checksums verified file by file
+  out.model = read_model(dir, &out.where);  // checksums verified file by file
+  const SafetensorsFile& f = out.model;
   if (auto it = f.metadata.find("step"); it != f.metadata.end() && it->second != std::to_string(out.step))
-    throw Error((dir / where.files.front()).string() + ": __metadata__ step '" + it->second +
+    throw Error((dir / out.where.files.front()).string() + ": __metadata__ step '" + it->second +
                 "' does not match " + kMetaFile + "'s step " + std::to_string(out.step) +
                 " (files of two checkpoints mixed?)");
   for (const StoredTensor& t : f.tensors) {
-    Tensor x = to_tensor(t);
-    // A diverged run's checkpoint must not be resumed as if it were fine.
+    // A diverged run's checkpoint must not be resumed (nor exported) as if it were fine.
+    const Tensor x = to_tensor(t);
     for (size_t i = 0; i < x.data.size(); ++i)
       if (!std::isfinite(x.data[i]))
-        throw Error((dir / where.file_of[t.name]).string() + ": tensor '" + t.name + "': element " + std::to_string(i) +
+        throw Error((dir / out.where.file_of[t.name]).string() + ": tensor '" + t.name + "': element " + std::to_string(i) +
                     " is " + (std::isnan(x.data[i]) ? "NaN" : "infinite") +
                     " (the run had diverged when this was saved; resume from an earlier checkpoint)");
-    out.arrays[t.name] = std::move(x);
+  }
+  // Last: a file that reads well on its own but was changed since the commit (a data_position,
+  // an index of another step).
+  verify_commit_record(dir);
+  return out;
+}
+
+Loaded load(const fs::path& dir) {
+  CheckedModel c = read_checked(dir);
+  Loaded out;
+  out.dir = dir;
+  out.step = c.step;
+  out.data_position = c.data_position;
+  out.meta = std::move(c.meta);
+  for (const StoredTensor& t : c.model.tensors) {
+    out.arrays[t.name] = to_tensor(t);
     out.dtypes[t.name] = t.dtype;
   }
   return out;

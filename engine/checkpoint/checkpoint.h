@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/checkpoint/safetensors.h"
+#include "engine/checkpoint/sharded.h"
 #include "engine/tensor/tensor.h"
 
 namespace shardlab::checkpoint {
@@ -63,10 +64,23 @@ struct Loaded {
   std::map<std::string, StoredDType> dtypes;  // what each was stored as
 };
 // Reads a committed checkpoint directory in either layout; errors name the directory or file, the
-// field or tensor, and the reason. Refused: checkpoint.json off its schema (checkpoint_meta.h), a
-// step differing from the directory's name or the tensor files' __metadata__, a tensor failing its
-// checksum, and a NaN or infinity in any array (a diverged run is not resumed silently).
+// field or tensor, and the reason. Refused: a file changed since COMMITTED recorded its checksum,
+// checkpoint.json off its schema (checkpoint_meta.h) or with a key twice, a step differing from the
+// directory's name or the tensor files' __metadata__, a tensor failing its checksum or without one
+// where the others have theirs, and a NaN or infinity in any array (a diverged run is not resumed
+// silently).
 Loaded load(const std::filesystem::path& dir);
+
+// The same checks, the tensors kept as stored: what inspect and export read, so that they refuse
+// whatever resume refuses.
+struct CheckedModel {
+  int64_t step = 0;
+  int64_t data_position = 0;
+  nlohmann::ordered_json meta;
+  SafetensorsFile model;
+  ModelFiles where;  // which file holds each tensor
+};
+CheckedModel read_checked(const std::filesystem::path& dir);
 
 // Removes all but the newest `keep` committed checkpoints, and puts leftovers of interrupted saves
 // right (recovery.h: recover()); call it as the directory's lock holder, with no save in flight.

@@ -11,6 +11,7 @@
 #include "engine/export/onnx_export.h"
 #include "engine/project/project.h"
 #include "engine/util/error.h"
+#include "engine/util/output_file.h"
 
 namespace shardlab::checkpoint {
 
@@ -64,12 +65,15 @@ void check_export_target(const fs::path& dir, const fs::path& out) {
   if (!cparent.empty() && !cdir.empty() && is_within(cparent, cdir))
     throw Error(who + "lies inside the checkpoint directory " + dir.string() +
                 " being exported; write the export elsewhere");
+  // And nowhere inside any other checkpoint's directory.
+  util::output_path(out, "export to");
 }
 
 StoredDType stored_dtype(DType d) { return d == DType::BF16 ? StoredDType::BF16 : d == DType::F16 ? StoredDType::F16 : StoredDType::F32; }
 
 std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out, std::optional<DType> dtype) {
-  const SafetensorsFile all = read_model(dir);  // one file or shards
+  // Checked as resume checks it: the step cross-check, finite values, every checksum.
+  const SafetensorsFile all = read_checked(dir).model;  // one file or shards
   SafetensorsFile params;
   for (const auto& t : all.tensors)
     if (t.name.rfind(kParamPrefix, 0) == 0) {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <random>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/checkpoint/listing.h"
@@ -139,8 +140,20 @@ DirectoryLock::DirectoryLock(const fs::path& root) {
   fs::create_directories(root, ec);
   if (ec) throw Error(root.string() + ": cannot create the checkpoint directory: " + ec.message());
   const fs::path file = root / kLockFile;
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(file.string() + ": cannot open the lock file: " + std::strerror(errno));
+  file_ = file;
+  for (int attempt = 0;; ++attempt) {
+    // O_NOFOLLOW: a link in the lock file's place would lock whatever it leads to.
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(file.string() + ": cannot open the lock file: " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) break;  // held by another run: said below, with errno
+    struct stat mine {}, there {};
+    if (::fstat(fd_, &mine) == 0 && ::stat(file.c_str(), &there) == 0 && mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
+      break;  // locked, and still the file of that name
+    ::close(fd_);
+    fd_ = -1;
+    if (attempt >= 10) throw Error(file.string() + ": the lock file keeps being replaced; another program is renaming over it");
+  }
+  // Taking it again on the same descriptor succeeds where the loop took it; else errno says why not.
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char buf[32] = {};
@@ -161,6 +174,13 @@ DirectoryLock::DirectoryLock(const fs::path& root) {
 
 DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+void DirectoryLock::check_held() const {
+  struct stat mine {}, there {};
+  if (::fstat(fd_, &mine) != 0 || ::lstat(file_.c_str(), &there) != 0 || mine.st_dev != there.st_dev || mine.st_ino != there.st_ino)
+    throw Error(file_.string() + ": the lock file this run holds was replaced or removed, so another run may be writing "
+                "checkpoints here too; stopped before removing anything");
 }
 
 std::string Occupant::describe() const {

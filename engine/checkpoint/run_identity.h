@@ -36,6 +36,10 @@ void write_identity(const std::filesystem::path& root, const RunIdentity& id);
 
 // flock(LOCK_EX | LOCK_NB) on <root>/.lock, which records the holder's pid. Throws Error naming the
 // directory and the other process when another run holds it. Released by the destructor.
+// The lock is on the file's inode, so a lock is only taken once <root>/.lock is still the file
+// that was locked (a rename over it between the open and the lock would otherwise let two runs
+// each lock a file of that name); and check_held() says whether it still is, before the holder
+// deletes anything.
 class DirectoryLock {
  public:
   explicit DirectoryLock(const std::filesystem::path& root);
@@ -43,7 +47,12 @@ class DirectoryLock {
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
+  // Throws Error naming the lock file when <root>/.lock is no longer the file this run locked
+  // (replaced or removed): another run may then be writing here too.
+  void check_held() const;
+
  private:
+  std::filesystem::path file_;
   int fd_ = -1;
 };
 

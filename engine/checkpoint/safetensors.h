@@ -67,6 +67,11 @@ std::string to_safetensors_bytes(const SafetensorsFile& f);
 void write_safetensors(const std::filesystem::path& path, const SafetensorsFile& f);
 
 inline const std::string kChecksumPrefix = "crc32c.";
+// A file written with checksums has one for every tensor it holds and none for a tensor it does
+// not: else a name altered in the header (a flipped bit) leaves that tensor unchecked. Error
+// "<who>: ..." naming the key or tensor; a file with no checksum at all (another tool's) passes.
+void check_checksum_coverage(const std::map<std::string, std::string>& metadata, const std::vector<std::string>& names,
+                             const std::string& who);
 
 // The checksum value described above for t.
 std::string checksum_of(const StoredTensor& t);

@@ -227,6 +227,9 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
   if (!indexed) {
     if (!single) throw Error(dir.string() + ": no " + kSingleFile + " nor " + kIndexFile + " (no tensors saved here)");
     SafetensorsFile f = read_safetensors(dir / kSingleFile);
+    std::vector<std::string> names;
+    for (const StoredTensor& t : f.tensors) names.push_back(t.name);
+    check_checksum_coverage(f.metadata, names, (dir / kSingleFile).string());
     w.files = {kSingleFile};
     for (const StoredTensor& t : f.tensors) w.file_of[t.name] = kSingleFile;
     return f;
@@ -261,6 +264,8 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
     }
     SafetensorsFile shard = read_safetensors(p);
     if (out.tensors.empty() && out.metadata.empty()) out.metadata = shard.metadata;
+    const std::map<std::string, std::string> shard_metadata = shard.metadata;
+    std::vector<std::string> names;
     for (StoredTensor& t : shard.tensors) {
       if (auto prev = found_in.find(t.name); prev != found_in.end())
         throw Error(p.string() + ": tensor " + in_quotes(t.name) + " is also in " + (dir / prev->second).string() +
@@ -273,11 +278,13 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
                     it->second);
       found_in[t.name] = file;
       total += t.bytes.size();
+      names.push_back(t.name);
       out.tensors.push_back(std::move(t));
     }
     for (const std::string& name : listed[file])
       if (!found_in.count(name))
         throw Error(p.string() + ": has no tensor " + in_quotes(name) + ", which " + kIndexFile + " places there");
+    check_checksum_coverage(shard_metadata, names, p.string());
   }
   if (index.has_total && index.total_size != total)
     throw Error(index_path.string() + ": metadata.total_size is " + std::to_string(index.total_size) +

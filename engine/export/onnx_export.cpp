@@ -30,7 +30,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "engine/util/atomic_file.h"
+#include "engine/util/output_file.h"
 #include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 
@@ -493,7 +493,7 @@ OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& 
 std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params, const fs::path& out,
                         const std::string& doc, DType dtype) {
   const OnnxModel m = onnx_model(project, params, doc, dtype);
-  util::write_file_atomically(out, m.bytes);
+  util::write_output_file(out, m.bytes, "ONNX export");
   return "wrote " + out.string() + ": ONNX IR " + std::to_string(kOnnxIrVersion) + ", opset " + std::to_string(kOnnxOpset) + ", " +
          std::to_string(m.nodes) + " nodes, " + std::to_string(m.initializers) + " initializers, input '" + m.input +
          "', output '" + m.output + "'";

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "engine/util/atomic_file.h"
+#include "engine/util/output_file.h"
 
 namespace shardlab::profiler {
 
@@ -111,6 +111,6 @@ std::string Trace::to_chrome_json(const std::string& process_name) const {
   return Json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
 }
 
-void Trace::write_chrome_json(const std::string& path) const { util::write_file_atomically(path, to_chrome_json()); }
+void Trace::write_chrome_json(const std::string& path) const { util::write_output_file(path, to_chrome_json(), "trace"); }
 
 }  // namespace shardlab::profiler

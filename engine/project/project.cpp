@@ -3,7 +3,7 @@
 #include "engine/checkpoint/regular_file.h"
 #include "engine/sharding/logical_rules.h"
 #include "engine/sharding/mesh.h"
-#include "engine/util/atomic_file.h"
+#include "engine/util/output_file.h"
 #include "engine/util/error.h"
 #include "engine/util/json_limits.h"
 #include "engine/util/strings.h"
@@ -196,22 +196,17 @@ constexpr uint64_t kMaxProjectBytes = uint64_t(64) << 20;
 Project parse_project(const std::string& text, const std::string& filename, Validation v) {
   // Before parsing: the parser recurses once per level, and 100,000 nested arrays overflow the
   // stack. Real projects nest about 3 levels per Repeat inside a Repeat, so 256 is far beyond them.
-  util::check_json_depth(text, kMaxProjectDepth, filename);
   Json j;
   try {
-    j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // what(): "[json.exception.parse_error.101] parse error at line 4, column 11: syntax error while
-    // parsing value - invalid literal; last read: '...'"; keep the reason after the position.
-    std::string why = e.what();
+    j = util::parse_json_limited(text, filename, kMaxProjectDepth);
+  } catch (const util::JsonSyntaxError& e) {
+    // reason: "parse error at line 4, column 11: syntax error while parsing value - invalid literal;
+    // last read: '...'"; keep the reason after the position, which line_col gives from the byte.
+    std::string why = e.reason;
     size_t pos = why.find(", column ");
     if (pos != std::string::npos) pos = why.find(": ", pos);
-    if (pos != std::string::npos) why = why.substr(pos + 2);
-    // Cut short: "last read" quotes the whole token, all of an unterminated string of megabytes.
-    throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + util::excerpt(why, 160));
-  } catch (const Json::exception& e) {
-    // Not a syntax error but still unreadable, e.g. a number beyond double's range ("1e4000").
-    throw Error(filename + ": malformed JSON: " + util::excerpt(e.what(), 160));
+    if (pos == std::string::npos) throw Error(filename + ": malformed JSON: " + util::excerpt(why, 160));
+    throw Error(filename + ": malformed JSON at " + line_col(text, e.byte) + ": " + util::excerpt(why.substr(pos + 2), 160));
   }
   const std::string where = filename + ":";
   // The format first: another program's JSON is "not a project", not a list of unknown fields.
@@ -304,7 +299,7 @@ std::string to_json_string(const Project& p) {
 }
 
 void save_project(const Project& p, const std::filesystem::path& file) {
-  util::write_file_atomically(file, to_json_string(p));
+  util::write_output_file(file, to_json_string(p), "project");
 }
 
 std::filesystem::path checkpoint_dir(const Project& p) {

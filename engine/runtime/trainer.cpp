@@ -79,11 +79,16 @@ Trainer::~Trainer() {
 }
 
 void Trainer::wait_for_saves() {
+  wait_for_saves_or([](const std::string& e) { return e; });
+}
+
+void Trainer::wait_for_saves_or(const std::function<std::string(const std::string&)>& message) {
   if (saver_.joinable()) saver_.join();
+  save_failed_ = false;
   if (!save_error_.empty()) {
     std::string e = save_error_;
     save_error_.clear();
-    throw Error(e);
+    throw Error(message(e));
   }
 }
 
@@ -130,10 +135,12 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
   auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta), dtypes]() mutable {
     try {
       const std::filesystem::path dir = checkpoint::save(root, step, arrays, meta, shard_bytes, dtypes);
+      if (dir_lock_) dir_lock_->check_held();
       checkpoint::prune(root, keep);
       for (auto* l : listeners_) l->on_saved(step, dir.string());
     } catch (const std::exception& e) {
-      save_error_ = e.what();
+      save_error_ = "checkpoint of step " + std::to_string(step) + " failed: " + e.what();
+      save_failed_ = true;
     }
   };
   if (background) saver_ = std::thread(std::move(write));
@@ -212,6 +219,7 @@ void Trainer::save_over_processes(const std::string& root, int64_t step,
     try {
       checkpoint::write_index(tmp, weight_map, total);
       const std::filesystem::path dir = checkpoint::commit_save(root, step, tmp, meta);
+      if (dir_lock_) dir_lock_->check_held();
       checkpoint::prune(root, options_.keep);
       for (auto* l : listeners_) l->on_saved(step, dir.string());
     } catch (const std::exception& e) {
@@ -481,6 +489,13 @@ void Trainer::run_loop() {
     }
     if (!options_.checkpoint_dir.empty() && (periodic || requested) && !last)
       save_checkpoint(options_.checkpoint_dir, i + 1, true);
+    // A background save that failed stops the run at once, saying where it stopped, rather than
+    // at the next save or the end.
+    if (save_failed_) {
+      wait_for_saves_or([&](const std::string& e) {
+        return e + "; training stopped after step " + std::to_string(steps_done()) + " (the newest committed checkpoint is the one before)";
+      });
+    }
   }
   if (!options_.checkpoint_dir.empty()) save_checkpoint(options_.checkpoint_dir, steps_done(), false);
   wait_for_saves();

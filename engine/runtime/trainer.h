@@ -165,6 +165,8 @@ class Trainer {
   void save_checkpoint(const std::string& root, int64_t data_position, bool background = false);
   int64_t restore_checkpoint(const std::string& step_dir);
   void wait_for_saves();
+  // The same, the error (if any) worded by `message`.
+  void wait_for_saves_or(const std::function<std::string(const std::string&)>& message);
 
   // One training step on an explicit batch (features [batch, ...], targets); returns the loss
   // computed before the update, as value_and_grad does.
@@ -200,6 +202,7 @@ class Trainer {
   // before members go, so the lock outlives every write.
   std::unique_ptr<checkpoint::DirectoryLock> dir_lock_;
   std::string save_error_;
+  std::atomic<bool> save_failed_{false};  // set by a background save after save_error_
   double pending_data_wait_us_ = 0;
   std::vector<TrainerListener*> listeners_;
   std::atomic<bool> cancelled_{false};

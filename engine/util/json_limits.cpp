@@ -1,5 +1,8 @@
 #include "engine/util/json_limits.h"
 
+#include <unordered_set>
+#include <utility>
+
 #include "engine/util/error.h"
 #include "engine/util/strings.h"
 
@@ -56,13 +59,118 @@ std::string json_error_text(const std::exception& e) {
   return excerpt(m, 160);
 }
 
-nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who, size_t max_depth) {
-  check_json_depth(text, max_depth, who);
-  try {
-    return nlohmann::ordered_json::parse(text.begin(), text.end());
-  } catch (const nlohmann::ordered_json::exception& e) {
-    throw Error(who + ": malformed JSON: " + json_error_text(e));
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// nlohmann's SAX events into an ordered_json, each object member appended at the end of its
+// object (no search), the keys of each open object in a hash set to find a repeat.
+class LinearBuilder {
+ public:
+  LinearBuilder(const std::string& who, const DuplicateKeyMessage& duplicate) : who_(who), duplicate_(duplicate) {}
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const std::string&) { return put(Json(v)); }
+  bool string(std::string& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json(std::move(v))); }
+  bool start_object(std::size_t) {
+    open(Json::object());
+    keys_.emplace_back();
+    return true;
   }
+  bool key(std::string& k) {
+    if (!keys_.back().insert(k).second) {
+      std::vector<std::string> path;
+      for (size_t i = 0; i + 1 < path_.size(); ++i) path.push_back(path_[i]);
+      std::string where;
+      for (const std::string& part : path) where += (where.empty() || part.front() == '[' ? "" : ".") + part;
+      const std::string message = duplicate_ ? duplicate_(path, k)
+                                             : "duplicate key \"" + excerpt(k, 80) + "\"" + (where.empty() ? "" : " in " + where);
+      throw Error(who_ + ": " + message);
+    }
+    path_.back() = k;
+    pending_ = std::move(k);
+    return true;
+  }
+  bool end_object() {
+    keys_.pop_back();
+    close();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    open(Json::array());
+    return true;
+  }
+  bool end_array() {
+    close();
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) {
+    error_byte_ = byte;
+    error_ = json_error_text(e);
+    return false;
+  }
+
+  Json take() { return std::move(root_); }
+  const std::string& error() const { return error_; }
+  size_t error_byte() const { return error_byte_; }
+
+ private:
+  // Where the next value goes: the root, the end of the open array, or the open object under the
+  // key just read.
+  Json* put(Json v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Json& top = *stack_.back();
+    if (top.is_array()) {
+      auto& a = top.get_ref<Json::array_t&>();
+      path_.back() = "[" + std::to_string(a.size()) + "]";
+      a.push_back(std::move(v));
+      return &a.back();
+    }
+    auto& members = static_cast<std::vector<std::pair<const std::string, Json>>&>(top.get_ref<Json::object_t&>());
+    members.emplace_back(std::move(pending_), std::move(v));
+    return &members.back().second;
+  }
+  void open(Json v) {
+    stack_.push_back(put(std::move(v)));
+    path_.emplace_back();
+  }
+  void close() {
+    stack_.pop_back();
+    path_.pop_back();
+  }
+
+  const std::string& who_;
+  const DuplicateKeyMessage& duplicate_;
+  Json root_;
+  std::vector<Json*> stack_;   // the open containers, innermost last (a parent is not appended to while a child is open)
+  std::vector<std::string> path_;  // per open container: the key or index of the member being read
+  std::vector<std::unordered_set<std::string>> keys_;  // per open object
+  std::string pending_;
+  std::string error_;
+  size_t error_byte_ = 0;
+};
+
+}  // namespace
+
+nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who, size_t max_depth,
+                                          const DuplicateKeyMessage& duplicate) {
+  check_json_depth(text, max_depth, who);
+  LinearBuilder b(who, duplicate);
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &b);
+  } catch (const nlohmann::ordered_json::exception& e) {
+    throw JsonSyntaxError(who + ": malformed JSON: " + json_error_text(e), 0, json_error_text(e));
+  }
+  if (!ok) throw JsonSyntaxError(who + ": malformed JSON: " + b.error(), b.error_byte(), b.error());
+  return b.take();
 }
 
 }  // namespace shardlab::util

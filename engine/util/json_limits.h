@@ -6,10 +6,14 @@
 
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "engine/util/error.h"
 
 namespace shardlab::util {
 
@@ -27,8 +31,25 @@ void check_json_depth(std::string_view text, size_t max_depth, const std::string
 // and cut short (its "last read: '...'" quotes the whole of a long token, megabytes of it).
 std::string json_error_text(const std::exception& e);
 
-// check_json_depth, then parse; a syntax error becomes Error "<who>: malformed JSON: <reason>".
+// Says what a key repeated within one object is, given the keys (and "[i]" array indices) of the
+// values enclosing that object, outermost first.
+using DuplicateKeyMessage = std::function<std::string(const std::vector<std::string>& path, const std::string& key)>;
+
+// A syntax error, with the byte offset where the parser stopped (for a line and column).
+class JsonSyntaxError : public Error {
+ public:
+  JsonSyntaxError(const std::string& what, size_t byte, std::string reason)
+      : Error(what), byte(byte), reason(std::move(reason)) {}
+  size_t byte;
+  std::string reason;  // json_error_text's, without the offset
+};
+
+// check_json_depth, then parse in time linear in the text: objects keep their members in the
+// file's order, appended without the linear key search an ordered_json object makes on insertion
+// (which made 100,000 keys take a minute). A key repeated within one object is an Error, "<who>:
+// duplicate key "k" in a.b[3]" or what `duplicate` says: nlohmann would silently keep one of them.
+// A syntax error is a JsonSyntaxError, "<who>: malformed JSON: <reason>".
 nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who,
-                                          size_t max_depth = kDefaultJsonDepth);
+                                          size_t max_depth = kDefaultJsonDepth, const DuplicateKeyMessage& duplicate = {});
 
 }  // namespace shardlab::util

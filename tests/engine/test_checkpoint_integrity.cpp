@@ -1,8 +1,9 @@
 // A checkpoint restores exactly what was saved or says why not: real corrupted files (a flipped
 // byte, NaN bytes, a changed dtype, swapped offsets, a 4 GB sparse file, a FIFO, JSON nested a
 // million deep, checkpoint.json values out of range or of the wrong type) are each refused with a
-// message naming the file and the field or tensor, quickly and without reading the whole file; and
-// `export` writes only to a regular file path outside the checkpoint.
+// message naming the file and the field or tensor, quickly and without reading the whole file;
+// inspect and export refuse whatever resume refuses; and `export`, `train --log` and `--trace`
+// write only to a regular file path outside any checkpoint.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -168,6 +170,30 @@ std::string nested(size_t depth, const std::string& open, const std::string& clo
   s += inner;
   for (size_t i = 0; i < depth; ++i) s += close;
   return s;
+}
+
+// A project that trains in a moment on synthetic data, written to `file`.
+void write_small_project(const QString& file) {
+  std::ofstream(file.toStdString()) << R"({
+    "format": "shardlab.project", "version": 1, "name": "small",
+    "graph": {"nodes": [{"name": "x", "type": "Input", "params": {"shape": [16]}},
+                        {"name": "dense", "type": "Dense", "params": {"features": 10}}],
+              "edges": [{"from": "x.out", "to": "dense.in"}]},
+    "loss": {"type": "mean_squared_error", "output": "dense"},
+    "optimizer": {"type": "adam", "learning_rate": 0.1},
+    "data": {"type": "synthetic", "kind": "ones", "feature_shape": [16], "target_shape": [10], "examples": 32},
+    "training": {"batch_size": 8, "steps": 4, "eval": false}})";
+}
+
+// Every file under `dir` with its bytes (and a symlink's target), to show that nothing changed.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_symlink()) files[e.path().string()] = "-> " + fs::read_symlink(e.path()).string();
+    else if (e.is_regular_file()) files[e.path().string()] = read_all(e.path());
+    else files[e.path().string()] = e.is_directory() ? "(directory)" : "(special)";
+  }
+  return files;
 }
 
 }  // namespace
@@ -600,6 +626,169 @@ class TestCheckpointIntegrity : public QObject {
     write_all(meta, text);
     const Cli r = run_cli({"train", project, "--checkpoint-dir", ckpts, "--resume"});
     verify_refused(r, q(meta) + ": data_position: 9223372036854775807 is over the limit");
+  }
+
+  // ------------------------------------------------------------- readers as strict as resume
+
+  // Each corruption is refused alike by resume (load), inspect and both exports, with the file and
+  // the reason named: none reads a checkpoint that resume would not.
+  void readersRefuseWhatResumeRefuses_data() {
+    QTest::addColumn<QString>("damage");
+    QTest::addColumn<QString>("reason");
+    QTest::newRow("a tensor's name altered") << "rename" << "(a tensor's name was altered?)";
+    QTest::newRow("a checksum of no tensor") << "stale" << "is the checksum of a tensor the file does not hold";
+    QTest::newRow("data_position edited") << "position" << "(the file was changed after the checkpoint was committed)";
+    QTest::newRow("a key of checkpoint.json twice") << "duplicate" << "duplicate key \"seed\"";
+    QTest::newRow("NaN under a recomputed checksum") << "nan" << "is NaN (the run had diverged";
+    QTest::newRow("the tensors of another step") << "swap" << "does not match checkpoint.json's step 6";
+  }
+  void readersRefuseWhatResumeRefuses() {
+    QFETCH(QString, damage);
+    QFETCH(QString, reason);
+    QTemporaryDir dir;
+    const fs::path root = dir.path().toStdString();
+    const fs::path ckpt = make_checkpoint(root / "ckpts");
+    const fs::path model = ckpt / kSingleFile, meta = ckpt / kMetaFile;
+    if (damage == "rename") {
+      Parts p = split(model);
+      Json renamed = Json::object();
+      for (auto& [k, v] : p.header.items()) renamed[k == kKernel ? std::string("params/dense/kernal") : k] = v;
+      p.header = renamed;
+      join(model, p);
+    } else if (damage == "stale") {
+      Parts p = split(model);
+      p.header["__metadata__"]["crc32c.params/ghost"] = p.header["__metadata__"]["crc32c." + kKernel];
+      join(model, p);
+    } else if (damage == "position") {
+      std::string text = read_all(meta);
+      const size_t at = text.find("\"data_position\": 6");
+      QVERIFY(at != std::string::npos);
+      text.replace(at, 18, "\"data_position\": 5");  // valid, and not what was saved
+      write_all(meta, text);
+    } else if (damage == "duplicate") {
+      std::string text = read_all(meta);
+      text.insert(text.find('{') + 1, "\n  \"seed\": 4,");
+      write_all(meta, text);
+    } else if (damage == "nan") {
+      Parts p = split(model);
+      const auto offsets = p.header[kKernel]["data_offsets"];
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(p.data.data() + offsets[0].get<size_t>(), &nan, 4);
+      // The checksum recomputed over the NaN, as a careless tool would.
+      const uint32_t crc = crc32c(p.data.data() + offsets[0].get<size_t>(), offsets[1].get<size_t>() - offsets[0].get<size_t>());
+      char hex[9];
+      std::snprintf(hex, sizeof hex, "%08x", crc);
+      std::string v = p.header["__metadata__"]["crc32c." + kKernel].get<std::string>();
+      v.replace(0, 8, hex);
+      p.header["__metadata__"]["crc32c." + kKernel] = v;
+      join(model, p);
+    } else {
+      const fs::path other = make_checkpoint(root / "other", 4);
+      fs::copy_file(other / kSingleFile, model, fs::copy_options::overwrite_existing);
+    }
+    const auto before = snapshot(root);
+    VERIFY_CONTAINS(error_of([&] { load(ckpt); }), reason);
+    verify_refused(run_cli({"inspect", q(ckpt)}), reason);
+    verify_refused(run_cli({"export", q(ckpt), "--out", q(root / "out.safetensors")}), reason);
+    const Cli onnx = run_cli({"export", q(ckpt), "--format", "onnx", "--out", q(root / "out.onnx")});
+    if (!onnx.err.contains("ONNX")) verify_refused(onnx, reason);  // a build without ONNX says so first
+    QCOMPARE(snapshot(root), before);  // nothing written, nothing changed
+  }
+
+  // A checkpoint's COMMITTED marker records the checksums of checkpoint.json (and of a sharded
+  // model's index); a marker of "committed" alone, as saves before it wrote, still loads.
+  void theCommitMarkerRecordsTheSmallFiles() {
+    QTemporaryDir dir;
+    const fs::path ckpt = make_checkpoint(fs::path(dir.path().toStdString()) / "a");
+    VERIFY_CONTAINS(QString::fromStdString(read_all(ckpt / kCommitFile)), "crc32c checkpoint.json ");
+    const fs::path sharded = make_checkpoint(fs::path(dir.path().toStdString()) / "b", 6, 48);
+    VERIFY_CONTAINS(QString::fromStdString(read_all(sharded / kCommitFile)), QString("crc32c ") + kIndexFile + " ");
+    write_all(ckpt / kCommitFile, "committed\n");
+    QCOMPARE(load(ckpt).step, int64_t(6));
+    write_all(ckpt / kCommitFile, "committed\ncrc32c ../../etc/passwd 00000000\n");
+    VERIFY_CONTAINS(error_of([&] { load(ckpt); }), "unreadable line");
+  }
+
+  // ------------------------------------------------------------------------ what train writes
+
+  // --log and --trace go only to a regular file or a new name outside any checkpoint directory;
+  // anything else is refused before training starts, and nothing on disk changes.
+  void trainWritesItsLogAndTraceOnlyWhereItShould_data() {
+    QTest::addColumn<QString>("option");
+    QTest::addColumn<QString>("target");
+    QTest::addColumn<QString>("reason");
+    for (const char* option : {"--log", "--trace"}) {
+      const QString o(option);
+      QTest::newRow(qPrintable(o + " over a committed tensor file")) << o << "ckpt/step_000002/model.safetensors" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " over checkpoint.json")) << o << "ckpt/step_000002/checkpoint.json" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " over COMMITTED")) << o << "ckpt/step_000002/COMMITTED" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " over run.json")) << o << "ckpt/run.json" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " over .lock")) << o << "ckpt/.lock" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " as a new file in the checkpoint")) << o << "ckpt/train.jsonl" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " where a step directory goes")) << o << "ckpt/step_000009" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " through a symlink")) << o << "link" << "is a symbolic link";
+      QTest::newRow(qPrintable(o + " through a dangling symlink")) << o << "dangling" << "is a symbolic link";
+      QTest::newRow(qPrintable(o + " onto a FIFO")) << o << "fifo" << "is a FIFO";
+      QTest::newRow(qPrintable(o + " onto a directory")) << o << "adir" << "is a directory";
+      QTest::newRow(qPrintable(o + " onto a device")) << o << "device" << "is a character device";
+    }
+  }
+  void trainWritesItsLogAndTraceOnlyWhereItShould() {
+    QFETCH(QString, option);
+    QFETCH(QString, target);
+    QFETCH(QString, reason);
+    QTemporaryDir dir;
+    const fs::path root = dir.path().toStdString();
+    const QString project = dir.filePath("p.shardlab.json");
+    write_small_project(project);
+    const Cli first = run_cli({"train", project, "--checkpoint-dir", dir.filePath("ckpt"), "--steps", "2"});
+    QVERIFY2(first.exit_code == 0, qPrintable(first.err));
+    write_all(root / "victim", "precious");
+    fs::create_symlink(root / "victim", root / "link");
+    fs::create_symlink(root / "nowhere", root / "dangling");
+    QCOMPARE(::mkfifo((root / "fifo").c_str(), 0644), 0);
+    fs::create_directory(root / "adir");
+    // /dev/null's numbers; making a device node needs root.
+    if (target == "device" && ::mknod((root / "device").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+      QSKIP("making a device node needs root; the other targets are checked");
+    const auto before = snapshot(root);
+    const Cli r = run_cli({"train", project, "--checkpoint-dir", dir.filePath("ckpt"), "--steps", "4", "--resume", option,
+                           dir.filePath(target)});
+    verify_refused(r, reason);
+    VERIFY_CONTAINS(r.err, option + " " + dir.filePath(target));
+    QCOMPARE(snapshot(root), before);  // the target untouched, and no step trained or saved
+  }
+
+  // A log on a file system that fills up: the run stops with an error naming the log, which ends
+  // at its last whole line.
+  void aFullDiskStopsTheRunAndKeepsTheLogWhole() {
+    QTemporaryDir dir;
+    const QString mnt = dir.filePath("small");
+    fs::create_directory(mnt.toStdString());
+    if (::geteuid() != 0) QSKIP("mounting a small tmpfs needs root");
+    const QString mount = QString("mount -t tmpfs -o size=16k tmpfs '%1'").arg(mnt);
+    if (std::system(mount.toUtf8().constData()) != 0) QSKIP("this machine does not allow mounting a tmpfs here");
+    struct Unmount {
+      QString at;
+      ~Unmount() { std::system(QString("umount '%1'").arg(at).toUtf8().constData()); }
+    } unmount{mnt};
+    const QString project = dir.filePath("p.shardlab.json");
+    write_small_project(project);
+    const QString log = mnt + "/run.jsonl";
+    const Cli r = run_cli({"train", project, "--steps", "2000", "--log", log, "--quiet"});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, log + ": writing failed");
+    const std::string text = read_all(log.toStdString());
+    QVERIFY(!text.empty());
+    QCOMPARE(text.back(), '\n');
+    size_t lines = 0;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = text.find('\n', at);
+      (void)Json::parse(text.substr(at, end - at));  // every line a whole record
+      ++lines;
+      at = end + 1;
+    }
+    QVERIFY2(lines < 2000, "the log held every step: the disk never filled");
   }
 
   // ------------------------------------------------------------------------------------- export

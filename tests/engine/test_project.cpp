@@ -166,6 +166,21 @@ class TestProject : public QObject {
     QVERIFY2(err.size() < 400, qPrintable(err.left(600)));
   }
 
+  // A key given twice in one object is refused, naming it and where it is (nlohmann would keep one
+  // of the two in silence); and 700,000 keys parse in time linear in the text (an ordered object
+  // searched every key it already had: minutes).
+  void aKeyGivenTwiceIsRefused() {
+    const std::string text = small_project().dump(2);
+    std::string twice = text;
+    twice.insert(twice.find("\"training\": {") + 13, "\"seed\": 1, \"seed\": 2, ");
+    VERIFY_CONTAINS(parse_error(twice), QString::fromStdString(kFile) + ": duplicate key \"seed\" in training");
+    // Written as text: building it as an ordered_json would itself search every key.
+    std::string many = text.substr(0, text.rfind('}'));
+    for (int i = 0; i < 700000; ++i) many += ", \"k" + std::to_string(i) + "\": " + std::to_string(i);
+    many += "}";
+    VERIFY_CONTAINS(parse_error(many), QString::fromStdString(kFile) + ": k0: unknown field");
+  }
+
   // A FIFO in place of the project is refused at once (reading it would wait for a writer).
   void aFifoIsRefusedNotWaitedOn() {
     QTemporaryDir dir;

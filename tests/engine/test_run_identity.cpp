@@ -187,6 +187,22 @@ class TestRunIdentity : public QObject {
     VERIFY_CONTAINS(QString::fromStdString(r.warnings[1]), "0.5");
   }
 
+  // The lock is on the lock file's inode: a file renamed over .lock lets another run take a lock,
+  // but the holder finds, before it deletes anything, that it no longer holds this directory's.
+  void aLockFileReplacedUnderTheHolderIsNoticed() {
+    QTemporaryDir dir;
+    const fs::path root = dir.path().toStdString();
+    checkpoint::DirectoryLock first(root);
+    first.check_held();
+    std::ofstream(root / "imposter") << "1\n";
+    fs::rename(root / "imposter", root / checkpoint::kLockFile);
+    VERIFY_CONTAINS(testing::error_of([&] { first.check_held(); }), "was replaced or removed");
+    checkpoint::DirectoryLock second(root);  // locks the new file
+    second.check_held();
+    fs::remove(root / checkpoint::kLockFile);
+    VERIFY_CONTAINS(testing::error_of([&] { second.check_held(); }), "stopped before removing anything");
+  }
+
   void aSecondWriterIsRefusedWhileTheLockIsHeld() {
     QTemporaryDir dir;
     QString err;
