@@ -62,12 +62,17 @@ bool step_directory(const fs::path& d) {
   return present(d / kCheckpointMarkers[2]) || present(d / kCheckpointMarkers[3]) || checkpoint_root(d.parent_path());
 }
 
-// The checkpoint directory `dir` is or lies in, or "".
-std::string checkpoint_around(const fs::path& dir) {
+// The step directory `dir` is or lies in, or "".
+std::string step_around(const fs::path& dir) {
   for (fs::path d = dir;; d = d.parent_path()) {
-    if (step_directory(d) || checkpoint_root(d)) return d.string();
+    if (step_directory(d)) return d.string();
     if (d == d.root_path() || d.empty()) return "";
   }
+}
+
+// A name the checkpoint writer uses in a root: its markers, and step_ (steps, saves under way).
+bool root_name(const std::string& n) {
+  return n == kCheckpointMarkers[0] || n == kCheckpointMarkers[1] || n.rfind("step_", 0) == 0;
 }
 
 }  // namespace
@@ -90,8 +95,11 @@ fs::path output_path(const fs::path& path, const std::string& what) {
   if (!fs::is_directory(parent, ec)) throw Error(who + "its directory " + parent.string() + " does not exist");
   const fs::path real_parent = fs::canonical(parent, ec);
   if (ec) throw Error(who + "cannot resolve its directory " + parent.string() + " (" + ec.message() + ")");
-  if (const std::string ck = checkpoint_around(real_parent); !ck.empty())
-    throw Error(who + "lies in the checkpoint directory " + ck + ", which only the checkpoint writer writes; write it elsewhere");
+  if (const std::string step = step_around(real_parent); !step.empty())
+    throw Error(who + "lies in the checkpoint directory " + step + ", which only the checkpoint writer writes; write it elsewhere");
+  if (checkpoint_root(real_parent) && root_name(target.filename().string()))
+    throw Error(who + "is a name the checkpoint writer uses in the checkpoint directory " + real_parent.string() +
+                " (run.json, .lock, step_...); write it elsewhere, or under another name");
   return real_parent / target.filename();
 }
 

@@ -18,9 +18,11 @@ inline constexpr const char* kCheckpointMarkers[] = {"run.json", ".lock", "check
 // The path to write for `path`, or an Error "<what> <path>: <why>" where it may not be written:
 // - an existing target must be a regular file: a symbolic link (which may lead anywhere), a
 //   device, a FIFO, a socket or a directory is refused;
-// - the target's directory must exist, and neither it nor any directory above it may be a
-//   checkpoint's: a root (its run.json is Shardlab's, or it holds .lock beside step_N
-//   directories) or a step directory (step_N holding checkpoint.json or COMMITTED, or in a root).
+// - the target's directory must exist, and neither it nor any directory above it may be a step
+//   directory (step_N holding checkpoint.json or COMMITTED, or in a checkpoint root); in a
+//   checkpoint root (its run.json is Shardlab's, or it holds .lock beside step_N directories) the
+//   writer's own names (run.json, .lock, step_...) are refused, a log or an export beside the
+//   steps is not.
 std::filesystem::path output_path(const std::filesystem::path& path, const std::string& what);
 
 // output_path, then write_file_atomically (a temporary file beside the target, renamed over it

@@ -722,10 +722,10 @@ class TestCheckpointIntegrity : public QObject {
       QTest::newRow(qPrintable(o + " over a committed tensor file")) << o << "ckpt/step_000002/model.safetensors" << "lies in the checkpoint directory";
       QTest::newRow(qPrintable(o + " over checkpoint.json")) << o << "ckpt/step_000002/checkpoint.json" << "lies in the checkpoint directory";
       QTest::newRow(qPrintable(o + " over COMMITTED")) << o << "ckpt/step_000002/COMMITTED" << "lies in the checkpoint directory";
-      QTest::newRow(qPrintable(o + " over run.json")) << o << "ckpt/run.json" << "lies in the checkpoint directory";
-      QTest::newRow(qPrintable(o + " over .lock")) << o << "ckpt/.lock" << "lies in the checkpoint directory";
-      QTest::newRow(qPrintable(o + " as a new file in the checkpoint")) << o << "ckpt/train.jsonl" << "lies in the checkpoint directory";
-      QTest::newRow(qPrintable(o + " where a step directory goes")) << o << "ckpt/step_000009" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " over run.json")) << o << "ckpt/run.json" << "is a name the checkpoint writer uses";
+      QTest::newRow(qPrintable(o + " over .lock")) << o << "ckpt/.lock" << "is a name the checkpoint writer uses";
+      QTest::newRow(qPrintable(o + " as a new file in a step")) << o << "ckpt/step_000002/train.jsonl" << "lies in the checkpoint directory";
+      QTest::newRow(qPrintable(o + " where a step directory goes")) << o << "ckpt/step_000009" << "is a name the checkpoint writer uses";
       QTest::newRow(qPrintable(o + " through a symlink")) << o << "link" << "is a symbolic link";
       QTest::newRow(qPrintable(o + " through a dangling symlink")) << o << "dangling" << "is a symbolic link";
       QTest::newRow(qPrintable(o + " onto a FIFO")) << o << "fifo" << "is a FIFO";

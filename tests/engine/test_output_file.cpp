@@ -87,22 +87,27 @@ class TestOutputFile : public QObject {
     VERIFY_CONTAINS(error_of([&] { util::LineFile(out, "--log"); }), reason);
   }
 
-  // A checkpoint root (Shardlab's run.json, or .lock beside step directories) and its step
-  // directories, deep inside one too, and a step directory's own files.
+  // A checkpoint root's own names (Shardlab's run.json, .lock, a step's name or a save's
+  // temporary one) and anything in a step directory; a log or export beside the steps is fine.
   void nothingIsWrittenInsideACheckpoint_data() {
     QTest::addColumn<QString>("target");
-    QTest::newRow("run.json") << "ck/run.json";
-    QTest::newRow(".lock") << "ck/.lock";
-    QTest::newRow("a new file in the root") << "ck/notes.txt";
-    QTest::newRow("a step directory's name") << "ck/step_000009";
-    QTest::newRow("checkpoint.json") << "ck/step_000002/checkpoint.json";
-    QTest::newRow("COMMITTED") << "ck/step_000002/COMMITTED";
-    QTest::newRow("a new file in a step") << "ck/step_000002/extra";
-    QTest::newRow("an old root without run.json") << "old/step_000001/model.safetensors";
-    QTest::newRow("beside an old root's steps") << "old/other.json";
+    QTest::addColumn<QString>("reason");
+    const QString in_step = "lies in the checkpoint directory", root_name = "is a name the checkpoint writer uses";
+    QTest::newRow("run.json") << "ck/run.json" << root_name;
+    QTest::newRow(".lock") << "ck/.lock" << root_name;
+    QTest::newRow("a step directory's name") << "ck/step_000009" << root_name;
+    QTest::newRow("a save's temporary name") << "ck/step_000009.tmp-123" << root_name;
+    QTest::newRow("checkpoint.json") << "ck/step_000002/checkpoint.json" << in_step;
+    QTest::newRow("COMMITTED") << "ck/step_000002/COMMITTED" << in_step;
+    QTest::newRow("a new file in a step") << "ck/step_000002/extra" << in_step;
+    QTest::newRow("an old root without run.json") << "old/step_000001/model.safetensors" << in_step;
+    QTest::newRow("an old root's lock") << "old/.lock" << root_name;
+    QTest::newRow("a log beside the steps") << "ck/train.jsonl" << "";
+    QTest::newRow("an export beside an old root's steps") << "old/params.safetensors" << "";
   }
   void nothingIsWrittenInsideACheckpoint() {
     QFETCH(QString, target);
+    QFETCH(QString, reason);
     QTemporaryDir dir;
     const fs::path root = dir.path().toStdString();
     fs::create_directories(root / "ck" / "step_000002");
@@ -114,10 +119,15 @@ class TestOutputFile : public QObject {
     write(root / "old" / ".lock", "");
     write(root / "old" / "step_000001" / "COMMITTED", "committed\n");
     const fs::path out = root / target.toStdString();
+    if (reason.isEmpty()) {
+      util::write_output_file(out, "x", "export to");
+      QCOMPARE(read(out), std::string("x"));
+      return;
+    }
     const bool existed = fs::exists(out);
     const std::string before = existed && fs::is_regular_file(out) ? read(out) : "";
-    VERIFY_CONTAINS(error_of([&] { util::write_output_file(out, "x", "export to"); }), "lies in the checkpoint directory");
-    VERIFY_CONTAINS(error_of([&] { util::LineFile(out, "--log"); }), "lies in the checkpoint directory");
+    VERIFY_CONTAINS(error_of([&] { util::write_output_file(out, "x", "export to"); }), reason);
+    VERIFY_CONTAINS(error_of([&] { util::LineFile(out, "--log"); }), reason);
     QCOMPARE(fs::exists(out), existed);
     if (existed && fs::is_regular_file(out)) QCOMPARE(read(out), before);
   }

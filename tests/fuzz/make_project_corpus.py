@@ -137,6 +137,8 @@ def main():
         "bad-deep-nesting": b"[" * 300 + b"]" * 300,
         "bad-empty": b"",
         "bad-number-overflow": b'{"format": "shardlab.project", "version": 1, "name": 1e4073709551616}',
+        # A key twice in one object: refused, where a parser keeping one would read either value.
+        "bad-duplicate-key": b'{"format": "shardlab.project", "version": 1, "name": "a", "name": "b"}',
     }
     for name, b in raw.items():
         with open(os.path.join(OUT, name + ".json"), "wb") as f:
