@@ -11,6 +11,7 @@
 #include "engine/export/onnx_export.h"
 #include "engine/project/project.h"
 #include "engine/util/error.h"
+#include "engine/util/file_kind.h"
 #include "engine/util/output_file.h"
 
 namespace shardlab::checkpoint {
@@ -27,14 +28,6 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
   return o == outer.end();
 }
 
-const char* kind_of(mode_t m) {
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-
 // `out` may only be a regular file (or a new name) in a directory other than the checkpoint's:
 // replacing a symlink, a device node or one of the files being read loses data. Checked before
 // reading anything; the write itself then goes to a temporary file renamed over `out`.
@@ -47,7 +40,7 @@ void check_export_target(const fs::path& dir, const fs::path& out) {
       throw Error(who + "is a symbolic link; export writes only to a regular file path (give the link's target, or a new name)");
     if (S_ISDIR(st.st_mode)) throw Error(who + "is a directory; give the path of a file to write");
     if (!S_ISREG(st.st_mode))
-      throw Error(who + "is " + kind_of(st.st_mode) + "; export writes only to a regular file path, never over one of these");
+      throw Error(who + "is " + util::file_kind(st.st_mode) + "; export writes only to a regular file path, never over one of these");
     // A hard link to a checkpoint file is that file, whatever its name.
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {

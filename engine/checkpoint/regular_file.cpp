@@ -8,21 +8,9 @@
 #include <unistd.h>
 
 #include "engine/util/error.h"
+#include "engine/util/file_kind.h"
 
 namespace shardlab::checkpoint {
-
-namespace {
-
-const char* kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-
-}  // namespace
 
 RegularFile::RegularFile(const std::filesystem::path& path) : name_(path.string()) {
   // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever, before fstat could say
@@ -37,7 +25,7 @@ RegularFile::RegularFile(const std::filesystem::path& path) : name_(path.string(
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    const std::string kind = kind_of(st.st_mode);
+    const std::string kind = util::file_kind(st.st_mode);
     throw Error(name_ + ": is " + kind + (kind.rfind("not", 0) == 0 ? "" : ", not a regular file") +
                 "; only regular files are read");
   }

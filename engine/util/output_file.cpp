@@ -8,21 +8,13 @@
 
 #include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
+#include "engine/util/file_kind.h"
 
 namespace shardlab::util {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-const char* kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
 
 // step_ and digits: a step directory's name.
 bool step_name(const std::string& n) {
@@ -86,7 +78,8 @@ fs::path output_path(const fs::path& path, const std::string& what) {
     // A link is not followed: what it leads to may be anything, a checkpoint's file among them.
     if (S_ISLNK(st.st_mode))
       throw Error(who + "is a symbolic link; give the path of the file itself, or a new name");
-    if (!S_ISREG(st.st_mode)) throw Error(who + "is " + std::string(kind_of(st.st_mode)) + "; only a regular file or a new name is written, never one of these");
+    if (!S_ISREG(st.st_mode))
+      throw Error(who + "is " + file_kind(st.st_mode) + "; only a regular file or a new name is written, never one of these");
   } else if (errno != ENOENT) {
     throw Error(who + "cannot check the path (" + std::strerror(errno) + ")");
   }
