@@ -492,8 +492,14 @@ OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& 
 
 std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params, const fs::path& out,
                         const std::string& doc, DType dtype) {
-  const OnnxModel m = onnx_model(project, params, doc, dtype);
-  util::write_output_file(out, m.bytes, "ONNX export");
+  OnnxModel m;
+  try {
+    m = onnx_model(project, params, doc, dtype);
+  } catch (const Error& e) {
+    // The model's refusals name a node, parameter or field; the file they stop is named here.
+    throw Error("ONNX export to " + out.string() + ": " + e.what());
+  }
+  util::write_output_file(out, m.bytes, "ONNX export to");
   return "wrote " + out.string() + ": ONNX IR " + std::to_string(kOnnxIrVersion) + ", opset " + std::to_string(kOnnxOpset) + ", " +
          std::to_string(m.nodes) + " nodes, " + std::to_string(m.initializers) + " initializers, input '" + m.input +
          "', output '" + m.output + "'";
