@@ -154,7 +154,18 @@ fs::path begin_save(const fs::path& root, int64_t step, nlohmann::ordered_json& 
   return tmp;
 }
 
+// A NaN or an infinity in any array: the checkpoint resume would refuse is not written either.
+void check_finite(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step) {
+  for (const auto& [name, t] : arrays)
+    for (size_t i = 0; i < t.data.size(); ++i)
+      if (!std::isfinite(t.data[i]))
+        throw Error("checkpoint of step " + std::to_string(step) + ": '" + name + "' element " + std::to_string(i) + " is " +
+                    (std::isnan(t.data[i]) ? "NaN" : "infinite") +
+                    ": the run has diverged, and resume would refuse this checkpoint, so it is not saved");
+}
+
 SafetensorsFile tensor_file(const std::vector<std::pair<std::string, Tensor>>& arrays, int64_t step, const StoredDTypes& dtypes) {
+  check_finite(arrays, step);
   SafetensorsFile f;
   for (const auto& [name, t] : arrays) {
     const auto d = dtypes.find(name);
@@ -190,6 +201,7 @@ void abandon_save(const fs::path& tmp) {
 
 fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
               nlohmann::ordered_json meta, uint64_t max_shard_bytes, const StoredDTypes& dtypes) {
+  check_finite(arrays, step);  // before anything is written
   const fs::path tmp = begin_save(root, step, meta);
   write_model(tmp, tensor_file(arrays, step, dtypes), max_shard_bytes);
   return commit_save(root, step, tmp, meta);

@@ -92,6 +92,16 @@ Dataset pair(Tensor features, Tensor targets, const std::string& fname, const st
   if (features.shape[0] != targets.shape[0])
     throw Error(tname + ": " + std::to_string(targets.shape[0]) + " targets for " +
                 std::to_string(features.shape[0]) + " examples in " + fname);
+  // A NaN or an infinity would train into NaN weights, which a checkpoint then refuses to resume:
+  // refused here, naming the file and the first example that has one.
+  for (const auto& [t, name] : {std::pair<const Tensor*, const std::string*>{&features, &fname}, {&targets, &tname}}) {
+    const int64_t per = t->shape[0] > 0 ? t->size() / t->shape[0] : 0;
+    for (int64_t i = 0; i < t->size(); ++i)
+      if (!std::isfinite(t->data[size_t(i)]))
+        throw Error(*name + ": example " + std::to_string(i / std::max<int64_t>(per, 1)) + " holds " +
+                    (std::isnan(t->data[size_t(i)]) ? "NaN" : "an infinity") + " (value " + std::to_string(i % std::max<int64_t>(per, 1)) +
+                    " of the example); every value must be a finite number");
+  }
   Dataset ds;
   ds.features = std::move(features);
   ds.targets = std::move(targets);

@@ -55,10 +55,9 @@ Tensor filled(Shape s, float base) {
 
 // A checkpoint as the trainer writes one: parameters, Adam's mu and nu (same shape, different
 // values, so swapping them is visible) and a full checkpoint.json.
-fs::path make_checkpoint(const fs::path& root, int64_t step = 6, uint64_t shard_bytes = 0,
-                         float kernel_base = 1.0f) {
+fs::path make_checkpoint(const fs::path& root, int64_t step = 6, uint64_t shard_bytes = 0) {
   std::vector<std::pair<std::string, Tensor>> arrays = {
-      {kKernel, filled({4, 3}, kernel_base)}, {kMu, filled({4, 3}, -2.0f)}, {kNu, filled({4, 3}, 0.5f)}};
+      {kKernel, filled({4, 3}, 1.0f)}, {kMu, filled({4, 3}, -2.0f)}, {kNu, filled({4, 3}, 0.5f)}};
   Json meta;
   meta["format"] = "shardlab.checkpoint";
   meta["version"] = 1;
@@ -102,6 +101,20 @@ Parts split(const fs::path& p) {
 void join(const fs::path& p, const Parts& parts) {
   const std::string h = parts.header.dump();
   write_all(p, le64(h.size()) + h + parts.data);
+}
+
+// Element 0 of `tensor` in `file` set to `value` and its checksum recomputed, as a run that had
+// diverged would have saved it (before saves refused that) or a careless tool would write it.
+void set_first_element(const fs::path& file, const std::string& tensor, float value) {
+  Parts p = split(file);
+  const size_t begin = p.header[tensor]["data_offsets"][0].get<size_t>(), end = p.header[tensor]["data_offsets"][1].get<size_t>();
+  std::memcpy(p.data.data() + begin, &value, 4);
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc32c(p.data.data() + begin, end - begin));
+  std::string v = p.header["__metadata__"][kChecksumPrefix + tensor].get<std::string>();
+  v.replace(0, 8, hex);
+  p.header["__metadata__"][kChecksumPrefix + tensor] = v;
+  join(file, p);
 }
 
 // The error message `f` throws, or "" if it throws none.
@@ -296,9 +309,10 @@ class TestCheckpointIntegrity : public QObject {
   void nanOrInfinityInRestoredArraysIsReported() {
     QFETCH(float, value);
     QFETCH(QString, word);
-    // Saved that way (the checksum is then right: the run had diverged).
+    // Written with its checksum (as saves did before refusing a diverged run's arrays).
     QTemporaryDir dir;
-    const fs::path ckpt = make_checkpoint(dir.path().toStdString(), 6, 0, value);
+    const fs::path ckpt = make_checkpoint(dir.path().toStdString());
+    set_first_element(ckpt / kSingleFile, kKernel, value);
     const QString msg = error_of([&] { load(ckpt); });
     VERIFY_CONTAINS(msg, q(ckpt / kSingleFile) + ": tensor '" + QString::fromStdString(kKernel) + "': element 0 " + word);
     VERIFY_CONTAINS(msg, "diverged");
@@ -578,6 +592,9 @@ class TestCheckpointIntegrity : public QObject {
     VERIFY_CONTAINS(error_of([&] { save(root, 4, arrays, Json{{"data_position", -1}}); }),
                     "step_000004/checkpoint.json: data_position: -1 is negative");
     VERIFY_CONTAINS(error_of([&] { save(root, 4, arrays, Json{{"version", 7}}); }), "version: 7 is newer");
+    const std::vector<std::pair<std::string, Tensor>> diverged = {{kKernel, Tensor({2}, std::numeric_limits<float>::quiet_NaN())}};
+    VERIFY_CONTAINS(error_of([&] { save(root, 4, diverged, Json::object()); }),
+                    "checkpoint of step 4: 'params/dense/kernel' element 0 is NaN: the run has diverged, and resume would refuse");
     QVERIFY(!latest(root).has_value());  // nothing was written
     for (const auto& e : fs::directory_iterator(root)) QFAIL(qPrintable("left behind: " + q(e.path())));
   }
@@ -670,18 +687,7 @@ class TestCheckpointIntegrity : public QObject {
       text.insert(text.find('{') + 1, "\n  \"seed\": 4,");
       write_all(meta, text);
     } else if (damage == "nan") {
-      Parts p = split(model);
-      const auto offsets = p.header[kKernel]["data_offsets"];
-      const float nan = std::numeric_limits<float>::quiet_NaN();
-      std::memcpy(p.data.data() + offsets[0].get<size_t>(), &nan, 4);
-      // The checksum recomputed over the NaN, as a careless tool would.
-      const uint32_t crc = crc32c(p.data.data() + offsets[0].get<size_t>(), offsets[1].get<size_t>() - offsets[0].get<size_t>());
-      char hex[9];
-      std::snprintf(hex, sizeof hex, "%08x", crc);
-      std::string v = p.header["__metadata__"]["crc32c." + kKernel].get<std::string>();
-      v.replace(0, 8, hex);
-      p.header["__metadata__"]["crc32c." + kKernel] = v;
-      join(model, p);
+      set_first_element(model, kKernel, std::numeric_limits<float>::quiet_NaN());
     } else {
       const fs::path other = make_checkpoint(root / "other", 4);
       fs::copy_file(other / kSingleFile, model, fs::copy_options::overwrite_existing);

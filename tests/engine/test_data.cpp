@@ -1,6 +1,7 @@
 // The data module: IDX and npy readers, the data spec, dataset loading and the batch loader.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <limits>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -520,6 +521,25 @@ class TestData : public QObject {
         QVERIFY(seen.insert(i).second);
       }
     QCOMPARE(int(seen.size()), 20);
+  }
+
+  // A NaN or an infinity among the inputs is refused when the data loads, naming the file, the
+  // example and the value, before anything trains on it (it would leave NaN weights that a
+  // checkpoint then refuses).
+  void nonFiniteInputsAreRefusedWhenLoaded() {
+    fs::create_directories(dir() / "nan");
+    std::vector<float> x(6 * 2, 1.0f), t(6, 0.5f);
+    x[size_t(4 * 2 + 1)] = std::numeric_limits<float>::quiet_NaN();
+    write_file(dir() / "nan" / "x.npy", npy_bytes(npy_dict("<f4", "(6, 2)"), le_bytes(x)));
+    write_file(dir() / "nan" / "t.npy", npy_bytes(npy_dict("<f4", "(6,)"), le_bytes(t)));
+    const DataSpec s = spec_of(R"({"type": "npy", "features": "nan/x.npy", "targets": "nan/t.npy"})");
+    const QString err = testing::error_of([&] { load_dataset(s, dir()); });
+    VERIFY_CONTAINS(err, QString::fromStdString((dir() / "nan" / "x.npy").string()) + ": example 4 holds NaN (value 1 of the example)");
+    x[size_t(4 * 2 + 1)] = 1.0f;
+    t[2] = std::numeric_limits<float>::infinity();
+    write_file(dir() / "nan" / "x.npy", npy_bytes(npy_dict("<f4", "(6, 2)"), le_bytes(x)));
+    write_file(dir() / "nan" / "t.npy", npy_bytes(npy_dict("<f4", "(6,)"), le_bytes(t)));
+    VERIFY_CONTAINS(testing::error_of([&] { load_dataset(s, dir()); }), "t.npy: example 2 holds an infinity");
   }
 
   // ---- probing a source's shapes ----
