@@ -1,5 +1,7 @@
 #include "ui/main_window.h"
 
+#include <cstdio>
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -478,7 +480,16 @@ bool MainWindow::saveScreenshot(const QString& file) {
   QElapsedTimer clock;
   clock.start();
   while (clock.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 50);
-  return grab().save(file);
+  try {
+    util::output_path(file.toStdString(), "screenshot");  // a regular file or a new name, outside checkpoints
+  } catch (const Error& e) {
+    doc_->message("error", QString::fromStdString(e.what()));
+    std::fprintf(stderr, "shardlab: %s\n", e.what());  // --screenshot runs without anyone looking at the Log
+    return false;
+  }
+  if (grab().save(file)) return true;
+  std::fprintf(stderr, "shardlab: screenshot %s: could not be written\n", qPrintable(file));
+  return false;
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {

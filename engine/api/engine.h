@@ -24,3 +24,4 @@
 #include "engine/sharding/presets.h"
 #include "engine/sharding/visualize.h"
 #include "engine/util/error.h"
+#include "engine/util/output_file.h"

@@ -188,6 +188,19 @@ std::string line_col(const std::string& text, size_t byte) {
 }
 
 constexpr size_t kMaxProjectDepth = 256;
+// Limits far beyond any real project (README, "Projects"): every string (a description, a name),
+// and the nodes of the graph, Repeat bodies included.
+constexpr size_t kMaxProjectString = 64 * 1024;
+constexpr size_t kMaxProjectNodes = 100000;
+
+// Nodes of a graph's JSON, its Repeat bodies' too (each graph's "nodes" array, however deep).
+size_t count_nodes(const Json& graph) {
+  if (!graph.is_object() || !graph.contains("nodes") || !graph["nodes"].is_array()) return 0;
+  size_t n = graph["nodes"].size();
+  for (const Json& node : graph["nodes"])
+    if (node.is_object() && node.contains("body")) n += count_nodes(node["body"]);
+  return n;
+}
 // Projects are a few kilobytes (a large graph, tens); this is far beyond any.
 constexpr uint64_t kMaxProjectBytes = uint64_t(64) << 20;
 
@@ -198,7 +211,7 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
   // stack. Real projects nest about 3 levels per Repeat inside a Repeat, so 256 is far beyond them.
   Json j;
   try {
-    j = util::parse_json_limited(text, filename, kMaxProjectDepth);
+    j = util::parse_json_limited(text, filename, kMaxProjectDepth, {}, kMaxProjectString);
   } catch (const util::JsonSyntaxError& e) {
     // reason: "parse error at line 4, column 11: syntax error while parsing value - invalid literal;
     // last read: '...'"; keep the reason after the position, which line_col gives from the byte.
@@ -219,6 +232,9 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
                 std::to_string(kFormatVersion) + ")");
   only(j, where, {"format", "version", "name", "description", "graph", "loss", "optimizer", "data", "training", "precision",
                   "mesh", "logical_axis_rules", "constraint_fallback", "editor"});
+  if (j.contains("graph"))
+    if (const size_t n = count_nodes(j["graph"]); n > kMaxProjectNodes)
+      throw Error(filename + ": graph: " + std::to_string(n) + " nodes (at most " + std::to_string(kMaxProjectNodes) + ")");
   Project p;
   p.name = j.contains("name") ? str(j["name"], filename + ": name") : "";
   p.description = j.contains("description") ? str(j["description"], filename + ": description") : "";

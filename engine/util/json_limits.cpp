@@ -67,14 +67,18 @@ using Json = nlohmann::ordered_json;
 // object (no search), the keys of each open object in a hash set to find a repeat.
 class LinearBuilder {
  public:
-  LinearBuilder(const std::string& who, const DuplicateKeyMessage& duplicate) : who_(who), duplicate_(duplicate) {}
+  LinearBuilder(const std::string& who, const DuplicateKeyMessage& duplicate, size_t max_string)
+      : who_(who), duplicate_(duplicate), max_string_(max_string) {}
 
   bool null() { return put(Json(nullptr)); }
   bool boolean(bool v) { return put(Json(v)); }
   bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
   bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
   bool number_float(Json::number_float_t v, const std::string&) { return put(Json(v)); }
-  bool string(std::string& v) { return put(Json(std::move(v))); }
+  bool string(std::string& v) {
+    check_length(v);
+    return put(Json(std::move(v)));
+  }
   bool binary(Json::binary_t& v) { return put(Json(std::move(v))); }
   bool start_object(std::size_t) {
     open(Json::object());
@@ -82,6 +86,7 @@ class LinearBuilder {
     return true;
   }
   bool key(std::string& k) {
+    check_length(k);
     if (!keys_.back().insert(k).second) {
       std::vector<std::string> path;
       for (size_t i = 0; i + 1 < path_.size(); ++i) path.push_back(path_[i]);
@@ -137,6 +142,19 @@ class LinearBuilder {
     members.emplace_back(std::move(pending_), std::move(v));
     return &members.back().second;
   }
+  // The path of the value being read, as "a.b[3]".
+  std::string where() const {
+    std::string w;
+    for (const std::string& part : path_)
+      if (!part.empty()) w += (w.empty() || part.front() == '[' ? "" : ".") + part;
+    return w;
+  }
+  void check_length(const std::string& s) const {
+    if (max_string_ == 0 || s.size() <= max_string_) return;
+    const std::string w = where();
+    throw Error(who_ + ": a string of " + std::to_string(s.size()) + " bytes" + (w.empty() ? "" : " at " + w) + " (at most " +
+                std::to_string(max_string_) + ")");
+  }
   void open(Json v) {
     stack_.push_back(put(std::move(v)));
     path_.emplace_back();
@@ -148,6 +166,7 @@ class LinearBuilder {
 
   const std::string& who_;
   const DuplicateKeyMessage& duplicate_;
+  size_t max_string_ = 0;
   Json root_;
   std::vector<Json*> stack_;   // the open containers, innermost last (a parent is not appended to while a child is open)
   std::vector<std::string> path_;  // per open container: the key or index of the member being read
@@ -160,9 +179,9 @@ class LinearBuilder {
 }  // namespace
 
 nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who, size_t max_depth,
-                                          const DuplicateKeyMessage& duplicate) {
+                                          const DuplicateKeyMessage& duplicate, size_t max_string_bytes) {
   check_json_depth(text, max_depth, who);
-  LinearBuilder b(who, duplicate);
+  LinearBuilder b(who, duplicate, max_string_bytes);
   bool ok = false;
   try {
     ok = Json::sax_parse(text.begin(), text.end(), &b);

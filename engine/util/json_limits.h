@@ -49,7 +49,10 @@ class JsonSyntaxError : public Error {
 // (which made 100,000 keys take a minute). A key repeated within one object is an Error, "<who>:
 // duplicate key "k" in a.b[3]" or what `duplicate` says: nlohmann would silently keep one of them.
 // A syntax error is a JsonSyntaxError, "<who>: malformed JSON: <reason>".
+// `max_string_bytes` (0: no limit) bounds every string and key: "<who>: a string of N bytes at a.b
+// (at most M)".
 nlohmann::ordered_json parse_json_limited(std::string_view text, const std::string& who,
-                                          size_t max_depth = kDefaultJsonDepth, const DuplicateKeyMessage& duplicate = {});
+                                          size_t max_depth = kDefaultJsonDepth, const DuplicateKeyMessage& duplicate = {},
+                                          size_t max_string_bytes = 0);
 
 }  // namespace shardlab::util

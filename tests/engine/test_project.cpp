@@ -181,6 +181,25 @@ class TestProject : public QObject {
     VERIFY_CONTAINS(parse_error(many), QString::fromStdString(kFile) + ": k0: unknown field");
   }
 
+  // The documented limits (README, "Projects"): a string of 64 KiB at most (a description of a
+  // megabyte, one unbroken word, is refused naming where it is), and 100,000 nodes.
+  void projectsHaveLimits() {
+    Json big = small_project();
+    big["description"] = std::string(1 << 20, 'w');
+    VERIFY_CONTAINS(parse_error(big), QString::fromStdString(kFile) + ": a string of 1048576 bytes at description (at most 65536)");
+    big["description"] = std::string(65536, 'w');
+    QVERIFY(parse_error(big).isEmpty());
+    // 100,001 nodes, written as text (an ordered_json would search every key it builds).
+    std::string nodes = "[{\"name\": \"x\", \"type\": \"Input\", \"params\": {\"shape\": [4]}}";
+    for (int i = 0; i < 100000; ++i) nodes += ", {\"name\": \"r" + std::to_string(i) + "\", \"type\": \"ReLU\"}";
+    nodes += "]";
+    Json many = small_project();
+    many["graph"]["nodes"] = "NODES";
+    std::string text = many.dump();
+    text.replace(text.find("\"NODES\""), 7, nodes);
+    VERIFY_CONTAINS(parse_error(text), QString::fromStdString(kFile) + ": graph: 100001 nodes (at most 100000)");
+  }
+
   // A FIFO in place of the project is refused at once (reading it would wait for a writer).
   void aFifoIsRefusedNotWaitedOn() {
     QTemporaryDir dir;

@@ -11,7 +11,6 @@
 #include <QLocale>
 #include <QMessageBox>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
@@ -312,10 +311,11 @@ bool TraceTab::exportTrace(const QString& path) {
     showError(tr("Cannot export: no run is shown."));
     return false;
   }
-  const std::string json = current_->chromeJson();
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly) || file.write(json.data(), qint64(json.size())) != qint64(json.size()) || !file.commit()) {
-    showError(tr("Cannot export the trace to %1: %2").arg(QDir::toNativeSeparators(path), file.errorString()));
+  // The engine's writer: never over a device, a link or a checkpoint's files, atomically.
+  try {
+    util::write_output_file(path.toStdString(), current_->chromeJson(), "trace");
+  } catch (const Error& e) {
+    showError(tr("Cannot export the trace: %1").arg(QString::fromStdString(e.what())));
     return false;
   }
   clearError();
