@@ -228,6 +228,11 @@ CheckedModel read_checked(const fs::path& dir) {
   out.data_position = fields.data_position;
   out.model = read_model(dir, &out.where);  // checksums verified file by file
   const SafetensorsFile& f = out.model;
+  // Shardlab's writer marks every tensor file it writes: one without the mark (another tool's
+  // file put in its place) holds tensors nothing vouches for.
+  if (auto it = f.metadata.find("format"); it == f.metadata.end() || it->second != "shardlab")
+    throw Error((dir / out.where.files.front()).string() + ": __metadata__ has no \"format\": \"shardlab\", which every " +
+                "tensor file of a Shardlab checkpoint carries (the file was replaced by another tool's?)");
   if (auto it = f.metadata.find("step"); it != f.metadata.end() && it->second != std::to_string(out.step))
     throw Error((dir / out.where.files.front()).string() + ": __metadata__ step '" + it->second +
                 "' does not match " + kMetaFile + "'s step " + std::to_string(out.step) +
