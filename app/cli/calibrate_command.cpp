@@ -10,10 +10,13 @@
 #include "engine/advisor/calibrate.h"
 #include "engine/advisor/hardware_file.h"
 #include "engine/backends/backend.h"
+#include "engine/util/output_file.h"
 
 namespace shardlab::cli {
 
 int run_calibrate(const CalibrateArgs& a) {
+  // Where --out goes, checked before a minute of measuring rather than after.
+  if (!a.out.empty()) util::output_path(a.out, "--out");
   std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu", backends::BackendOptions{.threads = a.threads});
   advisor::CalibrateOptions options;
   options.max_devices = a.max_devices;

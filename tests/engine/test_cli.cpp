@@ -4,6 +4,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -447,6 +448,18 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(r.err, "tpu-v9");
     r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json"});
     QVERIFY(r.exit_code != 0);  // --devices is required
+  }
+
+  // calibrate checks where --out goes before it measures anything: a device, a FIFO or a
+  // checkpoint's file is refused at once, and left as it was.
+  void calibrateRefusesItsOutBeforeMeasuring() {
+    QTemporaryDir dir;
+    const QString fifo = dir.filePath("fifo");
+    QCOMPARE(::mkfifo(fifo.toUtf8().constData(), 0644), 0);
+    const Result r = run_cli({"calibrate", "--out", fifo});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "--out " + fifo + ": is a FIFO");
+    VERIFY_LACKS(r.out, "GEMM");  // nothing was measured
   }
 
   // calibrate writes a profile a user can read, edit and hand to advise.
