@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/checkpoint/safetensors.h"
 #include "engine/util/error.h"
@@ -38,6 +39,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error& e) {
     if (std::string_view(e.what()).rfind("fuzz-input: ", 0) != 0) finding(std::string("error without the file name: ") + e.what());
     return 0;
+  }
+
+  // Accepted: the checkpoint reader's checksum coverage (every tensor its checksum, no checksum of
+  // a tensor it lacks) either passes or refuses with the file's name, nothing else.
+  std::vector<std::string> names;
+  for (const StoredTensor& t : f.tensors) names.push_back(t.name);
+  try {
+    check_checksum_coverage(f.metadata, names, "fuzz-input");
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).rfind("fuzz-input: ", 0) != 0) finding(std::string("error without the file name: ") + e.what());
   }
 
   // Accepted: what was read must write and read back unchanged.
