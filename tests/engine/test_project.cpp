@@ -787,6 +787,24 @@ class TestProject : public QObject {
     QCOMPARE(project::to_json_string(project::load_project(f)), project::to_json_string(p));
   }
 
+  // Saving goes through the engine's writer (util/output_file.h), as the GUI's File > Save does:
+  // never through a link, onto a FIFO, or into a checkpoint's step directory.
+  void saveRefusesWhatIsNotARegularFileOrACheckpoints() {
+    TempDir dir;
+    write_text(dir.path / "victim", "precious");
+    fs::create_symlink(dir.path / "victim", dir.path / "link.shardlab.json");
+    QCOMPARE(::mkfifo((dir.path / "fifo.shardlab.json").c_str(), 0644), 0);
+    fs::create_directories(dir.path / "ck" / "step_000002");
+    write_text(dir.path / "ck" / "step_000002" / "COMMITTED", "committed\n");
+    const project::Project p = project::parse_project(small_project().dump(2), kFile);
+    VERIFY_CONTAINS(error_of([&] { project::save_project(p, dir.path / "link.shardlab.json"); }), "is a symbolic link");
+    VERIFY_CONTAINS(error_of([&] { project::save_project(p, dir.path / "fifo.shardlab.json"); }), "is a FIFO");
+    VERIFY_CONTAINS(error_of([&] { project::save_project(p, dir.path / "ck" / "step_000002" / "p.shardlab.json"); }),
+                    "lies in the checkpoint directory");
+    QCOMPARE(read_text(dir.path / "victim"), std::string("precious"));
+    QVERIFY(!fs::exists(dir.path / "ck" / "step_000002" / "p.shardlab.json"));
+  }
+
   void saveIntoMissingDirectoryThrows() {
     TempDir dir;
     fs::path f = dir.path / "no-such-dir" / "p.shardlab.json";
