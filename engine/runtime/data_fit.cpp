@@ -17,6 +17,18 @@ std::string split_problem(const project::Project& p, const data::SplitShape& ds,
     if (!ds.integer_labels)
       return where + "softmax_cross_entropy needs integer class labels, the data has targets of shape " +
              shape_str(ds.targets) + " per example";
+    // One class id per position the output gives classes for: the output's shape per example but
+    // its last (class) dimension. A Dense over (28, 28) gives (28, 10), asking a label per row.
+    const Shape out = per_example(output);
+    const Shape labels = out.empty() ? Shape{} : Shape(out.begin(), out.end() - 1);
+    if (ds.targets != labels)
+      return where + "the loss takes " +
+             (labels.empty() ? std::string("one class id per example") : "class ids of shape " + shape_str(labels) + " per example") +
+             " for the output of node '" + p.loss.output + "', " + shape_str(out) + " per example, but the data has labels of shape " +
+             shape_str(ds.targets) + " per example" +
+             (labels.size() > ds.targets.size() ? ": flatten the input (a Flatten after the Input) or pool it (MeanPool) before '" +
+                                                       p.loss.output + "'"
+                                                 : "");
     const int64_t classes = output.empty() ? 0 : output.back();
     if (ds.num_classes > classes)
       return where + "labels go up to " + std::to_string(ds.num_classes - 1) + " but node '" + p.loss.output + "' gives " +
