@@ -40,16 +40,7 @@ nlohmann::ordered_json spec_json(const sharding::PartitionSpec& s, size_t rank) 
 }
 
 // "P('data', None)", with "+sum(model)" where the step holds a pending sum over mesh axes there.
-std::string spec_text(const sharding::ArraySharding& x) {
-  if (!x.error.empty()) return "ERROR";
-  std::string s = x.spec.str();
-  if (!x.pending_sum.empty()) {
-    s += " +sum(";
-    for (size_t i = 0; i < x.pending_sum.size(); ++i) s += (i ? "," : "") + x.pending_sum[i];
-    s += ")";
-  }
-  return s;
-}
+std::string spec_text(const sharding::ArraySharding& x) { return x.error.empty() ? x.spec_text() : "ERROR"; }
 
 }  // namespace
 

@@ -156,6 +156,16 @@ void warn_if_accumulation_costs_memory(ShardingReport& r, const project::Project
 
 }  // namespace
 
+std::string ArraySharding::spec_text() const {
+  std::string s = spec.str();
+  if (!pending_sum.empty()) {
+    s += " +sum(";
+    for (size_t i = 0; i < pending_sum.size(); ++i) s += (i ? "," : "") + pending_sum[i];
+    s += ")";
+  }
+  return s;
+}
+
 ShardingReport analyze_sharding(const project::Project& p, const graph::GraphReport& report, const Mesh& mesh,
                                 const LogicalRules& rules) {
   ShardingReport r;

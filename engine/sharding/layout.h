@@ -36,6 +36,10 @@ struct ArraySharding {
   // reduce-scatter): each device holds a partial sum of the whole block.
   std::vector<std::string> pending_sum;
   std::string error;  // indivisible dimension, axis used twice, ...
+
+  // "PartitionSpec('data', None)", and " +sum(model)" where a sum is pending: what `shard`, the
+  // Mesh & Rules arrays and the Sharding tab all show, so a partial sum never reads as replicated.
+  std::string spec_text() const;
 };
 
 // What one device holds during a training step, from the partitioned step's buffer plan: the

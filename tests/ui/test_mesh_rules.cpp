@@ -147,6 +147,9 @@ class TestMeshRules : public QObject {
     QCOMPARE(f.ruleTexts(), QStringList({"batch=data", "hidden=model", "embed=None", "layer=None"}));
     // Seed 002: W1 is (layer, embed, hidden) with hidden over 'model'.
     QCOMPARE(f.spec("blocks/W1/kernel"), QString("PartitionSpec(None, None, 'model')"));
+    // Its gradient is a partial sum over 'data' until the update's reduction, as `shard` says: it
+    // must not read as replicated there.
+    QCOMPARE(f.spec("d_blocks/W1/kernel"), QString("PartitionSpec(None, None, 'model') +sum(data)"));
     QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::ShardColumn), QString("4 × 1024 × 256"));
     QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::BytesColumn), bytesText(4.0 * 1024 * 256 * 4));
     QCOMPARE(f.spec("blocks/W1/kernel", SpecModel::LogicalColumn), QString("layer, embed, hidden"));

@@ -168,10 +168,13 @@ void TestShardingView::treeListsEveryArrayByKind() {
     VERIFY_CONTAINS(top.data().toString(), shardfmt::kindGroupName(a.kind));
     QCOMPARE(m->indexOfArray(QString::fromStdString(a.name), ArrayTreeModel::ShapeColumn).data().toString(),
              QString::fromStdString(shape_str(a.shape)));
-    // The column holds the spec's arguments: "(None, None, 'model')".
+    // The column holds the spec's arguments: "(None, None, 'model')", and a gradient's pending
+    // sum: "(None, None, 'model') +sum(data)".
     QCOMPARE(
         "PartitionSpec" + m->indexOfArray(QString::fromStdString(a.name), ArrayTreeModel::SpecColumn).data().toString(),
-        QString::fromStdString(a.spec.str()));
+        QString::fromStdString(a.spec_text()));
+    if (a.kind == sharding::ArrayKind::Gradient && !a.pending_sum.empty())
+      VERIFY_CONTAINS(m->indexOfArray(QString::fromStdString(a.name), ArrayTreeModel::SpecColumn).data().toString(), "+sum(");
   }
   // Parameters sit under their node's path, the gradient and Adam state beside them.
   const QModelIndex kernel = m->indexOfArray("blocks/W1/kernel");

@@ -130,7 +130,7 @@ QString ShapesSection::shardingText(const std::string& array) const {
     return QString("<span style=\"color:%1\">%2</span>").arg(c.name(), QString::fromStdString(a->error).toHtmlEscaped());
   }
   return tr("<a href=\"%1\">%2</a> · %3 per device")
-      .arg(QString::fromStdString(array).toHtmlEscaped(), QString::fromStdString(a->spec.str()).toHtmlEscaped(), dims(a->shard));
+      .arg(QString::fromStdString(array).toHtmlEscaped(), QString::fromStdString(a->spec_text()).toHtmlEscaped(), dims(a->shard));
 }
 
 void ShapesSection::refresh() {

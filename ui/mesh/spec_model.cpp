@@ -55,7 +55,7 @@ QVariant SpecModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) {
     if (!a.error.empty()) return QString::fromStdString(a.error);
     return tr("%1: %2 split as %3, each device holds %4 (%5)")
-        .arg(QString::fromStdString(a.name), shapeText(a.shape), QString::fromStdString(a.spec.str()),
+        .arg(QString::fromStdString(a.name), shapeText(a.shape), QString::fromStdString(a.spec_text()),
              shapeText(a.shard), bytesText(a.bytes_per_device));
   }
   if (role == Qt::TextAlignmentRole && index.column() == BytesColumn) return int(Qt::AlignRight | Qt::AlignVCenter);
@@ -72,7 +72,7 @@ QVariant SpecModel::data(const QModelIndex& index, int role) const {
       return names.join(QStringLiteral(", "));
     }
     case SpecColumn:
-      return QString::fromStdString(a.spec.str());
+      return QString::fromStdString(a.spec_text());
     case ShapeColumn:
       return shapeText(a.shape);
     case ShardColumn:

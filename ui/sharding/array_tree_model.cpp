@@ -79,7 +79,7 @@ void ArrayTreeModel::setArrays(const std::vector<sharding::ArraySharding>& array
       item->shape = shardfmt::shapeText(a.shape);
       item->error = !a.error.empty();
       // The column header says PartitionSpec; the cell keeps just its arguments, to stay narrow.
-      const QString spec = QString::fromStdString(a.spec.str());
+      const QString spec = QString::fromStdString(a.spec_text());
       item->spec = item->error ? tr("invalid") : spec.startsWith("PartitionSpec") ? spec.mid(13) : spec;
       // The dtype beside the bytes where it is not float32 (a mixed-precision step's activations).
       item->bytes = shardfmt::bytesText(a.bytes_per_device) +

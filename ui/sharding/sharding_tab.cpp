@@ -284,7 +284,7 @@ void ShardingTab::draw(const QString& name, int rowDim, int colDim) {
   const QString devices = mesh.device_count() == 1 ? tr("1 device") : tr("%1 devices").arg(mesh.device_count());
   details_->setText(tr("global shape %1 · logical %2 · %3 · shard shape %4 · %5 per device · mesh %6, %7")
                         .arg(shardfmt::shapeText(a->shape), shardfmt::logicalText(a->logical),
-                             a->error.empty() ? QString::fromStdString(a->spec.str()) : tr("invalid PartitionSpec"),
+                             a->error.empty() ? QString::fromStdString(a->spec_text()) : tr("invalid PartitionSpec"),
                              shardfmt::shapeText(a->shard), shardfmt::bytesText(a->bytes_per_device),
                              mesh.axes().empty() ? tr("without axes") : QString::fromStdString(mesh.str()), devices));
   if (!a->error.empty()) {
