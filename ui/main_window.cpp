@@ -277,7 +277,9 @@ void MainWindow::buildActions() {
   edit->addAction(tr("&Find Node..."), canvas_, &GraphView::findNode)->setShortcut(QKeySequence::Find);
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
-  viewMenu_->addAction(tr("Zoom &In"), canvas_, &GraphView::zoomIn)->setShortcut(QKeySequence::ZoomIn);
+  // Ctrl+= as well as Ctrl++: on most keyboards '+' is the shifted '='.
+  viewMenu_->addAction(tr("Zoom &In"), canvas_, &GraphView::zoomIn)
+      ->setShortcuts({QKeySequence(QKeySequence::ZoomIn), QKeySequence(Qt::CTRL | Qt::Key_Equal)});
   viewMenu_->addAction(tr("Zoom &Out"), canvas_, &GraphView::zoomOut)->setShortcut(QKeySequence::ZoomOut);
   viewMenu_->addAction(tr("Zoom to &Fit"), canvas_, &GraphView::zoomToFit)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   viewMenu_->addAction(tr("&Arrange Graph"), canvas_, &GraphView::autoLayout)->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
@@ -290,6 +292,10 @@ void MainWindow::buildActions() {
   viewMenu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 
+  // Start and stop from anywhere in the window, as a person at the keyboard expects.
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("&Start Training"), training_, &TrainingTab::start)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+  run->addAction(tr("S&top Training"), training_, &TrainingTab::stop)->setShortcut(QKeySequence(Qt::Key_Escape));
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&User Guide"), this, &MainWindow::showUserGuide)->setShortcut(QKeySequence::HelpContents);
   help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);

@@ -32,6 +32,7 @@
 #include "ui/help/shortcuts_dialog.h"
 #include "ui/help/user_guide.h"
 #include "ui/main_window.h"
+#include "ui/training/training_tab.h"
 #include "ui/mesh/issues_list.h"
 
 using namespace shardlab;
@@ -377,8 +378,28 @@ class TestMainWindow : public QObject {
     for (QAction* menu : w.menuBar()->actions())
       for (QAction* a : menu->menu()->actions()) texts << a->text().remove('&');
     for (const char* want : {"Open...", "Save", "Save As...", "Close Project", "Cut", "Copy", "Paste", "Duplicate", "Delete",
-                             "Select All", "Zoom In", "Zoom Out", "Zoom to Fit", "Arrange Graph"})
+                             "Select All", "Zoom In", "Zoom Out", "Zoom to Fit", "Arrange Graph", "Start Training",
+                             "Stop Training"})
       QVERIFY2(texts.contains(want), want);
+  }
+
+  // The keys a person reaches for: Ctrl+= zooms in (as Ctrl++ does), Ctrl+Return starts training
+  // from anywhere in the window and Esc stops it.
+  void theKeyboardZoomsStartsAndStops() {
+    MainWindow w;
+    w.resize(1280, 720);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openFile(example("dot-relu-dot")));
+    const double before = w.canvas()->zoom();
+    w.canvas()->setFocus();
+    QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
+    QVERIFY2(w.canvas()->zoom() > before, qPrintable(QString("zoom %1 -> %2").arg(before).arg(w.canvas()->zoom())));
+    QVERIFY(!w.training()->isRunning());
+    QTest::keyClick(&w, Qt::Key_Return, Qt::ControlModifier);
+    QTRY_VERIFY_WITH_TIMEOUT(w.training()->isRunning(), 10000);
+    QTest::keyClick(&w, Qt::Key_Escape);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.training()->isRunning(), 60000);
   }
 
   // Help > About shows the version, what the build has and the GEMM kernel this CPU runs.

@@ -224,8 +224,8 @@ bool GraphScene::connectPorts(PortItem* a, PortItem* b, const QPointF& where) {
 bool GraphScene::toggleExpanded(const QString& repeatPath) {
   const std::string path = repeatPath.toStdString();
   const bool now = edits::expanded(doc_->project(), path);
-  return doc_->edit(now ? tr("Collapse %1").arg(repeatPath) : tr("Expand %1").arg(repeatPath),
-                    [&](project::Project& p) { edits::set_expanded(p, path, !now); });
+  doc_->viewEdit([&](project::Project& p) { edits::set_expanded(p, path, !now); });
+  return true;
 }
 
 bool GraphScene::deleteSelection() {

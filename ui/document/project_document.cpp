@@ -127,6 +127,14 @@ bool ProjectDocument::edit(const QString& text, const std::function<void(project
   return true;
 }
 
+void ProjectDocument::viewEdit(const std::function<void(project::Project&)>& mutate) {
+  project::Project copy = reparse(project::to_json_string(*project_), project_->file);
+  mutate(copy);
+  // The design is unchanged: no check again, only the views redrawn.
+  *project_ = std::move(copy);
+  emit changed();
+}
+
 void ProjectDocument::restoreState(const std::string& json) {
   replace(reparse(json, project_->file));
   // Drop selected nodes that no longer exist.

@@ -43,6 +43,10 @@ class ProjectDocument : public QObject {
   // carries the reason, and edit() returns false. Consecutive edits with the same `mergeKey`
   // (typing in one field, dragging one node) merge into one command.
   bool edit(const QString& text, const std::function<void(project::Project&)>& mutate, const QString& mergeKey = {});
+  // A change to how the project is shown, not to the model (a Repeat expanded or collapsed): kept
+  // with the project, so its next save writes it, but no undo step, and nothing marked modified:
+  // looking inside a block never prompts "Unsaved changes".
+  void viewEdit(const std::function<void(project::Project&)>& mutate);
   QString lastError() const { return lastError_; }
 
   // Node paths ("dense1", "blocks/W1") selected in the canvas; every view follows it.
