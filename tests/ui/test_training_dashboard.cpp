@@ -598,6 +598,12 @@ class TestTrainingDashboard : public QObject {
     const QString elsewhere = QDir::cleanPath(QDir::tempPath() + "/shardlab-elsewhere-ckpt");
     typeInto(tab.outputsForm()->checkpointDirEdit(), elsewhere);
     QCOMPARE(QString::fromStdString(doc.project().training.checkpoint->dir), elsewhere);
+    // A relative folder typed is relative to the project's folder, not to wherever the program
+    // was started, and is written as typed.
+    tab.outputsForm()->checkpointDirEdit()->clear();
+    typeInto(tab.outputsForm()->checkpointDirEdit(), "runs/typed");
+    QCOMPARE(tab.outputsForm()->checkpointDir(), QDir::cleanPath(QFileInfo(path).absolutePath() + "/runs/typed"));
+    QCOMPARE(QString::fromStdString(doc.project().training.checkpoint->dir), QString("runs/typed"));
   }
 
   // The Microbatches field is training.accumulate: typed, it is one undoable edit of the project; a

@@ -63,7 +63,8 @@ RunOutputsForm::RunOutputsForm(QWidget* parent) : QWidget(parent) {
 
 QString RunOutputsForm::checkpointDir() const {
   const QString t = dir_->text().trimmed();
-  return t.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(t).absoluteFilePath());
+  if (t.isEmpty()) return {};
+  return QDir::cleanPath(base_.isEmpty() || QDir::isAbsolutePath(t) ? QFileInfo(t).absoluteFilePath() : QDir(base_).absoluteFilePath(t));
 }
 
 void RunOutputsForm::setCheckpointDir(const QString& dir) {

@@ -30,8 +30,11 @@ class RunOutputsForm : public QWidget {
   // A new trace for a run, as the detailed-trace box asks.
   std::shared_ptr<profiler::Trace> makeTrace() const;
 
+  // The folder typed, made absolute against the base folder (the project's, where it has a file:
+  // a relative folder in a project is relative to the project, as the README says).
   QString checkpointDir() const;
   void setCheckpointDir(const QString& dir);
+  void setBaseDir(const QString& dir) { base_ = dir; }
   // The folder, save-every and keep as a project has them; a value that differs is set.
   void showCheckpoint(const QString& dir, int saveEvery, int keep);
 
@@ -53,6 +56,7 @@ class RunOutputsForm : public QWidget {
   QSpinBox* saveEvery_;
   QSpinBox* keep_;
   QString lastDir_;  // what checkpointDirChanged last said, so it speaks only of changes
+  QString base_;     // what a relative folder is relative to; empty: the working directory
 };
 
 }  // namespace shardlab::ui

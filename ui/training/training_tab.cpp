@@ -291,6 +291,7 @@ void TrainingTab::projectOpened() {
 void TrainingTab::showRunSettings() {
   const project::Project& p = doc_->project();
   showing_ = true;
+  outputs_->setBaseDir(doc_->path().isEmpty() ? QString() : QFileInfo(doc_->path()).absolutePath());
   form_->showTraining(p.training);
   const runtime::TrainOptions defaults;
   if (const auto& c = p.training.checkpoint)
