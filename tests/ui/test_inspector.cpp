@@ -134,6 +134,13 @@ class TestInspector : public QObject {
 
     typeInto(features, "0");
     VERIFY_CONTAINS(error->text(), "positive integer");
+    // Confirmed with Enter, the refused value goes to the Log too.
+    QSignalSpy logged(doc_, &ProjectDocument::message);
+    QTest::keyClick(features, Qt::Key_Return);
+    QVERIFY(!logged.isEmpty());
+    QCOMPARE(logged.last().at(0).toString(), QString("warning"));
+    VERIFY_CONTAINS(logged.last().at(1).toString(), "Edit of features refused");
+    VERIFY_CONTAINS(logged.last().at(1).toString(), "positive integer");
     typeInto(features, "");
     VERIFY_CONTAINS(error->text(), "required");
     QCOMPARE(node("dense1").params["features"], Json(256));

@@ -95,6 +95,9 @@ void FieldEditor::build() {
       line_->setClearButtonEnabled(false);
       column->addWidget(line_);
       connect(line_, &QLineEdit::textEdited, this, &FieldEditor::textEdited);
+      connect(line_, &QLineEdit::editingFinished, this, [this] {
+        if (!error_.isEmpty()) emit refused(error_);
+      });
       break;
   }
   errorLabel_ = makeErrorLabel("error:" + key, this);

@@ -34,6 +34,9 @@ class FieldEditor : public QWidget {
 
  signals:
   void valueEdited();
+  // Editing finished (Enter, or focus left the field) on a value the field refuses: the reason, for
+  // the Log (every refused edit is logged; the field shows it meanwhile).
+  void refused(const QString& reason);
 
  private:
   void build();

@@ -116,6 +116,9 @@ void NodePage::buildFields() {
     form->addRow(label, editor);
     fields_ << editor;
     connect(editor, &FieldEditor::valueEdited, this, [this, editor] { applyField(editor); });
+    connect(editor, &FieldEditor::refused, this, [this, key = QString::fromStdString(f.key)](const QString& reason) {
+      doc_->message("warning", tr("Edit of %1 refused: %2").arg(key, reason));
+    });
   }
   if (fields.empty()) form->addRow(makeNoteLabel(tr("%1 has no fields.").arg(type_), box));
   static_cast<QVBoxLayout*>(layout())->addWidget(box);
