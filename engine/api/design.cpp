@@ -30,7 +30,15 @@ bool add_run_refusals(const project::Project& p, Design& d, std::vector<Diagnost
   checks.data = true;
   if (d.sharding_ok) checks.layouts = &d.sharding;  // the plan shown is the plan checked
   const runtime::Preflight f = runtime::preflight(p, *cpu, checks);
-  for (const Diagnostic& e : f.problems) out.push_back(e);
+  // One problem per cause: what the design's own checks found already (the loss's output, a rule's
+  // unknown axis, the mesh: said there once per node or axis, with the arrays it touches) is not
+  // said again as the run's refusal of it.
+  auto found_already = [&](const std::string& code) {
+    return std::any_of(out.begin(), out.end(), [&](const Diagnostic& x) { return x.severity == Severity::Error && x.code == code; });
+  };
+  for (const Diagnostic& e : f.problems)
+    if (!((e.code == "loss.output" || e.code == "rules.unknown_axis" || e.code == "mesh") && found_already(e.code)))
+      out.push_back(e);
   return f.out_of_memory >= 0;
 }
 
@@ -55,6 +63,12 @@ Diagnostic error_at(std::string code, std::string field, std::string message, st
 // Errors first, each cause once (the preflight repeats what the graph and the layouts found), and
 // the plain message lists beside them.
 void finish(Design& d, std::vector<Diagnostic> found) {
+  // The step cannot be partitioned without the loss's output node: the partitioner's complaint is
+  // that problem again, said worse.
+  const bool no_loss_output =
+      std::any_of(found.begin(), found.end(), [](const Diagnostic& x) { return x.code == "loss.output" && x.severity == Severity::Error; });
+  if (no_loss_output)
+    found.erase(std::remove_if(found.begin(), found.end(), [](const Diagnostic& x) { return x.code == "layout.plan"; }), found.end());
   std::stable_partition(found.begin(), found.end(), [](const Diagnostic& x) { return x.severity == Severity::Error; });
   for (Diagnostic& x : found) {
     std::vector<std::string>& list = x.severity == Severity::Error ? d.errors : d.warnings;

@@ -67,7 +67,11 @@ struct Project {
   graph::Json editor = nullptr;
   std::filesystem::path file;                       // where it was loaded from (relative data paths resolve here)
 
-  std::string display_name() const { return file.empty() ? name : file.filename().string(); }
+  // What messages start with: the file's name, else the project's, else "untitled project" (an
+  // error never starts with a bare ": ").
+  std::string display_name() const {
+    return !file.empty() ? file.filename().string() : !name.empty() ? name : std::string("untitled project");
+  }
 };
 
 // Full: everything must hold, the graph included. Structure: the file must be well formed, but a

@@ -90,6 +90,20 @@ class TestDiagnostics : public QObject {
     QVERIFY(x);
     QCOMPARE(x->field, std::string("loss.output"));
     QVERIFY(!x->fix.empty());
+    // One cause, one problem: the loss's unset output is said once, not once per check that meets it.
+    QStringList errors;
+    for (const Diagnostic& e : d.diagnostics) errors << QString::fromStdString(e.code + "/" + e.field + ": " + e.message);
+    QVERIFY2(d.errors.size() == 1, qPrintable(errors.join(" | ")));
+  }
+
+  // A rule naming an axis the mesh lacks is one problem, on its rule.
+  void aRuleOnAMissingAxisIsOneProblem() {
+    const api::Design d = check(project_json(kNodes, kEdges, R"(, "mesh": {"axes": {"data": 2}},
+      "logical_axis_rules": [["batch", "data"], ["mlp", "nosuch"]])"));
+    QStringList errors;
+    for (const Diagnostic& e : d.diagnostics) errors << QString::fromStdString(e.code + "/" + e.field + ": " + e.message);
+    QVERIFY2(d.errors.size() == 1, qPrintable(errors.join(" | ")));
+    VERIFY_CONTAINS(errors.front(), "nosuch");
   }
   // Seed 001's data fed to an Input that expects (784,): the design check says so before Start,
   // on the Input node.
