@@ -17,6 +17,7 @@
 #include <QStandardPaths>
 #include <QTableView>
 #include <QToolButton>
+#include <QDialogButtonBox>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -274,6 +275,12 @@ class TestMeshRules : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!dlg->busy(), 60000);
     VERIFY_CONTAINS(dlg->statusLabel()->text(), "h100-sxm-node");
     QCOMPARE(dlg->candidates().front().capacity_bytes, 85899345920.0);
+    // Its Close button closes it (no title bar needed).
+    QVERIFY(dlg->isVisible());
+    auto* buttons = dlg->findChild<QDialogButtonBox*>("advisorButtons");
+    QVERIFY(buttons);
+    QTest::mouseClick(buttons->button(QDialogButtonBox::Close), Qt::LeftButton);
+    QVERIFY(!dlg->isVisible());
   }
 
   void badRuleTextIsRefusedAndUnknownAxesAreFlagged() {

@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QDialogButtonBox>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -75,6 +76,11 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
   layout->addLayout(top);
   layout->addWidget(table_, 1);
   layout->addWidget(status_);
+  // A way out that does not need the window's title bar (a small screen, a tiling window manager).
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
+  buttons->setObjectName("advisorButtons");
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  layout->addWidget(buttons);
   resize(980, 420);
 
   connect(suggest_, &QPushButton::clicked, this, &LayoutAdvisorDialog::suggest);
