@@ -10,7 +10,9 @@
 #               threads would give only false reports): the tests labelled `threads`, those that run
 #               the CPU backend's device workers, collectives, thread budget and background saves.
 #
-# Any sanitizer report fails the test that caused it and so this script (exit status non-zero).
+# Tests run two at a time (ctest -j2): most suites keep one core busy, so on a 2-core machine two
+# of them take little longer than one. Any sanitizer report fails the test that caused it and so
+# this script (exit status non-zero).
 # Usage: tests/sanitizers/run.sh [asan|tsan]...   (default: both). Safe to repeat: an existing
 # build directory is reused. Extra cmake arguments (a compiler launcher, say) come from
 # SHARDLAB_SANITIZE_CMAKE_ARGS.
@@ -57,13 +59,13 @@ for stage in "${stages[@]}"; do
       slow=$(ctest --test-dir build-asan -N -L asan_slow | sed -n 's/^ *Test *#[0-9]*: /  /p')
       echo "${slow:-  (none)}"
       start=$SECONDS
-      ctest --test-dir build-asan -LE asan_slow --output-on-failure
+      ctest --test-dir build-asan -LE asan_slow -j2 --output-on-failure
       stage_took "ASan tests" "$start"
       ;;
     tsan)
       configure_and_build build-tsan thread "TSan build" thread_tests
       start=$SECONDS
-      ctest --test-dir build-tsan -L threads --output-on-failure
+      ctest --test-dir build-tsan -L threads -j2 --output-on-failure
       stage_took "TSan tests" "$start"
       ;;
     *)
