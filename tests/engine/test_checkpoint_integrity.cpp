@@ -143,6 +143,17 @@ long max_rss_kb() {
   return u.ru_maxrss;
 }
 
+// Bytes this process has read through read() and its kin (/proc/self/io's rchar, holes of a sparse
+// file included); -1 where the kernel does not say.
+long long bytes_read() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  long long value = -1;
+  while (io >> key >> value)
+    if (key == "rchar:") return value;
+  return -1;
+}
+
 struct Cli {
   int exit_code = -1;
   QString out, err;
@@ -375,17 +386,20 @@ class TestCheckpointIntegrity : public QObject {
 
   // --------------------------------------------------------------------- reading before checking
 
-  void aSparse4GBFileIsRefusedFastWithSmallMemory() {
+  void aSparse4GBFileIsRefusedUnreadWithSmallMemory() {
     QTemporaryDir dir;
     const fs::path ckpt = make_checkpoint(dir.path().toStdString());
     const fs::path file = ckpt / kSingleFile;
     QCOMPARE(::truncate(file.c_str(), off_t(4) << 30), 0);  // a valid header, then 4 GB of holes
+    // The promise: a file far larger than its header says is refused from its size, before its
+    // data is read or mapped (so at once, whatever the disk). Counted in bytes read and memory
+    // touched rather than seconds, so that a loaded machine or a sanitizer cannot fail it.
     const long rss0 = max_rss_kb();
-    const auto t0 = std::chrono::steady_clock::now();
+    const long long read0 = bytes_read();
     const QString msg = error_of([&] { load(ckpt); });
-    const double took = seconds_since(t0);
+    const long long read = bytes_read() - read0;
     VERIFY_CONTAINS(msg, q(file) + ": trailing bytes");
-    QVERIFY2(took < 1.0, qPrintable(QString("took %1 s").arg(took)));
+    if (read0 >= 0) QVERIFY2(read < (1 << 20), qPrintable(QString("read %1 bytes").arg(read)));
     QVERIFY2(max_rss_kb() - rss0 < 64 * 1024, qPrintable(QString("peak RSS grew by %1 KB").arg(max_rss_kb() - rss0)));
   }
 
@@ -413,9 +427,11 @@ class TestCheckpointIntegrity : public QObject {
     fs::remove(p);
     if (kind.contains("FIFO")) QCOMPARE(::mkfifo(p.c_str(), 0644), 0);  // no writer: a blocking open waits forever
     else fs::create_directory(p);
+    // A blocking open of a FIFO without a writer would never return: any bound tells the two apart,
+    // and 10 s holds on a loaded machine and under a sanitizer.
     const auto t0 = std::chrono::steady_clock::now();
     const QString msg = error_of([&] { load(ckpt); });
-    QVERIFY(seconds_since(t0) < 1.0);
+    QVERIFY(seconds_since(t0) < 10.0);
     VERIFY_CONTAINS(msg, q(p) + ": " + kind);
   }
 
@@ -438,7 +454,7 @@ class TestCheckpointIntegrity : public QObject {
     QCOMPARE(::mkfifo((ckpt / kMetaFile).c_str(), 0644), 0);
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<checkpoint::Entry> entries = checkpoint::list(dir.path().toStdString());
-    QVERIFY(seconds_since(t0) < 1.0);
+    QVERIFY(seconds_since(t0) < 10.0);  // a blocking open would never return (see above)
     QCOMPARE(entries.size(), size_t(1));
     VERIFY_CONTAINS(QString::fromStdString(entries[0].error), q(ckpt / kMetaFile) + ": is a FIFO");
   }

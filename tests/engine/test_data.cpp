@@ -772,6 +772,9 @@ class TestData : public QObject {
     QVERIFY(error_of([&] { BatchLoader l(ds, 11, 0, false, false); }).isEmpty());  // one short batch is fine
   }
 
+  // The promise: a run stopped mid-epoch (Stop, Ctrl-C) does not wait on its loader's worker, even
+  // one blocked on a full queue. A worker never woken would hang; the 21 loaders here take
+  // milliseconds, so 5 s tells the two apart with room for ctest -j2 and the sanitizers.
   void loaderStopsPromptlyWhenDestroyedMidEpoch() {
     const Dataset ds = indexed_dataset(100000);
     const auto start = std::chrono::steady_clock::now();

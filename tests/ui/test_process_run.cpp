@@ -389,6 +389,9 @@ class TestProcessRun : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 30000);
     const double took = clock.elapsed() / 1000.0;
     qInfo("Stop ended the 2 processes in %.1f s", took);
+    // The promise (README, several processes): Stop ends every process within seconds. They stop
+    // after a fashion-mlp step (milliseconds) and save; mpirun kills what is left a second after
+    // SIGTERM. 10 s is that with room for a loaded machine.
     QVERIFY2(took < 10, qPrintable(QString("Stop took %1 s").arg(took)));
     QCOMPARE(failed.count(), 0);
     QCOMPARE(finished.at(0).at(0).toBool(), true);  // cancelled
