@@ -193,6 +193,21 @@ class TestProcessRun : public QObject {
     QVERIFY(trainArguments(e).contains("0.30000000000000004"));
   }
 
+  // On a mesh of one device the dialog opens on one node, with no problem to fix before anything
+  // has been typed.
+  void clusterDialogOpensOnCountsThatFit() {
+    QTemporaryDir dir;
+    ProjectDocument doc;
+    TrainingTab tab(&doc);
+    prepare(tab);
+    doc.open(fashionCopy(dir, "data=1"));
+    QTest::mouseClick(button(tab, "clusterCommand"), Qt::LeftButton);
+    auto* dialog = tab.findChild<ClusterCommandDialog*>();
+    QVERIFY(dialog);
+    QCOMPARE(dialog->nodesBox()->value(), 1);
+    QVERIFY(dialog->findChild<QLabel*>("clusterProblem")->isHidden());
+  }
+
   void clusterDialogWritesTheTabsRun() {
     QTemporaryDir dir;
     const QString path = fashionCopy(dir, "data=4");
@@ -205,6 +220,8 @@ class TestProcessRun : public QObject {
     QTest::mouseClick(button(tab, "clusterCommand"), Qt::LeftButton);
     auto* dialog = tab.findChild<ClusterCommandDialog*>();
     QVERIFY(dialog);
+    // It opens on counts that fit the mesh of 4: two nodes, no problem shown.
+    QCOMPARE(dialog->nodesBox()->value(), 2);
     // The steps typed are in the document, not yet in the file, but the command line carries them.
     QVERIFY(dialog->findChild<QLabel*>("clusterNote")->text().isEmpty());
     dialog->nodesBox()->setValue(2);

@@ -599,7 +599,11 @@ void TrainingTab::showClusterCommand() {
     note = tr("The project has unsaved changes: the command trains %1 as it was last saved. Save it first to train "
               "what you see.")
                .arg(QFileInfo(command.project).fileName());
-  auto* dialog = new ClusterCommandDialog(command, meshDevices(), std::max(2, settings.processes), note, this);
+  // Nodes to start with: the Processes field's count, else two where the mesh splits in two, else
+  // one (a one-device mesh on two nodes only opened on an error).
+  const int devices = meshDevices();
+  const int nodes = settings.processes > 1 && devices % settings.processes == 0 ? settings.processes : devices % 2 == 0 ? 2 : 1;
+  auto* dialog = new ClusterCommandDialog(command, devices, nodes, note, this);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
   dialog->open();
 }
