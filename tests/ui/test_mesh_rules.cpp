@@ -613,9 +613,23 @@ class TestMeshRules : public QObject {
     QVERIFY(bars.barLength(1) > bars.capacityLevel());
   }
 
-  // The bars stand on a byte scale whose labels are the engine's byte format and which always
-  // reaches the capacity: a bar's length is its total against the scale's top, so a device using
-  // a sliver of its memory draws a sliver (it used to fill the chart at "0.0% used").
+  // Where a device uses a tiny part of its memory (3.6 MiB of 50 GiB), the scale reaches the
+  // largest bar instead, and the caption says the capacity: bars a pixel high said nothing.
+  void memoryBarsOfATinyModelAreScaledToItself() {
+    MemoryBars bars;
+    bars.resize(480, 220);
+    const double MiB = 1024.0 * 1024, GiB = 1024 * MiB;
+    bars.setMemory({sharding::DeviceMemory{1 * MiB, 2 * MiB, 0.6 * MiB}}, 50 * GiB);
+    QVERIFY2(bars.scaleMax() < 10 * MiB, qPrintable(bytesText(bars.scaleMax())));
+    QCOMPARE(bars.capacityLevel(), -1);
+    QVERIFY(bars.barLength(0) > bars.barRect(0).height() / 2);
+    VERIFY_CONTAINS(bars.tickLabels().join(' '), "MiB");
+  }
+
+  // The bars stand on a byte scale whose labels are the engine's byte format and which reaches
+  // the capacity once a device uses a twentieth of it: a bar's length is its total against the
+  // scale's top, so a device using a sliver of its memory draws a sliver (it used to fill the chart
+  // at "0.0% used").
   void memoryBarsAreToScaleWithTheCapacityMarked() {
     MemoryBars bars;
     bars.resize(480, 220);

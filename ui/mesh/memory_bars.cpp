@@ -48,8 +48,7 @@ bool MemoryBars::overCapacity(int device) const {
 double MemoryBars::tickStep() const {
   // Ticks at 1, 2 or 5 times a power of ten of the byte unit the scale's top is written in
   // (B, KiB, MiB, ...), about four of them, so every label is a round number in that unit.
-  double top = capacity_;
-  for (const sharding::DeviceMemory& d : devices_) top = std::max(top, d.total());
+  const double top = scaleTop();
   if (top <= 0) return 1;
   double unit = 1;
   while (top >= 1024 * unit && unit < std::pow(1024.0, 4)) unit *= 1024;
@@ -67,9 +66,18 @@ double MemoryBars::tickStep() const {
   return std::max(step * unit, 1.0);
 }
 
+double MemoryBars::used() const {
+  double most = 0;
+  for (const sharding::DeviceMemory& d : devices_) most = std::max(most, d.total());
+  return most;
+}
+
+bool MemoryBars::capacityOnScale() const { return capacity_ > 0 && used() >= capacity_ / 20; }
+
+double MemoryBars::scaleTop() const { return capacityOnScale() ? std::max(capacity_, used()) : used(); }
+
 double MemoryBars::scaleMax() const {
-  double top = capacity_;
-  for (const sharding::DeviceMemory& d : devices_) top = std::max(top, d.total());
+  const double top = scaleTop();
   const double step = tickStep();
   return std::max(step, std::ceil(top / step - 1e-9) * step);
 }
@@ -113,7 +121,7 @@ int MemoryBars::barLength(int device) const {
   return total > 0 ? std::max(1, lengthOf(total)) : 0;
 }
 
-int MemoryBars::capacityLevel() const { return capacity_ > 0 ? lengthOf(capacity_) : -1; }
+int MemoryBars::capacityLevel() const { return capacityOnScale() ? lengthOf(capacity_) : -1; }
 
 QRect MemoryBars::barRect(int device) const {
   if (device < 0 || device >= barCount()) return {};
@@ -188,7 +196,7 @@ void MemoryBars::paintEvent(QPaintEvent*) {
       p.drawText(QRect(slot.left(), base + 2, slot.width(), fm.height()), Qt::AlignCenter, QString::number(i));
     }
   }
-  if (capacity_ > 0) {
+  if (capacityOnScale()) {
     const int y = base - capacityLevel();
     p.setPen(QPen(QColor(198, 40, 40), 1, Qt::DashLine));
     p.drawLine(area.left(), y, area.right(), y);

@@ -32,7 +32,9 @@ class MemoryBars : public QWidget {
   QList<double> ticks() const;
   // The tick labels as drawn, in the engine's byte format ("512.00 MiB").
   QStringList tickLabels() const;
-  // The capacity line's height in pixels above the bars' bottom; -1 without a capacity.
+  // The capacity line's height in pixels above the bars' bottom; -1 without a capacity, or where
+  // the most any device uses is under a twentieth of it: the scale then reaches the largest bar
+  // (3.6 MiB of 50 GiB would draw bars a pixel high) and the caption says the capacity.
   int capacityLevel() const;
 
   QSize sizeHint() const override { return {480, 200}; }
@@ -45,6 +47,9 @@ class MemoryBars : public QWidget {
  private:
   QRect plotArea() const;
   double tickStep() const;
+  double used() const;            // the most any device holds
+  bool capacityOnScale() const;   // the capacity is drawn (see capacityLevel)
+  double scaleTop() const;        // what the scale must reach
   int lengthOf(double bytes) const;
 
   std::vector<sharding::DeviceMemory> devices_;
