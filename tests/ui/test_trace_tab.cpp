@@ -182,6 +182,23 @@ class TestTraceTab : public QObject {
     QCOMPARE(chart->device(), -1);
   }
 
+  // The ruler's labels differ from tick to tick at any zoom: a narrow window far into a run says
+  // "263.2 ms", "263.4 ms" (it said "263 ms" twice).
+  void rulerLabelsDifferAtEveryZoom() {
+    TimelineView* tl = tab_->timeline();
+    tl->fitAll();
+    const double start = tl->traceStartUs(), end = tl->traceEndUs();
+    for (const double width : {end - start, (end - start) / 50, 2000.0, 50.0}) {
+      const double from = std::max(start, end - width);
+      tl->setVisibleRange(from, from + width);
+      const auto ticks = tl->rulerTicks();
+      QVERIFY2(ticks.size() >= 2, qPrintable(QString("%1 us wide: %2 ticks").arg(width).arg(ticks.size())));
+      QStringList labels;
+      for (const auto& [t, label] : ticks) labels << label;
+      QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());
+    }
+  }
+
   void keysAndWheelZoomAndPan() {
     TimelineView* tl = tab_->timeline();
     tl->fitAll();

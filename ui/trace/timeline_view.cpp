@@ -20,6 +20,16 @@ namespace shardlab::ui {
 
 namespace {
 
+// A ruler's label for time t (us) with ticks `tick` us apart: in t's unit, with as many decimals
+// as the ticks need to differ ("263.2 ms", "263.4 ms" where durationText would say "263 ms" twice).
+QString tickText(double t, double tick) {
+  const double a = std::abs(t);
+  const double unit = a < 1e3 ? 1 : a < 1e6 ? 1e3 : 1e6;
+  const QString name = a < 1e3 ? QStringLiteral("µs") : a < 1e6 ? QStringLiteral("ms") : QStringLiteral("s");
+  const int decimals = std::clamp(int(std::ceil(-std::log10(tick / unit) - 1e-9)), 0, 6);
+  return QStringLiteral("%1 %2").arg(t / unit, 0, 'f', decimals).arg(name);
+}
+
 using trace_style::kPartCount;
 using trace_style::Part;
 
@@ -533,15 +543,12 @@ void TimelineView::paintRuler(QPainter& p) {
   if (drawn_ == 0) return;
   const int pw = plotWidth();
   const double usPerPx = (viewEnd_ - viewStart_) / pw;
-  const double tick = niceAtLeast(90 * usPerPx);
   p.save();
   p.setClipRect(QRect(kLabelWidth, 0, pw, kRulerHeight));
   p.setPen(palette().color(QPalette::WindowText));
-  // Ticks count from the trace's start: "0", "2.00 ms", ...
-  for (double t = std::ceil((viewStart_ - traceStart_) / tick) * tick; traceStart_ + t <= viewEnd_; t += tick) {
+  for (const auto& [t, label] : rulerTicks()) {
     const double x = xOf(traceStart_ + t);
     p.drawLine(QPointF(x, 12), QPointF(x, 17));
-    const QString label = std::abs(t) < tick * 1e-6 ? QStringLiteral("0") : trace_style::durationText(t);
     p.drawText(QRectF(x + 3, 0, 120, 14), Qt::AlignLeft | Qt::AlignTop, label);
   }
   // Step labels: "step N" where there is room for one.
@@ -562,6 +569,16 @@ void TimelineView::paintRuler(QPainter& p) {
     lastRight = x + 3 + tw;
   }
   p.restore();
+}
+
+std::vector<std::pair<double, QString>> TimelineView::rulerTicks() const {
+  std::vector<std::pair<double, QString>> out;
+  if (drawn_ == 0) return out;
+  const double tick = niceAtLeast(90 * (viewEnd_ - viewStart_) / plotWidth());
+  // Ticks count from the trace's start: "0", "2.00 ms", ...
+  for (double t = std::ceil((viewStart_ - traceStart_) / tick) * tick; traceStart_ + t <= viewEnd_; t += tick)
+    out.emplace_back(t, std::abs(t) < tick * 1e-6 ? QStringLiteral("0") : tickText(t, tick));
+  return out;
 }
 
 void TimelineView::paintLabels(QPainter& p) {

@@ -50,6 +50,9 @@ class TimelineView : public QAbstractScrollArea {
   double traceStartUs() const { return traceStart_; }
   double traceEndUs() const { return traceEnd_; }
 
+  // The ruler's ticks over the visible range: each one's time from the trace's start (us) and its
+  // label, as drawn.
+  std::vector<std::pair<double, QString>> rulerTicks() const;
   // The visible time range (trace microseconds).
   double viewStartUs() const { return viewStart_; }
   double viewEndUs() const { return viewEnd_; }
