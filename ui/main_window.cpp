@@ -1,5 +1,6 @@
 #include "ui/main_window.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <QAction>
@@ -464,9 +465,14 @@ void MainWindow::addRecent(const QString& path) {
 
 void MainWindow::updateRecentMenu() {
   recentMenu_->clear();
-  for (const QString& path : recentFiles()) {
-    QAction* a = recentMenu_->addAction(QFileInfo(path).fileName());
-    a->setToolTip(path);
+  const QStringList files = recentFiles();
+  for (const QString& path : files) {
+    // The name, and its folder where another recent file has the same name (two fashion-mlp
+    // copies looked alike); the whole path in the tooltip.
+    const QString name = QFileInfo(path).fileName();
+    const bool twin = std::count_if(files.begin(), files.end(), [&](const QString& f) { return QFileInfo(f).fileName() == name; }) > 1;
+    QAction* a = recentMenu_->addAction(twin ? tr("%1 — %2").arg(name, QDir::toNativeSeparators(QFileInfo(path).absolutePath())) : name);
+    a->setToolTip(QDir::toNativeSeparators(path));
     connect(a, &QAction::triggered, this, [this, path] {
       if (maybeSave()) openFile(path);
     });

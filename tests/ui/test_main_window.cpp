@@ -383,6 +383,27 @@ class TestMainWindow : public QObject {
       QVERIFY2(texts.contains(want), want);
   }
 
+  // Two recent projects of one name are told apart by their folders in Open Recent.
+  void recentFilesOfOneNameShowTheirFolders() {
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath("a") && QDir(dir.path()).mkpath("b"));
+    const QString first = dir.filePath("a/fashion-mlp.shardlab.json"), second = dir.filePath("b/fashion-mlp.shardlab.json");
+    QVERIFY(QFile::copy(example("fashion-mlp"), first) && QFile::copy(example("fashion-mlp"), second));
+    MainWindow w;
+    QVERIFY(w.openFile(first));
+    QVERIFY(w.openFile(second));
+    QMenu* recent = nullptr;
+    for (QMenu* m : w.findChildren<QMenu*>())
+      if (m->title().remove('&') == "Open Recent") recent = m;
+    QVERIFY(recent);
+    QStringList texts;
+    for (QAction* a : recent->actions()) texts << a->text();
+    QVERIFY2(texts.size() >= 2, qPrintable(texts.join(" | ")));
+    QVERIFY2(texts[0] != texts[1], qPrintable(texts.join(" | ")));
+    VERIFY_CONTAINS(texts[0], QDir::toNativeSeparators(dir.filePath("b")));
+    VERIFY_CONTAINS(texts[1], QDir::toNativeSeparators(dir.filePath("a")));
+  }
+
   // The keys a person reaches for: Ctrl+= zooms in (as Ctrl++ does), Ctrl+Return starts training
   // from anywhere in the window and Esc stops it.
   void theKeyboardZoomsStartsAndStops() {
