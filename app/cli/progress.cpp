@@ -100,6 +100,7 @@ void JsonlLog::on_start(const runtime::StartInfo& s) {
                            {"param_count", s.param_count},
                            {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
                            {"devices", s.devices},       {"processes", s.processes},
+                           {"first_step", s.first_step},
                            {"mesh", s.mesh},             {"precision", s.precision}};
   write(j);
 }

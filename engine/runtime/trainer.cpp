@@ -433,6 +433,7 @@ void Trainer::run_loop() {
   StartInfo info = plan_info();
   info.steps_per_epoch = loader.batches_per_epoch();
   info.total_steps = t.steps > 0 ? t.steps : t.epochs * info.steps_per_epoch;
+  info.first_step = start;
   info.train_examples = splits.train.size();
   info.test_examples = splits.test.size();
   for (auto* l : listeners_) l->on_start(info);

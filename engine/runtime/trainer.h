@@ -30,6 +30,7 @@ struct StartInfo {
   int64_t collectives = 0;     // per step
   double comm_bytes = 0;       // per device per step
   int64_t total_steps = 0, steps_per_epoch = 0, batch = 0, param_count = 0, train_examples = 0, test_examples = 0;
+  int64_t first_step = 0;  // steps done before this run began: a resumed run's checkpoint step, else 0
   int64_t microbatches = 1;  // gradient accumulation: the batch runs as this many microbatches
   int threads = 1;
   double step_flops = 0;

@@ -832,6 +832,8 @@ class TestTrainingDashboard : public QObject {
     QCOMPARE(steps.last().at(0).toLongLong(), qint64(30));
     QCOMPARE(label, QString("run 2: 1 device"));
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "Continuing from the checkpoint in");
+    // It says what it trained, not the count its checkpoint started from.
+    VERIFY_CONTAINS(tab.findChild<QLabel*>("status")->text(), "Done: steps 21 to 30 (10)");
     QCOMPARE(saved.last().first, qint64(30));
 
     // A save on request during a long run, which then stops (and saves its last step too). A new

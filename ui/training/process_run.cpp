@@ -128,6 +128,7 @@ void ProcessRun::parse(const QByteArray& line) {
     s.processes = int(integer(o, "processes"));
     s.mesh = o.value(QLatin1String("mesh")).toString().toStdString();
     s.total_steps = integer(o, "total_steps");
+    s.first_step = integer(o, "first_step");
     s.steps_per_epoch = integer(o, "steps_per_epoch");
     s.batch = integer(o, "batch_size");
     s.microbatches = integer(o, "accumulate");

@@ -690,8 +690,9 @@ void TrainingTab::onStarted(const runtime::StartInfo& s) {
   info_ = s;
   log(tr("Ready to train after %1 s (trainer built, data loaded).").arg(clock_.elapsed() / 1000.0, 0, 'f', 1));
   clock_.restart();
+  // A resumed run's bar starts where its checkpoint left off.
   progress_->setRange(0, int(std::min<int64_t>(s.total_steps, INT_MAX)));
-  progress_->setValue(0);
+  progress_->setValue(int(std::min<int64_t>(s.first_step, INT_MAX)));
   progress_->setFormat(tr("%v / %m steps"));
   logEvery_ = std::max<int64_t>(1, s.total_steps / kLogLines);
   if (runProcesses_ > 1) {
@@ -795,6 +796,14 @@ void TrainingTab::refreshProgress() {
   updateStatus();
 }
 
+// "Done: 24 steps in 3 s", or for a resumed run "Done: steps 201 to 300 (100) in 12 s": the steps
+// this run trained, not the count its checkpoint started from.
+QString TrainingTab::ranText(const QString& took) const {
+  const int64_t ran = std::max<int64_t>(0, last_.step - info_.first_step);
+  if (info_.first_step <= 0) return tr("Done: %1 steps in %2").arg(last_.step).arg(took);
+  return tr("Done: steps %1 to %2 (%3) in %4").arg(info_.first_step + 1).arg(last_.step).arg(ran).arg(took);
+}
+
 void TrainingTab::onFinished(bool cancelled) {
   refreshProgress();
   const QString took = clockText(clock_.elapsed() / 1000.0);
@@ -802,14 +811,14 @@ void TrainingTab::onFinished(bool cancelled) {
     log(tr("Cancelled after %1 of %2 steps (%3).").arg(last_.step).arg(info_.total_steps).arg(took));
     doc_->message("info", tr("Training %1 cancelled after %2 steps").arg(runName_).arg(last_.step));
   } else {
-    log(tr("Done: %1 steps in %2.").arg(last_.step).arg(took));
+    log(ranText(took) + ".");
     doc_->message(
         "info",
         tr("Training %1 finished: %2 steps, final loss %3").arg(runName_).arg(last_.step).arg(number(last_.loss)));
   }
   updateControls();
   status_->setText(cancelled ? tr("Cancelled at step %1 of %2").arg(last_.step).arg(info_.total_steps)
-                             : tr("Done: %1 steps in %2, final loss %3").arg(last_.step).arg(took, number(last_.loss)));
+                             : tr("%1, final loss %2").arg(ranText(took), number(last_.loss)));
   if (!began_) showNotStarted();
   emit runFinished(cancelled);
 }

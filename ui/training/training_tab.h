@@ -118,6 +118,7 @@ class TrainingTab : public QWidget {
 
   void onPrepared(double peakFlops);
   void onStarted(const runtime::StartInfo& info);
+  QString ranText(const QString& took) const;
   void onSaved(qint64 step, const QString& dir);
   void onStep(const runtime::StepEvent& e);
   void onEval(const runtime::EvalEvent& e);
