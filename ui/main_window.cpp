@@ -14,6 +14,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QJsonDocument>
+#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -23,6 +24,7 @@
 #include <QStyle>
 #include <QStyleFactory>
 #include <QTabWidget>
+#include <QToolBar>
 #include <QUndoStack>
 
 #include "engine/api/build_info.h"
@@ -30,6 +32,7 @@
 #include "ui/canvas/graph_view.h"
 #include "ui/checkpoints/checkpoint_list_model.h"
 #include "ui/checkpoints/checkpoint_browser.h"
+#include "ui/document/disk_watch.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/help/shortcuts_dialog.h"
@@ -97,6 +100,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setDockNestingEnabled(true);
   buildDocks();
   buildActions();
+  buildReloadBar();
   connectTabs();
   connect(doc_, &ProjectDocument::pathChanged, this, &MainWindow::updateTitle);
   connect(doc_, &ProjectDocument::modifiedChanged, this, &MainWindow::updateTitle);
@@ -164,6 +168,59 @@ void MainWindow::buildDocks() {
   paletteDock_ = dock(tr("Layers"), "paletteDock", palette_, Qt::LeftDockWidgetArea);
   inspectorDock_ = dock(tr("Inspector"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
   tabsDock_ = dock(tr("Panels"), "tabsDock", tabs_, Qt::BottomDockWidgetArea);
+}
+
+void MainWindow::buildReloadBar() {
+  reloadBar_ = new QToolBar(tr("File Changed on Disk"), this);
+  reloadBar_->setObjectName("reloadBar");
+  reloadBar_->setMovable(false);
+  reloadBar_->setFloatable(false);
+  reloadText_ = new QLabel(reloadBar_);
+  reloadText_->setObjectName("reloadText");
+  reloadText_->setContentsMargins(8, 0, 8, 0);
+  reloadText_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  reloadBar_->addWidget(reloadText_);
+  reloadAction_ = reloadBar_->addAction(tr("&Reload"), this, &MainWindow::reloadFromDisk);
+  reloadAction_->setObjectName("reloadProject");
+  QAction* keep = reloadBar_->addAction(tr("&Keep Mine"), this, [this] {
+    diskWatch_->acknowledge();
+    reloadBar_->hide();
+  });
+  keep->setObjectName("keepProject");
+  keep->setToolTip(tr("Keep the project as it is open here; saving writes it over the file"));
+  addToolBar(Qt::TopToolBarArea, reloadBar_);
+  reloadBar_->hide();
+  diskWatch_ = new DiskWatch(doc_, this);
+  connect(diskWatch_, &DiskWatch::changedOnDisk, this, &MainWindow::offerReload);
+  // Another project, or this one saved: whatever the bar said is past.
+  connect(doc_, &ProjectDocument::opened, reloadBar_, &QWidget::hide);
+  connect(doc_, &ProjectDocument::saved, reloadBar_, &QWidget::hide);
+}
+
+void MainWindow::offerReload(const QString& path, bool removed) {
+  const QString name = QFileInfo(path).fileName();
+  if (removed) {
+    reloadText_->setText(tr("%1 was deleted or moved on disk; Save writes it again.").arg(name));
+  } else {
+    reloadText_->setText(doc_->isModified() ? tr("%1 changed on disk. Reloading discards your unsaved changes.").arg(name)
+                                            : tr("%1 changed on disk.").arg(name));
+  }
+  reloadAction_->setEnabled(!removed);
+  reloadBar_->show();
+  doc_->message("warning", reloadText_->text());
+}
+
+void MainWindow::reloadFromDisk() {
+  const QString path = doc_->path();
+  try {
+    doc_->open(path);  // hides the bar (opened), or throws and leaves the project as it was
+  } catch (const std::exception& e) {
+    reloadText_->setText(tr("%1 cannot be reloaded: %2").arg(QFileInfo(path).fileName(), QString::fromStdString(e.what())));
+    doc_->message("error", reloadText_->text());
+    return;
+  }
+  canvas_->zoomToFit();
+  statusBar()->showMessage(tr("Reloaded %1").arg(path), 4000);
 }
 
 void MainWindow::applyDefaultLayout() {

@@ -1,6 +1,7 @@
 // The main window: the graph canvas in the middle, docks for the layer palette (left), inspector
 // (right) and the tabs for Mesh & Rules, Sharding, Training, Trace, Checkpoints and Log (below); the menus, shortcuts, recent files, palettes and title a desktop user
-// expects; an unsaved-changes prompt wherever work could be lost.
+// expects; an unsaved-changes prompt wherever work could be lost, and a bar offering to reload a
+// project whose file was changed on disk by something else.
 #pragma once
 
 #include <QMainWindow>
@@ -10,6 +11,8 @@ class QAction;
 class QMenu;
 class QTabWidget;
 class QDockWidget;
+class QLabel;
+class QToolBar;
 
 namespace shardlab::ui {
 
@@ -23,6 +26,7 @@ class TrainingTab;
 class TraceTab;
 class CheckpointBrowser;
 class LogTab;
+class DiskWatch;
 class ShortcutsDialog;
 class UserGuideDialog;
 
@@ -93,6 +97,10 @@ class MainWindow : public QMainWindow {
   // True when there is nothing unsaved, or the user saved or chose to discard it.
   bool maybeSave();
   void showError(const QString& title, const QString& text);
+  // The bar offered when the project's file changes on disk: Reload, or keep what is open.
+  void buildReloadBar();
+  void offerReload(const QString& path, bool removed);
+  void reloadFromDisk();
 
   ProjectDocument* doc_ = nullptr;
   GraphView* canvas_ = nullptr;
@@ -114,6 +122,10 @@ class MainWindow : public QMainWindow {
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
   QString theme_;
+  DiskWatch* diskWatch_ = nullptr;
+  QToolBar* reloadBar_ = nullptr;
+  QLabel* reloadText_ = nullptr;
+  QAction* reloadAction_ = nullptr;
 };
 
 }  // namespace shardlab::ui

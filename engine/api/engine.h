@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/api/advice.h"
+#include "engine/api/data_summary.h"
 #include "engine/api/design.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/export.h"

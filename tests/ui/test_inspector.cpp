@@ -12,6 +12,8 @@
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QFile>
 #include <QtTest>
 
 #include "tests/engine/test_support.h"
@@ -58,6 +60,22 @@ class TestInspector : public QObject {
   }
   const graph::NodeReport* report(const std::string& path) { return doc_->design().graph.find(path); }
   static bool shown(QWidget* w) { return w && !w->isHidden(); }
+  // A version 1.0 .npy file of little-endian values (numpy's format, written by hand so the test
+  // needs nothing but the file).
+  template <class T>
+  static void writeNpy(const QString& path, const char* descr, const QString& shape, const std::vector<T>& values) {
+    QByteArray header = QString("{'descr': '%1', 'fortran_order': False, 'shape': %2, }").arg(descr, shape).toLatin1();
+    while ((10 + header.size() + 1) % 64) header += ' ';
+    header += '\n';
+    QByteArray bytes("\x93NUMPY\x01\x00", 8);
+    bytes += char(header.size() & 0xff);
+    bytes += char(header.size() >> 8);
+    bytes += header;
+    bytes += QByteArray(reinterpret_cast<const char*>(values.data()), qsizetype(values.size() * sizeof(T)));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QCOMPARE(f.write(bytes), bytes.size());
+  }
 
  private slots:
   void initTestCase() {
@@ -410,6 +428,125 @@ class TestInspector : public QObject {
     QCOMPARE(dtype->currentText(), QString("float32"));
     QVERIFY(doc_->project().precision_json.is_null());
     QVERIFY(!scaling->isChecked());
+  }
+
+  // The Data section sets where the examples come from, each change one undo step, with what the
+  // files hold shown and the design check following; a source whose files are not chosen yet is
+  // held in the section, not written.
+  void dataSectionChoosesTheSource() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    std::vector<float> features(40 * 6);
+    for (size_t i = 0; i < features.size(); ++i) features[i] = float(i % 7);
+    std::vector<int32_t> labels(40);
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t(i % 3);
+    writeNpy(tmp.filePath("features.npy"), "<f4", "(40, 6)", features);
+    writeNpy(tmp.filePath("labels.npy"), "<i4", "(40,)", labels);
+
+    // Rows of other sources are hidden with their rows, not on their own.
+    auto visible = [](QWidget* w) { return w && w->isVisible(); };
+    QComboBox* type = find<QComboBox>("dataType");
+    QVERIFY(shown(type));
+    QCOMPARE(type->currentText(), QString("Fashion-MNIST folder"));
+    QVERIFY(visible(find<QLineEdit>("dataDir")));
+    QVERIFY(!visible(find<QLineEdit>("dataFeatures")));
+    VERIFY_CONTAINS(label("dataFound")->text(), "60,000 training examples of (28, 28) with class labels 0-9; 10,000 test examples");
+    const int before = doc_->undoStack()->index();
+
+    // A folder with no dataset: written (it is a well-formed source), and the error names it.
+    typeInto(find<QLineEdit>("dataDir"), tmp.filePath("nowhere"));
+    QTest::keyClick(find<QLineEdit>("dataDir"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.dir, tmp.filePath("nowhere").toStdString());
+    QCOMPARE(doc_->undoStack()->index(), before + 1);
+    QVERIFY(shown(label("error:data")));
+    VERIFY_CONTAINS(label("error:data")->text(), "nowhere");
+    QVERIFY(!doc_->design().ok());
+    doc_->undoStack()->undo();
+    QVERIFY(doc_->design().ok());
+    QVERIFY(!shown(label("error:data")));
+    QCOMPARE(find<QLineEdit>("dataDir")->text(), QString());
+
+    // NumPy files: nothing changes until both files are chosen.
+    type->setFocus();
+    QTest::keyClick(type, Qt::Key_Down);  // IDX
+    QTest::keyClick(type, Qt::Key_Down);  // NumPy
+    QCOMPARE(type->currentText(), QString("NumPy .npy files"));
+    QVERIFY(visible(find<QLineEdit>("dataFeatures")));
+    QVERIFY(!visible(find<QLineEdit>("dataDir")));
+    QVERIFY(shown(label("dataPending")));
+    VERIFY_CONTAINS(label("dataPending")->text(), "features and targets");
+    QCOMPARE(doc_->project().data.type, std::string("fashion_mnist"));
+    QCOMPARE(doc_->undoStack()->index(), before);
+    typeInto(find<QLineEdit>("dataFeatures"), tmp.filePath("features.npy"));
+    QTest::keyClick(find<QLineEdit>("dataFeatures"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.type, std::string("fashion_mnist"));
+    VERIFY_CONTAINS(label("dataPending")->text(), "targets");
+    typeInto(find<QLineEdit>("dataTargets"), tmp.filePath("labels.npy"));
+    QTest::keyClick(find<QLineEdit>("dataTargets"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.type, std::string("npy"));
+    QCOMPARE(doc_->project().data_json["targets"], Json(tmp.filePath("labels.npy").toStdString()));
+    QCOMPARE(doc_->undoStack()->index(), before + 1);
+    QVERIFY(!shown(label("dataPending")));
+    VERIFY_CONTAINS(label("dataFound")->text(), "40 training examples of (6,) with class labels 0-2; no test split");
+    // The design check compares them with the model at once: the Input takes (28, 28).
+    VERIFY_CONTAINS(label("error:data")->text(), "examples have shape (6,) but the Input node takes (28, 28)");
+    find<QWidget>("dataSection")->ensurePolished();
+    QVERIFY(find<QWidget>("dataSection")->grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/inspector-data.png"));
+
+    // A test split and a normalisation written as a fraction.
+    typeInto(find<QLineEdit>("dataTestFraction"), "0.25");
+    QTest::keyClick(find<QLineEdit>("dataTestFraction"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.test_fraction, 0.25);
+    VERIFY_CONTAINS(label("dataFound")->text(), "30 training examples of (6,) with class labels 0-2; 10 test examples");
+    typeInto(find<QLineEdit>("dataScale"), "1/255");
+    QTest::keyClick(find<QLineEdit>("dataScale"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.scale, 1.0 / 255.0);
+    QCOMPARE(doc_->undoStack()->index(), before + 3);
+
+    // A value that is no number is refused, named, logged, and changes nothing.
+    QSignalSpy log(doc_, &ProjectDocument::message);
+    typeInto(find<QLineEdit>("dataSeed"), "abc");
+    QTest::keyClick(find<QLineEdit>("dataSeed"), Qt::Key_Return);
+    QCOMPARE(doc_->undoStack()->index(), before + 3);
+    QVERIFY(!log.isEmpty());
+    VERIFY_CONTAINS(log.last().at(1).toString(), "data.seed");
+    VERIFY_CONTAINS(label("error:data")->text(), "data.seed: expected a whole number");
+    typeInto(find<QLineEdit>("dataSeed"), "7");
+    QTest::keyClick(find<QLineEdit>("dataSeed"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.seed, uint64_t(7));
+    QCOMPARE(doc_->undoStack()->index(), before + 4);
+
+    // Synthetic data starts from sizes that work, so the choice is one edit; a kind with labels
+    // swaps the target shape for a class count.
+    type->setFocus();
+    QTest::keyClick(type, Qt::Key_Down);
+    QCOMPARE(type->currentText(), QString("Synthetic"));
+    QCOMPARE(doc_->project().data.type, std::string("synthetic"));
+    QCOMPARE(doc_->project().data.feature_shape, (Shape{16}));
+    QVERIFY(visible(find<QLineEdit>("dataTargetShape")));
+    QVERIFY(!visible(find<QLineEdit>("dataClasses")));
+    QComboBox* kind = find<QComboBox>("dataKind");
+    kind->setFocus();
+    QTest::keyClick(kind, Qt::Key_Down);  // ones
+    QTest::keyClick(kind, Qt::Key_Down);  // blobs
+    QCOMPARE(doc_->project().data.kind, std::string("blobs"));
+    QCOMPARE(doc_->project().data.classes, int64_t(10));
+    QVERIFY(!doc_->project().data_json.contains("target_shape"));
+    QVERIFY(visible(find<QLineEdit>("dataClasses")));
+    typeInto(find<QLineEdit>("dataFeatureShape"), "28, 28");
+    QTest::keyClick(find<QLineEdit>("dataFeatureShape"), Qt::Key_Return);
+    QCOMPARE(doc_->project().data.feature_shape, (Shape{28, 28}));
+    QVERIFY(doc_->design().ok());  // (28, 28) blobs with 10 classes fit fashion-mlp
+    // The file written back holds the section.
+    const Json saved = Json::parse(project::to_json_string(doc_->project()));
+    QCOMPARE(saved["data"]["kind"], Json("blobs"));
+    QCOMPARE(saved["data"]["feature_shape"], (Json{28, 28}));
+
+    while (doc_->undoStack()->index() > before) doc_->undoStack()->undo();
+    QCOMPARE(type->currentText(), QString("Fashion-MNIST folder"));
+    QCOMPARE(doc_->project().data.type, std::string("fashion_mnist"));
+    QVERIFY(visible(find<QLineEdit>("dataDir")));
+    QVERIFY(!visible(find<QComboBox>("dataKind")));
   }
 
   void nodeInsideARepeatBlock() {

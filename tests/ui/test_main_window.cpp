@@ -8,7 +8,9 @@
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QLabel>
 #include <QListWidget>
+#include <QToolBar>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -521,6 +523,73 @@ class TestMainWindow : public QObject {
     QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 100);
     w.setTheme("Light");
     QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 150);
+  }
+
+  // Someone else changes the open project's file: a bar offers to reload it; the window's own
+  // saves are not reported; "Keep Mine" keeps the open project; a deleted file is said so.
+  void aFileChangedOnDiskIsOfferedForReload() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString path = tmp.filePath("mine.shardlab.json");
+    QVERIFY(QFile::copy(example("fashion-mlp"), path));
+    QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+    MainWindow w;
+    QVERIFY(w.openFile(path));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* bar = w.findChild<QToolBar*>("reloadBar");
+    auto* text = w.findChild<QLabel*>("reloadText");
+    QVERIFY(bar && text);
+    QVERIFY(bar->isHidden());
+    auto button = [&](const char* name) {
+      QAction* a = bar->findChild<QAction*>(name);
+      return a ? qobject_cast<QAbstractButton*>(bar->widgetForAction(a)) : nullptr;
+    };
+
+    // The window's own save is not news.
+    QVERIFY(w.save());
+    QTest::qWait(500);
+    QVERIFY(bar->isHidden());
+
+    // An editor that writes a new file and renames it over the old one.
+    auto writeElsewhere = [&](const std::string& name) {
+      project::Project p = project::load_project(path.toStdString());
+      p.name = name;
+      const QString next = tmp.filePath("next.json");
+      std::ofstream(next.toStdString()) << project::to_json_string(p);
+      QVERIFY(QFile::remove(path));
+      QVERIFY(QFile::rename(next, path));
+    };
+    writeElsewhere("edited-elsewhere");
+    QTRY_VERIFY_WITH_TIMEOUT(!bar->isHidden(), 5000);
+    QCOMPARE(text->text(), QString("mine.shardlab.json changed on disk."));
+    QVERIFY(button("reloadProject") && button("reloadProject")->isVisible());
+    QTest::mouseClick(button("reloadProject"), Qt::LeftButton);
+    QCOMPARE(w.document()->project().name, std::string("edited-elsewhere"));
+    QVERIFY(!w.document()->isModified());
+    QVERIFY(bar->isHidden());
+
+    // With unsaved changes the bar says what reloading would cost; Keep Mine keeps them and the
+    // same change is not offered again.
+    QVERIFY(w.document()->edit("Rename", [](project::Project& p) { p.name = "mine"; }));
+    writeElsewhere("edited-again");
+    QTRY_VERIFY_WITH_TIMEOUT(!bar->isHidden(), 5000);
+    VERIFY_CONTAINS(text->text(), "Reloading discards your unsaved changes");
+    QTest::mouseClick(button("keepProject"), Qt::LeftButton);
+    QVERIFY(bar->isHidden());
+    QCOMPARE(w.document()->project().name, std::string("mine"));
+    QTest::qWait(500);
+    QVERIFY(bar->isHidden());
+
+    // Gone: said so, with nothing to reload.
+    QVERIFY(QFile::remove(path));
+    QTRY_VERIFY_WITH_TIMEOUT(!bar->isHidden(), 5000);
+    VERIFY_CONTAINS(text->text(), "deleted or moved");
+    QVERIFY(!button("reloadProject")->isEnabled());
+    // Saving writes it again and puts the bar away.
+    QVERIFY(w.save());
+    QVERIFY(bar->isHidden());
+    QCOMPARE(project::load_project(path.toStdString()).name, std::string("mine"));
   }
 
   void everyTabRendersToAnImage() {

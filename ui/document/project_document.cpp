@@ -103,6 +103,7 @@ void ProjectDocument::saveAs(const QString& path) {
   path_ = abs;
   undo_.setClean();
   if (moved) emit pathChanged();
+  emit saved();
   emit message("info", tr("Saved %1").arg(abs));
 }
 

@@ -62,6 +62,7 @@ class ProjectDocument : public QObject {
   void changed();             // the project's content changed: an edit, undo, redo or open
   void opened();              // a different project was opened or started
   void pathChanged();
+  void saved();               // written to path(): what the file now holds is this project
   void modifiedChanged(bool modified);
   void selectionChanged();
   void arrayRequested(const QString& name);

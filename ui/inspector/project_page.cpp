@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include "ui/document/project_document.h"
+#include "ui/inspector/data_section.h"
 #include "ui/inspector/error_marks.h"
 #include "ui/inspector/field_text.h"
 
@@ -73,6 +74,9 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
   lossError_ = makeErrorLabel("error:lossOutput", loss);
   lossForm->addRow(tr("output"), withError(lossOutput_, lossError_, loss));
   column->addWidget(loss);
+
+  data_ = new DataSection(doc_, this);
+  column->addWidget(data_);
 
   // Flax's policy: param_dtype, dtype, and jax.default_matmul_precision for float32 products.
   auto* precision = new QGroupBox(tr("Precision"), this);
@@ -180,6 +184,7 @@ void ProjectPage::refresh() {
   matmulPrecision_->setCurrentText(QString(matmul_precision_name(pr.matmul_precision)));
   lossScale_->setChecked(pr.loss_scale.has_value());
 
+  data_->refresh();
   refreshSummary();
 }
 

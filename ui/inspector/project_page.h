@@ -1,6 +1,6 @@
 // The inspector page when nothing is selected: the project's name and description, its loss (type
 // and the node whose output is the prediction), its precision policy (compute and parameter dtypes,
-// matmul precision, dynamic loss scaling), and a read-only summary of the design check
+// matmul precision, dynamic loss scaling), its data source (DataSection), and a read-only summary of the design check
 // (parameters, FLOPs, memory, errors and warnings).
 #pragma once
 
@@ -15,6 +15,7 @@ class QPlainTextEdit;
 
 namespace shardlab::ui {
 
+class DataSection;
 class ProjectDocument;
 
 class ProjectPage : public InspectorPage {
@@ -46,6 +47,7 @@ class ProjectPage : public InspectorPage {
   QComboBox* paramDtype_;
   QComboBox* matmulPrecision_;
   QCheckBox* lossScale_;
+  DataSection* data_;
   QLabel* summary_;
   QLabel* errors_;
 };
