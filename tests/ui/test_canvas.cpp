@@ -262,6 +262,38 @@ class CanvasTest : public QObject {
     QCOMPARE(c->scene()->edgeInto("dense", "in")->label(), QStringLiteral("(batch 128, embed 784)"));
   }
 
+  // A layer dropped on an edge goes into it: the edge's source feeds it and it feeds what the edge
+  // fed, in one undo step; dropped beside the edge, it lands unconnected.
+  void droppingOnAnEdgeInsertsTheLayer() {
+    auto c = openCanvas("fashion-mlp");
+    LayerPalette palette(&c->doc);
+    std::unique_ptr<QMimeData> mime(palette.proxy()->mimeData({palette.proxy()->mapFromSource(palette.model()->indexOf("Dropout"))}));
+    QVERIFY(mime);
+    EdgeItem* edge = c->scene()->edgeInto("relu", "in");
+    QVERIFY(edge);
+    const QPoint onEdge = c->at(edge, edge->path().pointAtPercent(0.5));
+    const int before = c->doc.undoStack()->index();
+    QVERIFY(dropOn(c->viewport(), onEdge, mime.get()));
+    QVERIFY(c->node("dropout"));
+    const QStringList edges = edgeList(c->doc.project());
+    QVERIFY2(edges.contains("dense1.out->dropout.in") && edges.contains("dropout.out->relu.in"), qPrintable(edges.join(" ")));
+    QVERIFY(!edges.contains("dense1.out->relu.in"));
+    QCOMPARE(c->doc.undoStack()->index(), before + 1);
+    QCOMPARE(c->doc.undoStack()->undoText(), QString("Insert Dropout"));
+    QVERIFY(c->doc.design().ok());
+    QCOMPARE(c->scene()->edgeInto("relu", "in")->label(), expectedShape(c->doc.design(), "dropout"));
+    c->doc.undoStack()->undo();
+    QVERIFY(edgeList(c->doc.project()).contains("dense1.out->relu.in"));
+    QVERIFY(!c->node("dropout"));
+
+    // Well clear of every edge: added, not wired.
+    const QPoint clear = c->view.mapFromScene(c->node("dense2")->sceneBoundingRect().bottomRight() + QPointF(150, 200));
+    QVERIFY(dropOn(c->viewport(), clear, mime.get()));
+    QVERIFY(c->node("dropout"));
+    QCOMPARE(c->doc.undoStack()->undoText(), QString("Add Dropout"));
+    QVERIFY(edgeList(c->doc.project()).contains("dense1.out->relu.in"));
+  }
+
   void refusedConnectionsChangeNothing() {
     auto c = openCanvas("fashion-mlp");
     QSignalSpy refused(&c->doc, &ProjectDocument::editRefused);

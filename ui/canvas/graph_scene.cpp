@@ -7,6 +7,7 @@
 #include <QGraphicsView>
 #include <QSet>
 #include <algorithm>
+#include <optional>
 
 #include "ui/canvas/canvas_style.h"
 #include "ui/canvas/edge_item.h"
@@ -270,6 +271,14 @@ bool GraphScene::writePositions(const QString& text, const QHash<QString, QPoint
 QString GraphScene::addNode(const QString& type, const QPointF& scenePos) {
   NodeItem* frame = frameAt(scenePos);
   const std::string parent = frame ? frame->path().toStdString() : std::string();
+  // Dropped on an edge of the same graph: the layer goes between the edge's ends.
+  QStringList onEdge;  // graph, node, input port the edge feeds
+  for (QGraphicsItem* item : items(scenePos))
+    if (auto* e = qgraphicsitem_cast<EdgeItem*>(item)) {
+      const QStringList key = e->key().split('|');
+      if (key.size() == 3 && key[0].toStdString() == parent) onEdge = key;
+      break;
+    }
   // The title's centre under the pointer: about half a node's width left, half a title up.
   QPointF at = scenePos - QPointF(style::kMinNodeWidth / 2, 12);
   if (frame) {
@@ -278,9 +287,21 @@ QString GraphScene::addNode(const QString& type, const QPointF& scenePos) {
   }
   const QHash<QString, QPointF> keep = automaticPositions();
   std::string path;
-  const bool ok = doc_->edit(tr("Add %1").arg(type), [&](project::Project& p) {
+  const bool ok = doc_->edit(onEdge.isEmpty() ? tr("Add %1").arg(type) : tr("Insert %1").arg(type), [&](project::Project& p) {
     for (auto it = keep.constBegin(); it != keep.constEnd(); ++it) edits::set_position(p, it.key().toStdString(), it.value().x(), it.value().y());
     path = edits::add_node(p, type.toStdString(), parent, at.x(), at.y());
+    if (onEdge.isEmpty()) return;
+    const std::vector<std::string> inputs = graph::layer_info(type.toStdString()).inputs;
+    if (inputs.empty()) return;  // an Input takes nothing: it lands beside the edge
+    const graph::Endpoint to{onEdge[1].toStdString(), onEdge[2].toStdString()};
+    std::optional<graph::Endpoint> from;
+    for (const graph::Edge& e : edits::graph_at(p, parent).edges)
+      if (e.to.node == to.node && e.to.port == to.port) from = e.from;
+    if (!from) return;
+    const std::string added = edits::leaf_of(path);
+    edits::disconnect(p, parent, to);
+    edits::connect(p, parent, *from, {added, inputs.front()});
+    edits::connect(p, parent, {added, "out"}, to);
   });
   if (!ok) {
     emit refused(doc_->lastError(), scenePos);

@@ -59,7 +59,9 @@ class GraphScene : public QGraphicsScene {
   bool alignSelection(Qt::Edge edge);  // Qt::LeftEdge or Qt::TopEdge
   bool connectPorts(PortItem* a, PortItem* b, const QPointF& where);
   // A new node of `type` with its title centred at `scenePos`, inside the expanded block there if
-  // any; it becomes the selection. Returns its path, or empty when refused.
+  // any; it becomes the selection. Dropped on an edge, it is inserted into it (the edge's source
+  // feeds its first input, it feeds what the edge fed), still one undo step. Returns its path, or
+  // empty when refused.
   QString addNode(const QString& type, const QPointF& scenePos);
 
   // Positions for every node of every graph by the automatic layout, as the project stores them.
