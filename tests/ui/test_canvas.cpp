@@ -5,6 +5,9 @@
 #include <QApplication>
 #include <QDir>
 #include <QDropEvent>
+#include <QContextMenuEvent>
+#include <QTimer>
+#include <QMenu>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -90,6 +93,46 @@ bool dropOn(QWidget* viewport, QPoint at, const QMimeData* mime) {
   QDropEvent drop(at, Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
   QApplication::sendEvent(viewport, &drop);
   return drop.isAccepted();
+}
+
+// Right-clicks `at` on the viewport; once the menu shows, returns its items' texts (through
+// `shown`) and picks `choice` ("Add Layer/Core/Dense") with the keyboard, or closes it with Escape.
+void contextMenu(QWidget* viewport, QPoint at, const QString& choice, QStringList* shown) {
+  QTimer::singleShot(0, [=] {
+    QMenu* menu = nullptr;
+    for (int i = 0; i < 200 && !menu; ++i) {
+      menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+      if (!menu) QTest::qWait(10);
+    }
+    if (!menu) return;
+    for (QAction* a : menu->actions())
+      if (!a->isSeparator()) *shown << a->text().remove('&');
+    if (choice.isEmpty()) {
+      QTest::keyClick(menu, Qt::Key_Escape);
+      return;
+    }
+    const QStringList steps = choice.split('/');
+    for (int s = 0; s < steps.size(); ++s) {
+      QAction* pick = nullptr;
+      for (QAction* a : menu->actions())
+        if (a->text().remove('&') == steps[s]) pick = a;
+      if (!pick) {
+        qWarning("no menu item '%s'", qPrintable(steps[s]));
+        QTest::keyClick(menu, Qt::Key_Escape);
+        return;
+      }
+      menu->setActiveAction(pick);
+      if (pick->menu()) {
+        QTest::keyClick(menu, Qt::Key_Right);
+        for (int i = 0; i < 200 && !pick->menu()->isVisible(); ++i) QTest::qWait(10);
+        menu = pick->menu();
+      } else {
+        QTest::keyClick(menu, Qt::Key_Return);
+      }
+    }
+  });
+  QContextMenuEvent event(QContextMenuEvent::Mouse, at, viewport->mapToGlobal(at));
+  QApplication::sendEvent(viewport, &event);
 }
 
 QStringList edgeList(const project::Project& p, const std::string& parent = "") {
@@ -292,6 +335,52 @@ class CanvasTest : public QObject {
     QVERIFY(c->node("dropout"));
     QCOMPARE(c->doc.undoStack()->undoText(), QString("Add Dropout"));
     QVERIFY(edgeList(c->doc.project()).contains("dense1.out->relu.in"));
+  }
+
+  // A right-click offers what can be done to what is under it: a node (selected first), an edge,
+  // or the empty canvas, where Add Layer puts the layer at the click.
+  void contextMenusOnNodesEdgesAndTheCanvas() {
+    auto c = openCanvas("fashion-mlp");
+    QStringList shown;
+    contextMenu(c->viewport(), c->title("relu"), "Delete", &shown);
+    QCOMPARE(shown, (QStringList{"Show Output in Sharding", "Delete"}));
+    QVERIFY(!c->node("relu"));
+    QCOMPARE(c->doc.undoStack()->undoText(), QString("Delete relu"));
+    c->doc.undoStack()->undo();
+    QVERIFY(c->node("relu"));
+
+    shown.clear();
+    EdgeItem* edge = c->scene()->edgeInto("dense2", "in");
+    contextMenu(c->viewport(), c->at(edge, edge->path().pointAtPercent(0.5)), "Disconnect", &shown);
+    QCOMPARE(shown, (QStringList{"Show Array in Sharding", "Disconnect"}));
+    QVERIFY(!c->scene()->edgeInto("dense2", "in"));
+    QVERIFY(c->node("relu") && c->node("dense2"));
+    c->doc.undoStack()->undo();
+
+    // Show Array asks the sharding view for the edge's activation.
+    QSignalSpy requested(&c->doc, &ProjectDocument::arrayRequested);
+    shown.clear();
+    edge = c->scene()->edgeInto("dense2", "in");
+    contextMenu(c->viewport(), c->at(edge, edge->path().pointAtPercent(0.5)), "Show Array in Sharding", &shown);
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.first().first().toString(), QString("relu"));
+
+    shown.clear();
+    const QPointF empty = c->node("dense2")->sceneBoundingRect().bottomRight() + QPointF(200, 200);
+    contextMenu(c->viewport(), c->view.mapFromScene(empty), "Add Layer/Core/Dense", &shown);
+    QCOMPARE(shown, (QStringList{"Add Layer", "Select All", "Zoom to Fit", "Arrange Graph"}));
+    QVERIFY(c->node("dense"));
+    QVERIFY(c->node("dense")->sceneBoundingRect().adjusted(-3, -3, 3, 3).contains(empty));
+    QCOMPARE(c->doc.selection(), QStringList{"dense"});
+
+    // A Repeat's menu expands and collapses it; neither is an undo step.
+    auto r = openCanvas("dot-relu-dot");
+    const int steps = r->doc.undoStack()->count();
+    shown.clear();
+    contextMenu(r->viewport(), r->title("blocks"), "Expand Block", &shown);
+    QVERIFY(shown.contains("Expand Block"));
+    QVERIFY(edits::expanded(r->doc.project(), "blocks"));
+    QCOMPARE(r->doc.undoStack()->count(), steps);
   }
 
   void refusedConnectionsChangeNothing() {

@@ -244,7 +244,9 @@ bool GraphScene::deleteSelection() {
   if (paths.empty())
     text = cuts.size() == 1 ? tr("Disconnect %1").arg(QString::fromStdString(cuts[0].to.str())) : tr("Disconnect %1 edges").arg(cuts.size());
   else
-    text = tr("Delete %1 nodes and %2 edges").arg(paths.size()).arg(cuts.size());
+    text = paths.size() == 1 && cuts.empty() ? tr("Delete %1").arg(QString::fromStdString(paths[0]))
+           : cuts.empty()                    ? tr("Delete %1 nodes").arg(paths.size())
+                                             : tr("Delete %1 nodes and %2 edges").arg(paths.size()).arg(cuts.size());
   return doc_->edit(text, [&](project::Project& p) {
     for (const Cut& c : cuts) edits::disconnect(p, c.parent, c.to);
     edits::remove_nodes(p, paths);

@@ -1,8 +1,10 @@
 #include "ui/canvas/graph_view.h"
 
+#include <QContextMenuEvent>
 #include <QDragEnterEvent>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QMenu>
 #include <QMimeData>
 #include <QPainter>
 #include <QResizeEvent>
@@ -12,10 +14,12 @@
 #include <cmath>
 
 #include "ui/canvas/canvas_style.h"
+#include "ui/canvas/edge_item.h"
 #include "ui/canvas/find_node_bar.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/minimap.h"
 #include "ui/canvas/node_item.h"
+#include "ui/canvas/port_item.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/palette/layer_mime.h"
@@ -332,6 +336,67 @@ void GraphView::dropEvent(QDropEvent* e) {
   e->setDropAction(Qt::CopyAction);
   e->accept();
   setFocus();
+}
+
+void GraphView::contextMenuEvent(QContextMenuEvent* e) {
+  NodeItem* node = nullptr;
+  EdgeItem* edge = nullptr;
+  for (QGraphicsItem* item : items(e->pos())) {
+    if (auto* n = qgraphicsitem_cast<NodeItem*>(item)) node = n;
+    else if (auto* p = qgraphicsitem_cast<PortItem*>(item)) node = p->node();
+    else if (auto* g = qgraphicsitem_cast<EdgeItem*>(item)) edge = g;
+    if (node || edge) break;
+  }
+  // The window's clipboard and delete commands, where it gave the canvas its actions.
+  const QList<QAction*> shared = actions();
+  auto sharedAction = [&](QKeySequence::StandardKey key) -> QAction* {
+    for (QAction* a : shared)
+      if (a->shortcut() == QKeySequence(key)) return a;
+    return nullptr;
+  };
+  QMenu menu(this);
+  menu.setObjectName("canvasMenu");
+  const QPointF at = mapToScene(e->pos());
+  if (node) {
+    // What is right-clicked is what the commands act on, as in a file manager.
+    const QString path = node->path();
+    if (!doc_->selection().contains(path)) doc_->setSelection({path});
+    menu.addAction(tr("Show Output in Sharding"), this, [this, path] { doc_->requestArray(path); });
+    if (node->spec().repeat) {
+      const bool open = edits::expanded(doc_->project(), path.toStdString());
+      menu.addAction(open ? tr("Collapse Block") : tr("Expand Block"), this, [this, path] { scene_->toggleExpanded(path); });
+    }
+    menu.addSeparator();
+    for (QKeySequence::StandardKey key : {QKeySequence::Cut, QKeySequence::Copy})
+      if (QAction* a = sharedAction(key)) menu.addAction(a);
+    for (QAction* a : shared)
+      if (a->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_D)) menu.addAction(a);
+    menu.addAction(tr("Delete"), this, &GraphView::deleteSelection);
+  } else if (edge) {
+    const QString array = edge->array();
+    scene_->clearSelection();
+    edge->setSelected(true);
+    menu.addAction(tr("Show Array in Sharding"), this, [this, array] { doc_->requestArray(array); });
+    menu.addSeparator();
+    menu.addAction(tr("Disconnect"), this, &GraphView::deleteSelection);
+  } else {
+    QMenu* add = menu.addMenu(tr("Add Layer"));
+    add->setObjectName("addLayerMenu");
+    QMap<QString, QMenu*> groups;
+    for (const graph::LayerInfo& info : graph::layer_catalog()) {
+      const QString group = QString::fromStdString(info.category);
+      if (!groups.contains(group)) groups[group] = add->addMenu(group);
+      const QString type = QString::fromStdString(info.type);
+      groups[group]->addAction(type, this, [this, type, at] { scene_->addNode(type, at); });
+    }
+    if (QAction* a = sharedAction(QKeySequence::Paste)) menu.addAction(a);
+    menu.addSeparator();
+    menu.addAction(tr("Select All"), this, &GraphView::selectAll);
+    menu.addAction(tr("Zoom to Fit"), this, &GraphView::zoomToFit);
+    menu.addAction(tr("Arrange Graph"), this, &GraphView::autoLayout);
+  }
+  menu.exec(e->globalPos());
+  e->accept();
 }
 
 // ---- look -----------------------------------------------------------------------------------

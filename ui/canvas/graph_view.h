@@ -3,7 +3,8 @@
 // selects, takes layers dropped from the palette, and follows the document: it redraws after every
 // change without losing the zoom or scroll position. Delete with an edge selected disconnects it.
 // Over it float the Find Node bar (top right) and, while part of the graph is out of view, a
-// minimap (bottom right).
+// minimap (bottom right). A right-click offers what can be done to the node, edge or empty spot
+// under it.
 #pragma once
 
 #include <QGraphicsView>
@@ -65,6 +66,8 @@ class GraphView : public QGraphicsView {
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dragMoveEvent(QDragMoveEvent* e) override;
   void dropEvent(QDropEvent* e) override;
+  // A node's, an edge's or the canvas's own commands, for the item under the pointer.
+  void contextMenuEvent(QContextMenuEvent* e) override;
   void changeEvent(QEvent* e) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
   void resizeEvent(QResizeEvent* e) override;
