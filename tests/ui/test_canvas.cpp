@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "tests/engine/test_support.h"
+#include "tests/ui/context_menu.h"
 #include "ui/canvas/edge_item.h"
 #include "ui/canvas/find_node_bar.h"
 #include "ui/canvas/graph_layout.h"
@@ -38,6 +39,7 @@
 
 using namespace shardlab;
 using namespace shardlab::ui;
+using shardlab::testing::contextMenu;
 
 namespace {
 
@@ -93,46 +95,6 @@ bool dropOn(QWidget* viewport, QPoint at, const QMimeData* mime) {
   QDropEvent drop(at, Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
   QApplication::sendEvent(viewport, &drop);
   return drop.isAccepted();
-}
-
-// Right-clicks `at` on the viewport; once the menu shows, returns its items' texts (through
-// `shown`) and picks `choice` ("Add Layer/Core/Dense") with the keyboard, or closes it with Escape.
-void contextMenu(QWidget* viewport, QPoint at, const QString& choice, QStringList* shown) {
-  QTimer::singleShot(0, [=] {
-    QMenu* menu = nullptr;
-    for (int i = 0; i < 200 && !menu; ++i) {
-      menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
-      if (!menu) QTest::qWait(10);
-    }
-    if (!menu) return;
-    for (QAction* a : menu->actions())
-      if (!a->isSeparator()) *shown << a->text().remove('&');
-    if (choice.isEmpty()) {
-      QTest::keyClick(menu, Qt::Key_Escape);
-      return;
-    }
-    const QStringList steps = choice.split('/');
-    for (int s = 0; s < steps.size(); ++s) {
-      QAction* pick = nullptr;
-      for (QAction* a : menu->actions())
-        if (a->text().remove('&') == steps[s]) pick = a;
-      if (!pick) {
-        qWarning("no menu item '%s'", qPrintable(steps[s]));
-        QTest::keyClick(menu, Qt::Key_Escape);
-        return;
-      }
-      menu->setActiveAction(pick);
-      if (pick->menu()) {
-        QTest::keyClick(menu, Qt::Key_Right);
-        for (int i = 0; i < 200 && !pick->menu()->isVisible(); ++i) QTest::qWait(10);
-        menu = pick->menu();
-      } else {
-        QTest::keyClick(menu, Qt::Key_Return);
-      }
-    }
-  });
-  QContextMenuEvent event(QContextMenuEvent::Mouse, at, viewport->mapToGlobal(at));
-  QApplication::sendEvent(viewport, &event);
 }
 
 QStringList edgeList(const project::Project& p, const std::string& parent = "") {

@@ -18,6 +18,8 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QDialogButtonBox>
+#include <QClipboard>
+#include <QGuiApplication>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "tests/engine/test_support.h"
+#include "tests/ui/context_menu.h"
 #include "ui/document/project_document.h"
 #include "ui/mesh/device_grid.h"
 #include "ui/mesh/format.h"
@@ -217,6 +220,19 @@ class TestMeshRules : public QObject {
     QVERIFY(f.axes()->setData(f.axes()->index(2, MeshAxesModel::NameColumn), "stage"));
     QVERIFY(f.rules()->meshAxisChoices().contains("stage"));
     QVERIFY(f.rules()->meshAxisChoices().contains("data+stage"));
+  }
+
+  // The Arrays list's rows have the same right-click menu as the Sharding tab's.
+  void arrayRowsHaveAContextMenu() {
+    Fixture f;
+    QTableView* view = f.tab->specTable()->view();
+    const QModelIndex row = f.tab->specTable()->filter()->mapFromSource(f.specs()->index(f.specs()->rowOf("blocks/W1/kernel"), 0));
+    QVERIFY(row.isValid());
+    view->scrollTo(row);
+    QStringList shown;
+    shardlab::testing::contextMenu(view->viewport(), view->visualRect(row).center(), "Copy PartitionSpec", &shown);
+    QVERIFY2(shown.contains("Copy Name"), qPrintable(shown.join(", ")));
+    QCOMPARE(QGuiApplication::clipboard()->text(), QString("PartitionSpec(None, None, 'model')"));
   }
 
   // Suggest ranks the layouts off the UI thread; Apply sets the chosen mesh and rules as one undo step.

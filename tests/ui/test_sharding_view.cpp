@@ -18,12 +18,15 @@
 #include <QTemporaryDir>
 #include <QToolTip>
 #include <QTreeView>
+#include <QClipboard>
+#include <QGuiApplication>
 #include <QtTest>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "tests/engine/test_support.h"
+#include "tests/ui/context_menu.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/sharding/array_tree_model.h"
@@ -97,6 +100,7 @@ class TestShardingView : public QObject {
 
   void treeListsEveryArrayByKind();
   void clickingARowDrawsIt();
+  void rightClickingARowOffersItsCommands();
   void filterNarrowsTheTreeAndARequestClearsIt();
   void requestedArrayIsDrawnAsTheEngineSplitsIt();
   void combosPickTheDrawnDimensions();
@@ -204,6 +208,36 @@ void TestShardingView::clickingARowDrawsIt() {
   QCOMPARE(tab_->grid()->colDim(), 2);
   QCOMPARE(tab_->grid()->rowCount(), 4);
   QCOMPARE(tab_->grid()->columnCount(), 1);
+}
+
+// A right-click on an array's row: copy its PartitionSpec as `shard` prints it, select its node.
+void TestShardingView::rightClickingARowOffersItsCommands() {
+  auto* proxy = qobject_cast<QSortFilterProxyModel*>(tab_->tree()->model());
+  const QModelIndex row = proxy->mapFromSource(tab_->arrayModel()->indexOfArray("d_blocks/W1/kernel"));
+  QVERIFY(row.isValid());
+  tab_->tree()->scrollTo(row);
+  const QPoint at = tab_->tree()->visualRect(row).center();
+  QStringList shown;
+  shardlab::testing::contextMenu(tab_->tree()->viewport(), at, "Copy PartitionSpec", &shown);
+  QCOMPARE(shown, (QStringList{"Show in Sharding", "Select Node 'blocks'", "Copy Name", "Copy PartitionSpec"}));
+  QCOMPARE(QGuiApplication::clipboard()->text(), QString("PartitionSpec(None, None, 'model') +sum(data)"));
+  shown.clear();
+  shardlab::testing::contextMenu(tab_->tree()->viewport(), at, "Select Node 'blocks'", &shown);
+  QCOMPARE(doc_->selection(), QStringList{"blocks"});
+  // A group row has no menu.
+  shown.clear();
+  const QModelIndex group = row.parent();
+  QVERIFY(group.isValid());
+  tab_->tree()->scrollTo(group);
+  bool opened = false;
+  QTimer::singleShot(200, [&opened] {
+    if (auto* m = qobject_cast<QMenu*>(QApplication::activePopupWidget())) opened = true, m->close();
+  });
+  QContextMenuEvent onGroup(QContextMenuEvent::Mouse, tab_->tree()->visualRect(group).center(),
+                            tab_->tree()->viewport()->mapToGlobal(tab_->tree()->visualRect(group).center()));
+  QApplication::sendEvent(tab_->tree()->viewport(), &onGroup);
+  QTest::qWait(300);
+  QVERIFY(!opened);
 }
 
 void TestShardingView::filterNarrowsTheTreeAndARequestClearsIt() {

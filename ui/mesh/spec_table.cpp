@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include "ui/document/project_document.h"
+#include "ui/sharding/array_menu.h"
 #include "ui/mesh/spec_model.h"
 
 namespace shardlab::ui {
@@ -74,6 +75,12 @@ SpecTable::SpecTable(ProjectDocument* doc, QWidget* parent) : QWidget(parent), d
     if (a) doc_->requestArray(QString::fromStdString(a->name));
   });
   connect(doc_, &ProjectDocument::arrayRequested, this, &SpecTable::selectArray);
+  view_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(view_, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+    const QModelIndex at = view_->indexAt(pos);
+    const sharding::ArraySharding* a = at.isValid() ? model_->array(filter_->mapToSource(at).row()) : nullptr;
+    if (a) execArrayMenu(doc_, QString::fromStdString(a->name), view_, view_->viewport()->mapToGlobal(pos));
+  });
 }
 
 QToolButton* SpecTable::kindButton(int kind) const {

@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "ui/document/project_document.h"
+#include "ui/sharding/array_menu.h"
 #include "ui/sharding/array_tree_model.h"
 #include "ui/sharding/device_view.h"
 #include "ui/sharding/sharding_format.h"
@@ -166,6 +167,11 @@ ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
     if (shown.isValid()) selectInTree(current_);
   });
   connect(tree_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &ShardingTab::onTreeSelection);
+  tree_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(tree_, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+    const QString array = tree_->indexAt(pos).data(ArrayTreeModel::ArrayNameRole).toString();
+    if (!array.isEmpty()) execArrayMenu(doc_, array, tree_, tree_->viewport()->mapToGlobal(pos));
+  });
   connect(rowCombo_, &QComboBox::currentIndexChanged, this, [this](int i) { onDimPicked(true, i); });
   connect(colCombo_, &QComboBox::currentIndexChanged, this, [this](int i) { onDimPicked(false, i); });
   connect(grid_, &ShardingGrid::cellClicked, this, [this](int cell) {
