@@ -226,8 +226,11 @@ void MainWindow::reloadFromDisk() {
 void MainWindow::applyDefaultLayout() {
   // The graph gets most of the window; the tabs about two fifths of its height below it (a page
   // taller than that scrolls), the side docks their natural widths.
-  resizeDocks({paletteDock_, inspectorDock_}, {220, 340}, Qt::Horizontal);
-  resizeDocks({tabsDock_}, {height() * 2 / 5}, Qt::Vertical);
+  // Below 1600 px wide the side docks give up some width, and below 900 px tall the tabs take
+  // half the height: Start, the array list and the problems stay in view without scrolling.
+  const bool narrow = width() < 1600, short_ = height() < 900;
+  resizeDocks({paletteDock_, inspectorDock_}, {narrow ? 170 : 220, narrow ? 300 : 340}, Qt::Horizontal);
+  resizeDocks({tabsDock_}, {short_ ? height() / 2 : height() * 2 / 5}, Qt::Vertical);
 }
 
 void MainWindow::showEvent(QShowEvent* e) {

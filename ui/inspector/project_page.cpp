@@ -113,6 +113,7 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
   summary_ = new QLabel(check);
   summary_->setObjectName("projectSummary");
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  summary_->setWordWrap(true);  // a long count must not widen the inspector
   errors_ = makeErrorLabel("projectErrors", check);
   checkColumn->addWidget(summary_);
   checkColumn->addWidget(errors_);

@@ -97,7 +97,7 @@ QStringList MemoryBars::tickLabels() const {
 
 QSize MemoryBars::minimumSizeHint() const {
   const QFontMetrics fm(font());
-  return {160, 7 * fm.height()};
+  return {160, 5 * fm.height()};  // bars, an axis and the legend, tightly: the panel may be short
 }
 
 QRect MemoryBars::plotArea() const {

@@ -2,6 +2,7 @@
 
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -42,18 +43,33 @@ MeshRulesTab::MeshRulesTab(ProjectDocument* doc, QWidget* parent) : QWidget(pare
   left->setStretchFactor(0, 1);
   left->setStretchFactor(1, 1);
 
+  // The arrays over memory and problems side by side: in a short panel the array list keeps rows
+  // enough to read, and the problems stay in view beside the memory bars.
   auto* right = new QSplitter(Qt::Vertical, this);
   right->addWidget(boxed(tr("Arrays"), specs_, right));
-  memoryBox_ = boxed(tr("Memory per device"), bars_, right);
-  right->addWidget(memoryBox_);
-  issuesBox_ = boxed(tr("Problems"), issues_, right);
-  right->addWidget(issuesBox_);
-  right->setStretchFactor(0, 3);
-  right->setStretchFactor(1, 2);
-  right->setStretchFactor(2, 1);
+  auto* below = new QSplitter(Qt::Horizontal, right);
+  memoryBox_ = boxed(tr("Memory per device"), bars_, below);
+  below->addWidget(memoryBox_);
+  issuesBox_ = boxed(tr("Problems"), issues_, below);
+  below->addWidget(issuesBox_);
+  below->setStretchFactor(0, 1);
+  below->setStretchFactor(1, 1);
+  right->addWidget(below);
+  right->setStretchFactor(0, 2);
+  right->setStretchFactor(1, 1);
+  for (QSplitter* s : {left, right, below}) s->setChildrenCollapsible(false);
+
+  // The mesh and the rules scroll on their own when the panel is short or narrow, so the page never
+  // needs more room than the arrays and problems: those stay in view.
+  auto* leftScroll = new QScrollArea(this);
+  leftScroll->setObjectName("meshAndRulesScroll");
+  leftScroll->setWidgetResizable(true);
+  leftScroll->setFrameShape(QFrame::NoFrame);
+  leftScroll->setWidget(left);
+  leftScroll->setMinimumWidth(240);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
-  split->addWidget(left);
+  split->addWidget(leftScroll);
   split->addWidget(right);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);

@@ -64,6 +64,9 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   fallback_->addItem(tr("replicated (unsharded)"), QString());
   fallback_->addItem(tr("an error"), QStringLiteral("error"));
   fallback_->addItem(tr("left to propagation (no constraint)"), QStringLiteral("no_constraint"));
+  // Its longest choice must not set the Mesh & Rules tab's minimum width: it shrinks and elides.
+  fallback_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  fallback_->setMinimumContentsLength(10);
   fallback_->setToolTip(
       tr("What an activation's logical name that no rule maps means when training "
          "(Flax's RulesFallback): kept replicated, an error, or no constraint at all"));
@@ -88,16 +91,19 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   top->addWidget(presets_);
   top->addWidget(suggest_);
   top->addStretch(1);
-  top->addWidget(new QLabel(tr("Names without a rule are"), this));
-  top->addWidget(fallback_);
   auto* buttons = new QHBoxLayout;
   for (QPushButton* b : {add_, remove_, up_, down_}) buttons->addWidget(b);
   buttons->addStretch(1);
+  // On its own line: beside the buttons it set the tab's minimum width.
+  auto* unmatched = new QHBoxLayout;
+  unmatched->addWidget(new QLabel(tr("Names without a rule are"), this));
+  unmatched->addWidget(fallback_, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(top);
   layout->addWidget(view_, 1);
   layout->addLayout(buttons);
+  layout->addLayout(unmatched);
   layout->addWidget(error_);
 
   connect(add_, &QPushButton::clicked, this, [this] {

@@ -42,14 +42,16 @@ SpecTable::SpecTable(ProjectDocument* doc, QWidget* parent) : QWidget(parent), d
   view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   view_->setWordWrap(false);
   view_->verticalHeader()->hide();
+  // A row a line of text tall (the style's default is half as tall again): more arrays in a short panel.
+  view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 6);
   view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   view_->horizontalHeader()->setStretchLastSection(true);
 
   auto* kinds = new QHBoxLayout;
-  kinds->addWidget(new QLabel(tr("Show:"), this));
   const std::pair<sharding::ArrayKind, QString> labels[] = {
       {sharding::ArrayKind::Parameter, tr("Parameters")},
-      {sharding::ArrayKind::OptimizerState, tr("Optimizer state")},
+      {sharding::ArrayKind::OptimizerState, tr("Optimizer")},
       {sharding::ArrayKind::Gradient, tr("Gradients")},
       {sharding::ArrayKind::Activation, tr("Activations")},
       {sharding::ArrayKind::Input, tr("Inputs")}};

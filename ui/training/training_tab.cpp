@@ -110,12 +110,14 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   error_->setStyleSheet(QStringLiteral("QLabel { color: #b00020; }"));
   error_->hide();
 
+  // Start, Pause and Stop first, with why a start was refused right under them: in a short panel
+  // they stay in view, and the settings below scroll.
   auto* left = new QVBoxLayout;
+  left->addLayout(buttons);
+  left->addWidget(error_);
   left->addWidget(settingsBox);
   left->addWidget(outputsBox);
-  left->addLayout(buttons);
   left->addWidget(clusterButton_);
-  left->addWidget(error_);
   left->addStretch(1);
 
   // Right: progress, charts and the log.
