@@ -345,6 +345,25 @@ class CanvasTest : public QObject {
     QCOMPARE(r->doc.undoStack()->count(), steps);
   }
 
+  // Two nodes closer than an edge's label: the label fits the gap, shortened in the middle, and
+  // the whole shape stays in label() and the tooltip.
+  void closeNodesShortenTheirEdgeLabel() {
+    auto c = openCanvas("fashion-mlp");
+    EdgeItem* edge = c->scene()->edgeInto("dense1", "in");
+    QCOMPARE(edge->shownLabel(), edge->label());
+    const QPointF out = c->node("flatten")->outputPort()->scenePos();
+    QVERIFY(c->doc.edit("close", [&](project::Project& p) {
+      // dense1's input port 30 px right of flatten's output.
+      const QPointF in = c->node("dense1")->inputPort("in")->scenePos();
+      const QPointF at = c->node("dense1")->storedPos() + (QPointF(out.x() + 30, out.y()) - in);
+      edits::set_position(p, "dense1", at.x(), at.y());
+    }));
+    edge = c->scene()->edgeInto("dense1", "in");
+    QCOMPARE(edge->label(), QStringLiteral("(batch 128, embed 784)"));
+    QVERIFY2(edge->shownLabel() != edge->label() && edge->shownLabel().contains(QChar(0x2026)), qPrintable(edge->shownLabel()));
+    VERIFY_CONTAINS(edge->toolTip(), "(batch 128, embed 784)");
+  }
+
   void refusedConnectionsChangeNothing() {
     auto c = openCanvas("fashion-mlp");
     QSignalSpy refused(&c->doc, &ProjectDocument::editRefused);

@@ -64,12 +64,18 @@ void EdgeItem::updatePath() {
   const NodeItem* source = from_->node();
   const double sourceBottom = mapFromScene(source->mapToScene(QPointF(0, source->size().height()))).y();
   const double runY = mapFromScene(to_->node()->scenePos()).y() - layout::kRowGap / 2;
-  if (b.x() < a.x() && runY > std::max(a.y() + 30, sourceBottom + 10) && b.y() > runY + 30) path_ = folded(a, b, runY);
-  else path_ = curve(a, b);
+  const bool turn = b.x() < a.x() && runY > std::max(a.y() + 30, sourceBottom + 10) && b.y() > runY + 30;
+  path_ = turn ? folded(a, b, runY) : curve(a, b);
   labelRect_ = QRectF();
+  shown_ = label_;
   if (!label_.isEmpty()) {
     const QFontMetricsF fm(style::smallFont(scene() ? scene()->font() : QApplication::font()));
-    const QSizeF size(fm.horizontalAdvance(label_) + 10, fm.height() + 4);
+    // Between two close nodes the label gets the gap, shortened in the middle, rather than being
+    // drawn under the nodes; the whole shape is in the tooltip and the Sharding tab.
+    const double gap = b.x() - a.x() - 12;
+    const double room = !turn && gap > 0 ? std::max(48.0, gap - 10) : 1e9;
+    if (fm.horizontalAdvance(label_) > room) shown_ = fm.elidedText(label_, Qt::ElideMiddle, room);
+    const QSizeF size(fm.horizontalAdvance(shown_) + 10, fm.height() + 4);
     labelRect_ = QRectF(path_.pointAtPercent(0.5) - QPointF(size.width() / 2, size.height() / 2), size);
   }
 }
@@ -97,7 +103,7 @@ void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(labelRect_, 4, 4);
   painter->setFont(style::smallFont(scene() ? scene()->font() : QApplication::font()));
   painter->setPen(style::text(pal));
-  painter->drawText(labelRect_, Qt::AlignCenter, label_);
+  painter->drawText(labelRect_, Qt::AlignCenter, shown_);
 }
 
 }  // namespace shardlab::ui

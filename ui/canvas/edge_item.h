@@ -22,6 +22,8 @@ class EdgeItem : public QGraphicsItem {
   PortItem* from() const { return from_; }
   PortItem* to() const { return to_; }
   QString label() const { return label_; }
+  // What is drawn: the label, or between close nodes the label shortened in the middle to fit.
+  QString shownLabel() const { return shown_; }
   QString array() const { return array_; }  // the activation's name: the source node's path
   // "blocks|W2|in": which graph and input this edge feeds, stable across rebuilds.
   QString key() const;
@@ -45,7 +47,7 @@ class EdgeItem : public QGraphicsItem {
  private:
   PortItem* from_;
   PortItem* to_;
-  QString label_, array_;
+  QString label_, array_, shown_;
   QPainterPath path_;
   QRectF labelRect_;
 };
