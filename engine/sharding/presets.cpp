@@ -94,6 +94,8 @@ std::vector<std::string> logical_names_of(const graph::GraphReport& g) {
     for (const graph::NodeReport& n : nodes) {
       for (const graph::ParamInfo& info : n.params) add(info.axes);
       add(n.output.axes);
+      // Arrays made inside a layer (attention's weights, over 'keys') are laid out by the rules too.
+      for (const graph::InnerArray& inner : n.inner) add(inner.array.axes);
       self(n.body, self);
     }
   };

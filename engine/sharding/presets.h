@@ -19,8 +19,8 @@ struct Preset {
 
 const std::vector<Preset>& presets();
 
-// The logical axis names of every parameter and output of `g` (Repeat bodies included), in
-// first-use order.
+// The logical axis names of every parameter, output and array made inside a layer of `g` (Repeat
+// bodies included), in first-use order.
 std::vector<std::string> logical_names_of(const graph::GraphReport& g);
 
 // Replaces p's rules with preset `id` for a project using `names`; the mesh changes only where the

@@ -104,6 +104,23 @@ class TestAdvisor : public QObject {
       QVERIFY2(c.strategy.find("pipeline") == std::string::npos, c.mesh.c_str());
   }
 
+  // Every candidate names every logical axis the model lays out, those of arrays made inside a
+  // layer too (attention's weights over 'keys'): applying one leaves no "has no rule" warning.
+  void candidatesLeaveNoNameWithoutARule() {
+    const project::Project p = load("vit-fashion");
+    const graph::GraphReport report = project::analyze_project(p);
+    int checked = 0;
+    for (const advisor::Candidate& c : advisor::advise(p, 8, two_cores(), 1e12)) {
+      if (!c.runs()) continue;
+      QVERIFY2(c.rules.find("keys=") != std::string::npos, c.rules.c_str());
+      const sharding::ShardingReport r =
+          sharding::analyze_sharding(p, report, sharding::parse_mesh(c.mesh), sharding::parse_rules(c.rules));
+      for (const Diagnostic& d : r.diagnostics) QVERIFY2(d.code != "layout.no_rule", (c.strategy + ": " + d.message).c_str());
+      ++checked;
+    }
+    QVERIFY(checked >= 5);
+  }
+
   void whatFitsIsRankedFirstThenByPredictedStep() {
     const project::Project p = load("deep-mlp-small");
     const auto all = advisor::advise(p, 8, two_cores(), 1e12);
