@@ -254,6 +254,9 @@ class TestMeshRules : public QObject {
     QTest::mouseClick(dlg->table()->viewport(), Qt::LeftButton, {},
                       dlg->table()->visualItemRect(dlg->table()->item(row, 1)).center());
     QVERIFY(dlg->applyButton()->isEnabled());
+    // The column shows what the layout splits; the whole rules are below the table.
+    VERIFY_CONTAINS(dlg->detailLabel()->text(), "--rules " + QString::fromStdString(chosen.rules));
+    VERIFY_LACKS(dlg->table()->item(row, dlg->table()->columnCount() - 1)->text(), "=none");
     const int steps = f.doc.undoStack()->count();
     QTest::mouseClick(dlg->applyButton(), Qt::LeftButton);
     QCOMPARE(f.doc.undoStack()->count(), steps + 1);

@@ -54,6 +54,11 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
   status_ = new QLabel(this);
   status_->setObjectName("advisorStatus");
   status_->setWordWrap(true);
+  // The selected layout's rules in full: the table's column shows only those that shard.
+  detail_ = new QLabel(this);
+  detail_->setObjectName("advisorDetail");
+  detail_->setWordWrap(true);
+  detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   table_ = new QTableWidget(0, ColumnCount, this);
   table_->setObjectName("advisorTable");
   table_->setHorizontalHeaderLabels(
@@ -75,6 +80,7 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
   layout->addWidget(table_, 1);
+  layout->addWidget(detail_);
   layout->addWidget(status_);
   // A way out that does not need the window's title bar (a small screen, a tiling window manager).
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
@@ -87,7 +93,14 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
   connect(apply_, &QPushButton::clicked, this, [this] { applyRow(table_->currentRow()); });
   connect(table_, &QTableWidget::itemSelectionChanged, this, [this] {
     const int row = table_->currentRow();
-    apply_->setEnabled(row >= 0 && row < int(candidates_.size()) && candidates_[size_t(row)].runs());
+    const bool valid = row >= 0 && row < int(candidates_.size());
+    apply_->setEnabled(valid && candidates_[size_t(row)].runs());
+    if (!valid) return detail_->clear();
+    const advisor::Candidate& c = candidates_[size_t(row)];
+    detail_->setText(!c.runs() ? tr("%1 on %2 cannot run: %3").arg(q(c.strategy), q(c.mesh), q(c.error))
+                               : tr("%1 on %2: --rules %3%4")
+                                     .arg(q(c.strategy), c.mesh.empty() ? tr("one device") : q(c.mesh), q(c.rules),
+                                          c.microbatches > 0 ? tr(" --microbatches %1").arg(c.microbatches) : QString()));
   });
   connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row) { applyRow(row); });
 }
@@ -144,9 +157,15 @@ void LayoutAdvisorDialog::showCandidates(std::vector<advisor::Candidate> ranked,
     set(FitsColumn, !c.runs() ? QString() : c.fits ? tr("yes") : tr("no"));
     set(PredictedColumn, c.runs() ? tr("%1 ms").arg(c.prediction.step_s * 1e3, 0, 'f', 1) : QString());
     set(BoundColumn, c.runs() ? q(c.prediction.bound_by) : tr("cannot run"));
+    // What the layout splits; the names it leaves unsharded (=none) are in the tooltip and below.
+    QStringList sharded;
+    for (const QString& r : q(c.rules).split(','))
+      if (!r.endsWith("=none")) sharded << r;
+    const QString splits = sharded.isEmpty() ? tr("nothing split") : sharded.join(',');
     set(RulesColumn, !c.runs()            ? q(c.error)
-                     : c.microbatches > 0 ? tr("%1, %2 microbatches").arg(q(c.rules)).arg(c.microbatches)
-                                          : q(c.rules));
+                     : c.microbatches > 0 ? tr("%1, %2 microbatches").arg(splits).arg(c.microbatches)
+                                          : splits);
+    if (c.runs()) table_->item(row, RulesColumn)->setToolTip(q(c.rules));
   }
   table_->resizeColumnsToContents();
   if (!error.isEmpty()) status_->setText(error);

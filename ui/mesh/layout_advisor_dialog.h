@@ -31,6 +31,7 @@ class LayoutAdvisorDialog : public QDialog {
   QPushButton* applyButton() const { return apply_; }
   QTableWidget* table() const { return table_; }
   QLabel* statusLabel() const { return status_; }
+  QLabel* detailLabel() const { return detail_; }  // the selected layout's rules in full
   const std::vector<advisor::Candidate>& candidates() const { return candidates_; }
   bool busy() const { return busy_; }
 
@@ -53,6 +54,7 @@ class LayoutAdvisorDialog : public QDialog {
   QPushButton* apply_;
   QTableWidget* table_;
   QLabel* status_;
+  QLabel* detail_;
   std::vector<advisor::Candidate> candidates_;
   bool busy_ = false;
 };
