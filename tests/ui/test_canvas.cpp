@@ -24,6 +24,7 @@
 
 #include "tests/engine/test_support.h"
 #include "tests/ui/context_menu.h"
+#include "ui/canvas/canvas_style.h"
 #include "ui/canvas/edge_item.h"
 #include "ui/canvas/find_node_bar.h"
 #include "ui/canvas/graph_layout.h"
@@ -362,6 +363,48 @@ class CanvasTest : public QObject {
     QCOMPARE(edge->label(), QStringLiteral("(batch 128, embed 784)"));
     QVERIFY2(edge->shownLabel() != edge->label() && edge->shownLabel().contains(QChar(0x2026)), qPrintable(edge->shownLabel()));
     VERIFY_CONTAINS(edge->toolTip(), "(batch 128, embed 784)");
+  }
+
+  // Fitted to a canvas the size a 1920x1080 window gives it, every node's name is drawn at least
+  // 9 px tall on screen: zoomed out past the small print, nodes show only name and type, large.
+  void fittedViewsStayLegible_data() {
+    QTest::addColumn<QString>("project");
+    QTest::newRow("deep-mlp") << "deep-mlp";
+    QTest::newRow("vit-fashion") << "vit-fashion";
+    QTest::newRow("30 nodes") << "";
+  }
+  void fittedViewsStayLegible() {
+    QFETCH(QString, project);
+    auto c = std::make_unique<Canvas>();
+    if (project.isEmpty()) {
+      c->doc.newBlank();
+      QVERIFY(c->doc.edit("chain", [](project::Project& p) {
+        std::string last = edits::add_node(p, "Input", "", 0, 0);
+        for (int i = 0; i < 29; ++i) {
+          const std::string next = edits::add_node(p, i % 2 ? "ReLU" : "Dense", "", 0, 0);
+          edits::connect(p, "", {last, "out"}, {next, "in"});
+          last = next;
+        }
+      }));
+      c->scene()->arrange();
+      project = "chain30";
+    } else {
+      c->doc.open(projectFile(project));
+    }
+    c->view.resize(1360, 480);
+    c->view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&c->view));
+    c->view.zoomToFit();
+    QApplication::processEvents();
+    const double lod = c->view.transform().m11();
+    const QFont base = c->scene()->font();
+    for (NodeItem* n : c->scene()->nodes()) {
+      if (n->frame()) continue;
+      const double px = NodeItem::isFar(lod, base) ? QFontInfo(NodeItem::farFont(base, lod, n->size(), n->spec().name)).pixelSize() * lod
+                                                   : QFontMetricsF(style::titleFont(base)).height() * lod;
+      QVERIFY2(px >= 9, qPrintable(QString("%1: name %2 px tall at zoom %3").arg(n->path()).arg(px).arg(lod)));
+    }
+    QVERIFY(c->view.grab().save(QString(SHARDLAB_BINARY_DIR "/ui-screenshots/canvas-fit-%1.png").arg(project)));
   }
 
   void refusedConnectionsChangeNothing() {

@@ -5,6 +5,7 @@
 #include <QGraphicsScene>
 #include <QPainter>
 #include <QPainterPathStroker>
+#include <QStyleOptionGraphicsItem>
 #include <cmath>
 
 #include "ui/canvas/canvas_style.h"
@@ -97,7 +98,9 @@ void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setPen(QPen(color, isSelected() ? 3 : 1.8));
   painter->setBrush(Qt::NoBrush);
   painter->drawPath(path_);
-  if (labelRect_.isEmpty()) return;
+  // Far out, the shapes are unreadable: the nodes' names get the room (see NodeItem::isFar).
+  const double lod = QStyleOptionGraphicsItem::levelOfDetailFromTransform(painter->worldTransform());
+  if (labelRect_.isEmpty() || NodeItem::isFar(lod, scene() ? scene()->font() : QApplication::font())) return;
   painter->setPen(QPen(color, 1));
   painter->setBrush(style::nodeFill(pal));
   painter->drawRoundedRect(labelRect_, 4, 4);

@@ -201,8 +201,22 @@ void NodeItem::hoverLeaveEvent(QGraphicsSceneHoverEvent* e) {
   update();
 }
 
+bool NodeItem::isFar(double lod, const QFont& base) { return QFontMetricsF(titleFont(base)).height() * lod < kLegiblePixels; }
+
+QFont NodeItem::farFont(const QFont& base, double lod, const QSizeF& box, const QString& name) {
+  // kFarPixels on screen, no taller than the node allows; a long name shrinks to fit its width,
+  // down to 60% (then it is elided).
+  const double want = kFarPixels / std::max(lod, 1e-3);
+  QFont f = titleFont(base);
+  f.setPixelSize(std::max(1, int(std::min(want, box.height() * 0.5))));
+  const double width = QFontMetricsF(f).horizontalAdvance(name), room = box.width() * 0.92;
+  if (width > room) f.setPixelSize(std::max(1, int(std::max(f.pixelSize() * room / width, std::min(want * 0.6, f.pixelSize() * 1.0)))));
+  return f;
+}
+
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
   const QPalette pal = scene() ? scene()->palette() : QApplication::palette();
+  const double lod = QStyleOptionGraphicsItem::levelOfDetailFromTransform(painter->worldTransform());
   const QFont small = smallFont(font_), title = titleFont(font_);
   const QFontMetricsF fm(small);
   const QRectF body(0, 0, geo_.width, geo_.height);
@@ -249,6 +263,30 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     // Keep the error visible on a selected node: a red inner ring inside the selection ring.
     painter->setPen(QPen(error(), 1.5));
     painter->drawRoundedRect(body.adjusted(3, 3, -3, -3), kCorner - 2, kCorner - 2);
+  }
+
+  // Zoomed out past reading the small print: only the name, as large as the node allows, and the
+  // type under it where there is room (a fitted view of a long model stays legible).
+  if (isFar(lod, font_) && !spec_.expanded) {
+    const QFont big = farFont(font_, lod, body.size(), spec_.name);
+    const QFontMetricsF bm(big);
+    painter->setFont(big);
+    painter->setPen(text(pal));
+    const QRectF inner = body.adjusted(kPad / 2, 2, -kPad / 2, -2);
+    const bool typeFits = bm.height() * 2.1 < inner.height();
+    painter->drawText(typeFits ? QRectF(inner.left(), inner.top(), inner.width(), inner.height() / 2) : inner,
+                      Qt::AlignCenter | (typeFits ? Qt::AlignBottom : Qt::AlignVCenter),
+                      bm.elidedText(spec_.name, Qt::ElideRight, inner.width()));
+    if (typeFits) {
+      QFont typeFont = big;
+      typeFont.setBold(false);
+      typeFont.setPixelSize(std::max(1, int(big.pixelSize() * 0.8)));
+      painter->setFont(typeFont);
+      painter->setPen(hasError ? error() : dimText(pal));
+      painter->drawText(QRectF(inner.left(), inner.center().y(), inner.width(), inner.height() / 2), Qt::AlignHCenter | Qt::AlignTop,
+                        QFontMetricsF(typeFont).elidedText(spec_.type, Qt::ElideRight, inner.width()));
+    }
+    return;
   }
 
   // Title: [toggle] name ... type.

@@ -53,6 +53,13 @@ class NodeItem : public QGraphicsItem {
   // An expanded Repeat refits itself around its block after a body node moved.
   void updateFrame();
 
+  // Zoomed out so far that the node's title would be under kLegiblePixels tall on screen (`lod`:
+  // screen pixels per scene unit), a node draws only its name and type, in farFont: kFarPixels tall
+  // on screen where the node has room.
+  static constexpr double kLegiblePixels = 10, kFarPixels = 12;
+  static bool isFar(double lod, const QFont& base);
+  static QFont farFont(const QFont& base, double lod, const QSizeF& box, const QString& name);
+
   // Size of a node showing `spec`, without making one; `content` is an expanded Repeat's block extent.
   static QSizeF measure(const NodeSpec& spec, const QFont& font, QSizeF content = {});
 
