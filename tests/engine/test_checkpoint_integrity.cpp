@@ -820,6 +820,45 @@ class TestCheckpointIntegrity : public QObject {
     QVERIFY2(lines < 2000, "the log held every step: the disk never filled");
   }
 
+  // A read-only file system (root writes through a directory's permissions, so a remounted tmpfs
+  // is what stops it): each command that writes there is refused, names the path, and leaves what
+  // was there as it was.
+  void aReadOnlyDirectoryIsRefusedAndLeftAlone() {
+    QTemporaryDir dir;
+    const QString mnt = dir.filePath("ro");
+    fs::create_directory(mnt.toStdString());
+    if (::geteuid() != 0) QSKIP("mounting a read-only tmpfs needs root");
+    if (std::system(QString("mount -t tmpfs -o size=64k tmpfs '%1'").arg(mnt).toUtf8().constData()) != 0)
+      QSKIP("this machine does not allow mounting a tmpfs here");
+    struct Unmount {
+      QString at;
+      ~Unmount() { std::system(QString("umount '%1'").arg(at).toUtf8().constData()); }
+    } unmount{mnt};
+    const fs::path old = (mnt + "/old.jsonl").toStdString();
+    write_all(old, "kept\n");
+    QCOMPARE(std::system(QString("mount -o remount,ro '%1'").arg(mnt).toUtf8().constData()), 0);
+    const QString project = dir.filePath("p.shardlab.json");
+    write_small_project(project);
+    // A checkpoint of a real project, which the ONNX export needs.
+    const QString ckpts = dir.filePath("ckpts");
+    const Cli trained = run_cli({"train", project, "--steps", "2", "--quiet", "--checkpoint-dir", ckpts});
+    QVERIFY2(trained.exit_code == 0, qPrintable(trained.err));
+    const fs::path ckpt = fs::path(ckpts.toStdString()) / "step_000002";
+    const std::vector<std::pair<QString, QStringList>> writes = {
+        {"train --log", {"train", project, "--steps", "2", "--quiet", "--log", q(old)}},
+        {"train --trace", {"train", project, "--steps", "2", "--quiet", "--trace", mnt + "/trace.json"}},
+        {"export", {"export", q(ckpt), "--out", mnt + "/model.safetensors"}},
+        {"export onnx", {"export", q(ckpt), "--format", "onnx", "--out", mnt + "/model.onnx"}},
+    };
+    for (const auto& [what, args] : writes) {
+      const Cli r = run_cli(args);
+      QVERIFY2(r.exit_code != 0, qPrintable(what + " exited 0"));
+      QVERIFY2(r.err.contains(mnt), qPrintable(what + ": " + r.err));
+    }
+    QCOMPARE(read_all(old), std::string("kept\n"));
+    QCOMPARE(int(std::distance(fs::directory_iterator(mnt.toStdString()), fs::directory_iterator{})), 1);
+  }
+
   // ------------------------------------------------------------------------------------- export
 
   void exportRefusesPathsThatAreNotRegularFiles_data() {
