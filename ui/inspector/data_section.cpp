@@ -254,12 +254,10 @@ void DataSection::browse(const char* key, bool folder) {
   QLineEdit* edit = fields_[key].edit;
   const QString current = edit->text().trimmed();
   const QString start = current.isEmpty() ? projectFolder() : QDir(projectFolder()).absoluteFilePath(current);
-  const QString chosen =
-      folder ? QFileDialog::getExistingDirectory(this, tr("Data Folder"), start)
-             : QFileDialog::getOpenFileName(this, tr("Data File"), start,
-                                            isPathKey(key) && QString(key) != "features" && QString(key) != "targets"
-                                                ? tr("IDX files (*-ubyte *-ubyte.gz *.idx *.gz);;All files (*)")
-                                                : tr("NumPy arrays (*.npy);;All files (*)"));
+  const bool npy = QString(key) == "features" || QString(key) == "targets";
+  const QString filter = npy ? tr("NumPy arrays (*.npy);;All files (*)") : tr("IDX files (*-ubyte *-ubyte.gz *.idx *.gz);;All files (*)");
+  const QString chosen = folder ? QFileDialog::getExistingDirectory(this, tr("Data Folder"), start)
+                                : QFileDialog::getOpenFileName(this, tr("Data File"), start, filter);
   if (chosen.isEmpty()) return;
   // Inside the project's folder a path is kept relative, so the project moves with its data.
   const QString relative = QDir(projectFolder()).relativeFilePath(chosen);
