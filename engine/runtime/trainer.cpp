@@ -509,11 +509,14 @@ void Trainer::run_loop() {
 bool Trainer::writes_files() const { return !options_.processes || options_.processes->rank() == 0; }
 
 bool Trainer::stop_requested() {
-  if (options_.processes && options_.processes->any(cancelled_)) {
-    cancelled_ = true;
-    if (options_.on_stop_agreed) options_.on_stop_agreed();
-  }
-  return cancelled_;
+  if (!options_.processes) return cancelled_;
+  // Over several processes only the agreement decides: a cancel that lands while this process
+  // waits inside any() (a SIGTERM wakes it there) was not counted, so this process goes on with
+  // the others and the next agreement stops them all.
+  if (!options_.processes->any(cancelled_)) return false;
+  cancelled_ = true;
+  if (options_.on_stop_agreed) options_.on_stop_agreed();
+  return true;
 }
 
 // Claims the checkpoint directory (process 0 alone, over several processes: its refusal reaches

@@ -232,6 +232,16 @@ class TestMpiRuns : public QObject {
     QCOMPARE(last["step"].toInt(), logged);
   }
 
+  // The same promise where the stop lands inside the agreement itself (process 1's vote already
+  // counted as "go on"): every process still stops after the same step. Before the fix, process 1
+  // left the loop alone and both waited on each other until the run was killed.
+  void aStopLandingInsideTheAgreementStopsEveryProcessAtTheSameStep() {
+    const Launch r = mpirun(2, SHARDLAB_STOP_AGREEMENT_CHECK, {kProject, "3"}, 60000);
+    QVERIFY2(r.exit_code == 0, qPrintable(QString("exit %1: %2%3").arg(r.exit_code).arg(r.out, r.err)));
+    QVERIFY2(r.out.contains("process 0 stopped after step 3") && r.out.contains("process 1 stopped after step 3"),
+             qPrintable(r.out + r.err));
+  }
+
   // Ctrl-C in a terminal reaches mpirun alone (its processes have process groups of their own): Open
   // MPI passes SIGTERM on a second later and kills them a second after that. Every process is told,
   // the run ends within seconds, and the directory holds only committed, loadable checkpoints.
