@@ -15,6 +15,7 @@
 #include "engine/profiler/peak.h"
 #include "engine/profiler/trace.h"
 #include "engine/profiler/trace_file.h"
+#include "engine/project/limits.h"
 #include "engine/project/project.h"
 #include "engine/runtime/trainer.h"
 #include "engine/sharding/axis_names.h"

@@ -28,7 +28,19 @@ namespace {
 // their own (the tensor files do, tensor by tensor).
 const char* const kRecorded[] = {kMetaFile, kIndexFile};
 constexpr uint64_t kMaxRecordedBytes = uint64_t(64) << 20;
-constexpr uint64_t kMaxCommitBytes = 4096;
+// A line per recorded file; a checkpoint of thousands of shards still fits.
+constexpr uint64_t kMaxCommitBytes = uint64_t(1) << 20;
+constexpr const char* kHeaderTag = "crc32c-header";
+
+// The tensor files of a step directory, by name: their headers are recorded as a whole.
+std::vector<std::string> tensor_files(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".safetensors") names.push_back(it->path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 std::string hex8(uint32_t v) {
   char s[9];
@@ -36,7 +48,8 @@ std::string hex8(uint32_t v) {
   return s;
 }
 
-// "committed", then "crc32c <file> <8 hex digits>" for each recorded file the step has.
+// "committed", then "crc32c <file> <8 hex digits>" for each recorded file the step has, then
+// "crc32c-header <file> <8 hex digits>" for each tensor file's header (its tensors carry their own).
 std::string commit_record(const fs::path& dir) {
   std::string text = "committed\n";
   for (const char* name : kRecorded) {
@@ -45,11 +58,13 @@ std::string commit_record(const fs::path& dir) {
     const std::string bytes = read_small_file(dir / name, kMaxRecordedBytes);
     text += std::string("crc32c ") + name + " " + hex8(crc32c(bytes.data(), bytes.size())) + "\n";
   }
+  for (const std::string& name : tensor_files(dir))
+    text += std::string(kHeaderTag) + " " + name + " " + hex8(header_crc32c(dir / name)) + "\n";
   return text;
 }
 
-// Each file COMMITTED records has the checksum recorded for it; a marker of "committed" alone (a
-// save before the record existed) records nothing to check.
+// Each file COMMITTED records, and each tensor file's header, has the checksum recorded for it; a
+// marker of "committed" alone (a save before the record existed) records nothing to check.
 void verify_commit_record(const fs::path& dir) {
   const fs::path marker = dir / kCommitFile;
   const std::string text = read_small_file(marker, kMaxCommitBytes);
@@ -64,8 +79,16 @@ void verify_commit_record(const fs::path& dir) {
       first = false;
       continue;
     }
-    char name[64] = {}, hex[16] = {};
-    if (std::sscanf(line.c_str(), "crc32c %63s %15s", name, hex) != 2 || std::strlen(hex) != 8 ||
+    char tag[16] = {}, name[256] = {}, hex[16] = {};
+    if (std::sscanf(line.c_str(), "%15s %255s %15s", tag, name, hex) == 3 && std::strcmp(tag, kHeaderTag) == 0 &&
+        std::strlen(hex) == 8 && fs::path(name).extension() == ".safetensors" && fs::path(name).filename() == name) {
+      const std::string actual = hex8(header_crc32c(dir / name));
+      if (actual != hex)
+        throw Error((dir / name).string() + ": header CRC32C " + actual + " where " + kCommitFile + " records " + hex +
+                    " (the header was edited after the checkpoint was committed)");
+      continue;
+    }
+    if (std::strcmp(tag, "crc32c") != 0 || std::strlen(hex) != 8 ||
         std::find_if(std::begin(kRecorded), std::end(kRecorded), [&](const char* r) { return std::strcmp(r, name) == 0; }) ==
             std::end(kRecorded))
       throw Error(marker.string() + ": unreadable line \"" + line.substr(0, 80) + "\" (the marker was altered)");

@@ -497,6 +497,18 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path) {
                   [&](const Entry& e, uint8_t* dst) { file.read_at(buffer_start + e.begin, dst, e.end - e.begin); });
 }
 
+uint32_t header_crc32c(const std::filesystem::path& path) {
+  const std::string who = path.string();
+  const Fail fail = [&](const std::string& why) { throw Error(who + ": " + why); };
+  const RegularFile file(path);
+  uint8_t first8[8] = {};
+  if (file.size() >= 8) file.read_at(0, first8, 8);
+  const uint64_t n = header_length(first8, file.size(), fail);
+  std::string text(size_t(n), '\0');
+  file.read_at(8, text.data(), n);
+  return crc32c(text.data(), text.size(), crc32c(first8, 8));
+}
+
 // ---------------------------------------------------------------------------------------- checksums
 
 std::string checksum_of(const StoredTensor& t) {

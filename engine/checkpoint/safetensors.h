@@ -84,6 +84,10 @@ void add_checksums(SafetensorsFile& f);
 // is one) and the reason. Tensors come back in the order the header lists them.
 SafetensorsFile read_safetensors(const std::filesystem::path& path);
 
+// CRC32C of the file's header as a whole, the 8-byte length and the JSON text: what the tensor
+// checksums leave unguarded (an added metadata key, a reordered entry). Errors as read_safetensors'.
+uint32_t header_crc32c(const std::filesystem::path& path);
+
 // The same from bytes in memory; `name_for_errors` starts every error message.
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name_for_errors);
 

@@ -1,6 +1,7 @@
 #include "engine/project/project.h"
 
 #include "engine/checkpoint/regular_file.h"
+#include "engine/project/limits.h"
 #include "engine/sharding/logical_rules.h"
 #include "engine/sharding/mesh.h"
 #include "engine/util/output_file.h"
@@ -188,9 +189,8 @@ std::string line_col(const std::string& text, size_t byte) {
 }
 
 constexpr size_t kMaxProjectDepth = 256;
-// Limits far beyond any real project (README, "Projects"): every string (a description, a name),
-// and the nodes of the graph, Repeat bodies included.
-constexpr size_t kMaxProjectString = 64 * 1024;
+// A limit far beyond any real project (README, "Projects"): the nodes of the graph, Repeat bodies
+// included; strings are bounded by kMaxProjectString (limits.h).
 constexpr size_t kMaxProjectNodes = 100000;
 
 // Nodes of a graph's JSON, its Repeat bodies' too (each graph's "nodes" array, however deep).

@@ -379,6 +379,7 @@ class TestCheckpointIntegrity : public QObject {
     for (auto it = p.header["__metadata__"].begin(); it != p.header["__metadata__"].end();)
       it = it.key().rfind(kChecksumPrefix, 0) == 0 ? p.header["__metadata__"].erase(it) : std::next(it);
     join(ckpt / kSingleFile, p);
+    write_all(ckpt / kCommitFile, "committed\n");  // its marker, as saves then wrote it
     const Loaded c = load(ckpt);
     QCOMPARE(c.arrays.at(kKernel).data, filled({4, 3}, 1.0f).data);
     QCOMPARE(c.arrays.at(kNu).data, filled({4, 3}, 0.5f).data);
@@ -677,6 +678,7 @@ class TestCheckpointIntegrity : public QObject {
     QTest::newRow("NaN under a recomputed checksum") << "nan" << "is NaN (the run had diverged";
     QTest::newRow("the tensors of another step") << "swap" << "does not match checkpoint.json's step 6";
     QTest::newRow("another tool's tensor file") << "foreign" << "the file was replaced by another tool's?";
+    QTest::newRow("a metadata key added") << "added" << "(the header was edited after the checkpoint was committed)";
   }
   void readersRefuseWhatResumeRefuses() {
     QFETCH(QString, damage);
@@ -709,6 +711,10 @@ class TestCheckpointIntegrity : public QObject {
       Parts p = split(model);
       p.header.erase("__metadata__");  // the same tensors, as another tool writes them
       join(model, p);
+    } else if (damage == "added") {
+      Parts p = split(model);
+      p.header["__metadata__"]["note"] = "edited";  // every tensor and its checksum left as they were
+      join(model, p);
     } else if (damage == "nan") {
       set_first_element(model, kKernel, std::numeric_limits<float>::quiet_NaN());
     } else {
@@ -725,7 +731,7 @@ class TestCheckpointIntegrity : public QObject {
   }
 
   // A checkpoint's COMMITTED marker records the checksums of checkpoint.json (and of a sharded
-  // model's index); a marker of "committed" alone, as saves before it wrote, still loads.
+  // model's index) and of each tensor file's header; a marker of "committed" alone, as saves before it wrote, still loads.
   void theCommitMarkerRecordsTheSmallFiles() {
     QTemporaryDir dir;
     const fs::path ckpt = make_checkpoint(fs::path(dir.path().toStdString()) / "a");
@@ -734,6 +740,7 @@ class TestCheckpointIntegrity : public QObject {
     VERIFY_CONTAINS(QString::fromStdString(read_all(sharded / kCommitFile)), QString("crc32c ") + kIndexFile + " ");
     write_all(ckpt / kCommitFile, "committed\n");
     QCOMPARE(load(ckpt).step, int64_t(6));
+    VERIFY_CONTAINS(QString::fromStdString(read_all(sharded / kCommitFile)), "crc32c-header model-00001-of-");
     write_all(ckpt / kCommitFile, "committed\ncrc32c ../../etc/passwd 00000000\n");
     VERIFY_CONTAINS(error_of([&] { load(ckpt); }), "unreadable line");
   }

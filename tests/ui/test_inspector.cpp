@@ -2,8 +2,12 @@
 // boxes, pick from menus, rename, and edit the project's settings with nothing selected; checked
 // against the project, the design check and the undo stack.
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QGuiApplication>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -13,7 +17,6 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QFile>
 #include <QtTest>
 
 #include "tests/engine/test_support.h"
@@ -390,6 +393,37 @@ class TestInspector : public QObject {
 
     doc_->undoStack()->undo();
     QCOMPARE(type->currentText(), QString("softmax_cross_entropy"));
+  }
+
+  // Pasting into the description: a megabyte (over a project's 64 KiB limit for a text) is refused
+  // at once, saying why, with the description as it was; the largest allowed paste, one unbroken
+  // 60 KiB run (a hash, a blob), is taken and laid out within the 2 s a user waits for an answer.
+  void aPasteIsBoundedAndAnswersAtOnce() {
+    QPlainTextEdit* description = find<QPlainTextEdit>("projectDescription");
+    description->setFocus();
+    description->selectAll();
+    QTest::keyClicks(description, "before");
+    QCOMPARE(doc_->project().description, std::string("before"));
+    QClipboard* clipboard = QGuiApplication::clipboard();
+    clipboard->setText(QString(1 << 20, QChar('x')));
+    QElapsedTimer t;
+    t.start();
+    QTest::keyClick(description, Qt::Key_V, Qt::ControlModifier);
+    QApplication::processEvents();
+    QVERIFY2(t.elapsed() < 2000, qPrintable(QString("a refused paste took %1 ms").arg(t.elapsed())));
+    QCOMPARE(description->toPlainText(), QString("before"));
+    QCOMPARE(doc_->project().description, std::string("before"));
+    VERIFY_CONTAINS(label("error:projectDescription")->text(), "description: the paste was refused");
+    VERIFY_CONTAINS(label("error:projectDescription")->text(), "65,536");
+
+    clipboard->setText(QString(60 * 1024, QChar('y')));
+    description->selectAll();
+    t.restart();
+    QTest::keyClick(description, Qt::Key_V, Qt::ControlModifier);
+    description->repaint();  // laid out and drawn, as a person would see it
+    QVERIFY2(t.elapsed() < 2000, qPrintable(QString("a 60 KiB paste took %1 ms").arg(t.elapsed())));
+    QCOMPARE(doc_->project().description.size(), size_t(60 * 1024));
+    QVERIFY(label("error:projectDescription")->isHidden());
   }
 
   // The precision policy is a project setting: each field one undoable edit of the file's

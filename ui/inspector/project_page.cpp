@@ -1,7 +1,5 @@
 #include "ui/inspector/project_page.h"
 
-#include <algorithm>
-
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
@@ -11,7 +9,9 @@
 #include <QPlainTextEdit>
 #include <QVBoxLayout>
 
+#include "engine/api/engine.h"
 #include "ui/document/project_document.h"
+#include "ui/inspector/bounded_text_edit.h"
 #include "ui/inspector/data_section.h"
 #include "ui/inspector/error_marks.h"
 #include "ui/inspector/field_text.h"
@@ -53,11 +53,12 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
   name_->setObjectName("projectName");
   nameError_ = makeErrorLabel("error:projectName", general);
   form->addRow(tr("name"), withError(name_, nameError_, general));
-  description_ = new QPlainTextEdit(general);
+  description_ = new BoundedTextEdit(qsizetype(project::kMaxProjectString), general);
   description_->setObjectName("projectDescription");
   description_->setTabChangesFocus(true);
   description_->setFixedHeight(description_->fontMetrics().lineSpacing() * 5 + 12);
-  form->addRow(tr("description"), description_);
+  descriptionError_ = makeErrorLabel("error:projectDescription", general);
+  form->addRow(tr("description"), withError(description_, descriptionError_, general));
   column->addWidget(general);
 
   auto* loss = new QGroupBox(tr("Loss"), this);
@@ -122,6 +123,12 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
 
   connect(name_, &QLineEdit::textEdited, this, &ProjectPage::nameEdited);
   connect(description_, &QPlainTextEdit::textChanged, this, &ProjectPage::descriptionEdited);
+  connect(description_, &BoundedTextEdit::pasteRefused, this, [this](qsizetype wouldBe) {
+    showFieldError(description_, descriptionError_,
+                   tr("description: the paste was refused: it would make the description %1 bytes, over a project's "
+                      "limit of %2 for a text")
+                       .arg(fieldtext::formatCount(double(wouldBe)), fieldtext::formatCount(double(description_->maxBytes()))));
+  });
   connect(lossType_, &QComboBox::activated, this, &ProjectPage::lossTypeChosen);
   connect(lossOutput_, &QComboBox::activated, this, &ProjectPage::lossOutputChosen);
   connect(dtype_, &QComboBox::activated, this,
@@ -152,12 +159,8 @@ void ProjectPage::refresh() {
   const QString description = QString::fromStdString(p.description);
   if (description_->toPlainText() != description) {
     updating_ = true;
-    // Text with a very long word (a pasted hash or blob) breaks anywhere: laying it out by word
-    // boundaries first took a second for 64 KiB; prose keeps its words whole.
-    qsizetype run = 0, longest = 0;
-    for (const QChar c : description) longest = std::max(longest, run = c.isSpace() ? 0 : run + 1);
-    description_->setWordWrapMode(longest > 200 ? QTextOption::WrapAnywhere : QTextOption::WrapAtWordBoundaryOrAnywhere);
-    description_->setPlainText(description);
+    description_->setTextFitted(description);
+    showFieldError(description_, descriptionError_, {});
     updating_ = false;
   }
 
@@ -230,6 +233,14 @@ void ProjectPage::nameEdited(const QString& text) {
 void ProjectPage::descriptionEdited() {
   if (updating_ || retired()) return;
   const std::string text = description_->toPlainText().toStdString();
+  // Typed past the bound: kept in front of the typist, not stored (the project could not be opened again).
+  if (text.size() > project::kMaxProjectString) {
+    showFieldError(description_, descriptionError_,
+                   tr("description: %1 bytes, over a project's limit of %2 for a text; not saved until shortened")
+                       .arg(fieldtext::formatCount(double(text.size())), fieldtext::formatCount(double(project::kMaxProjectString))));
+    return;
+  }
+  showFieldError(description_, descriptionError_, {});
   doc_->edit(tr("Edit project description"), [&](project::Project& p) { p.description = text; }, "project:description");
 }
 

@@ -15,6 +15,7 @@ class QPlainTextEdit;
 
 namespace shardlab::ui {
 
+class BoundedTextEdit;
 class DataSection;
 class ProjectDocument;
 
@@ -39,7 +40,8 @@ class ProjectPage : public InspectorPage {
   QString lastName_;
   QLineEdit* name_;
   QLabel* nameError_;
-  QPlainTextEdit* description_;
+  BoundedTextEdit* description_;
+  QLabel* descriptionError_;
   QComboBox* lossType_;
   QComboBox* lossOutput_;
   QLabel* lossError_;
