@@ -14,9 +14,15 @@
 
 namespace shardlab::testing {
 
+// Whether the tests' runs keep Open MPI off shared memory (SHARDLAB_MPI_TRANSPORT=tcp): every
+// message then crosses TCP over the loopback, as between two hosts.
+inline bool over_tcp() { return qEnvironmentVariable("SHARDLAB_MPI_TRANSPORT") == QLatin1String("tcp"); }
+
 // More processes than cores, and root inside a container.
 inline QStringList launcher_flags(int processes) {
-  return {"--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-np", QString::number(processes)};
+  QStringList flags{"--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-np", QString::number(processes)};
+  if (over_tcp()) flags << "--mca" << "btl" << "tcp,self" << "--mca" << "pml" << "ob1" << "--mca" << "btl_tcp_if_include" << "lo";
+  return flags;
 }
 
 struct Launch {

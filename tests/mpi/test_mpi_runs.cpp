@@ -39,7 +39,7 @@ void compare_losses(const QVector<double>& got, const QVector<double>& want) {
   QVERIFY2(!want.isEmpty(), "the one-process run logged no loss");
   QCOMPARE(got.size(), want.size());
   for (int i = 0; i < want.size(); ++i)
-    QVERIFY2(std::abs(got[i] - want[i]) <= 1e-6 * std::abs(want[i]),
+    QVERIFY2(got[i] == want[i],  // bit for bit: the same sums in the same order (README)
              qPrintable(QString("loss %1: %2 over processes, %3 in one").arg(i).arg(got[i], 0, 'g', 17).arg(want[i], 0, 'g', 17)));
 }
 
@@ -89,6 +89,26 @@ class TestMpiRuns : public QObject {
     const Launch r = mpirun(processes, SHARDLAB_COLLECTIVES_CHECK, {});
     QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("ok: 36 collective cases bitwise equal"), qPrintable(r.out));
+  }
+
+  // The transport the suite asked for is the one the processes use: shared memory by default,
+  // TCP alone when SHARDLAB_MPI_TRANSPORT=tcp (CTest's test_mpi_runs_tcp), as between two hosts.
+  void theProcessesTalkOverTheTransportAskedFor() {
+    QProcess p;
+    p.setProgram(SHARDLAB_MPIEXEC);
+    p.setArguments(launcher_flags(2) + QStringList{"--mca", "btl_base_verbose", "30", SHARDLAB_COLLECTIVES_CHECK});
+    p.start();
+    QVERIFY(p.waitForFinished(120000));
+    const QString out = QString::fromUtf8(p.readAllStandardOutput() + p.readAllStandardError());
+    QVERIFY2(p.exitCode() == 0 && out.contains("bitwise equal"), qPrintable(out.right(3000)));
+    const int tcp = out.count("select: init of component tcp returned success");
+    const int shared = out.count("select: init of component vader returned success");
+    if (shardlab::testing::over_tcp()) {
+      QCOMPARE(tcp, 2);
+      QCOMPARE(shared, 0);
+    } else {
+      QCOMPARE(shared, 2);
+    }
   }
 
   void lossesEqualOneProcessOnTheSameMesh_data() {

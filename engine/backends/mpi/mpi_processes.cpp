@@ -30,8 +30,13 @@ class MpiProcesses final : public Processes {
     MPI_Get_library_version(version, &len);
     std::string v(version, size_t(len));
     describe_ = v.substr(0, v.find_first_of(",\n"));
-    // Open MPI and Slurm say how many of the run's processes share this machine.
-    on_host_ = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", env_int("SLURM_NTASKS_PER_NODE", env_int("MPI_LOCALNRANKS", 1)));
+    // The processes that share this machine, as MPI sees them: launchers' variables do not always
+    // say (srun -n 2 without --ntasks-per-node sets none), and each process would then take every core.
+    MPI_Comm node = MPI_COMM_NULL;
+    MpiWorld::check(MPI_Comm_split_type(world_->host_comm(), MPI_COMM_TYPE_SHARED, world_->rank(), MPI_INFO_NULL, &node),
+                    "MPI_Comm_split_type");
+    MpiWorld::check(MPI_Comm_size(node, &on_host_), "MPI_Comm_size");
+    MPI_Comm_free(&node);
     on_host_ = std::clamp(on_host_, 1, world_->size());
   }
 
