@@ -294,6 +294,11 @@ void MainWindow::buildActions() {
     }
     statusBar()->showMessage(tr("Pick a step in the Checkpoints tab, then Export…"), 6000);
   });
+  file->addAction(tr("Attach to R&un..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Attach to Run (the JSONL log it writes, --log)"), {},
+                                                      tr("Training logs (*.jsonl);;All files (*)"));
+    if (!path.isEmpty()) attachToRun(path);
+  });
   file->addAction(tr("Open &Trace..."), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Trace"), {}, tr("Chrome trace JSON (*.json)"));
     if (!path.isEmpty() && trace_->openTraceFile(path)) showTab(trace_);
@@ -545,6 +550,11 @@ void MainWindow::setTheme(const QString& name) {
   QApplication::setStyle(QStyleFactory::create("Fusion"));
   QApplication::setPalette(theme_ == "Dark" ? darkPalette() : QApplication::style()->standardPalette());
   QSettings().setValue("theme", theme_);
+}
+
+bool MainWindow::attachToRun(const QString& path) {
+  showTab(training_);
+  return training_->attachToRun(path);
 }
 
 bool MainWindow::saveScreenshot(const QString& file) {

@@ -50,6 +50,9 @@ class MainWindow : public QMainWindow {
   bool openDefaultProject();
   bool save();
   bool saveAs(const QString& path = {});
+  // File > Attach to Run and `shardlab --attach`: the Training tab follows a run started
+  // elsewhere by its JSONL log (or a folder holding it); false, saying why in that tab, if it cannot.
+  bool attachToRun(const QString& path);
   // Renders the whole window to an image file (the README's screenshot, the tests' artifacts).
   bool saveScreenshot(const QString& file);
   // "Dark" or "Light".

@@ -136,6 +136,8 @@ void JsonlLog::on_saved(int64_t step, const std::string& dir) {
   }
 }
 
+void JsonlLog::on_finish(bool cancelled) { write(nlohmann::ordered_json{{"event", "end"}, {"cancelled", cancelled}}); }
+
 void JsonlLog::write(const nlohmann::ordered_json& record) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.empty()) throw Error(failed_);

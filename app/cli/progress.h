@@ -40,6 +40,9 @@ class JsonlLog : public runtime::TrainerListener {
   // {"event": "saved", "step": N, "dir": ...}: a checkpoint committed (from a background save's
   // thread, hence the lock), so a window following the log can list it.
   void on_saved(int64_t step, const std::string& dir) override;
+  // {"event": "end", "cancelled": ...}: the run is over, for a window attached to the log, which
+  // has no process to watch end.
+  void on_finish(bool cancelled) override;
 
  private:
   void write(const nlohmann::ordered_json& record);

@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   cli.addOption(screenshot);
   QCommandLineOption size("size", "open the window WIDTHxHEIGHT pixels large, e.g. 1920x1080", "WxH");
   cli.addOption(size);
+  QCommandLineOption attach("attach", "follow the run that writes LOG (its --log file, or a folder holding it), as "
+                            "File > Attach to Run does", "LOG");
+  cli.addOption(attach);
   cli.process(app);
   if (cli.isSet(version)) {
     std::fputs(shardlab::api::build_info_text().c_str(), stdout);
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   if (!args.isEmpty()) window.openFile(args.first());
   else window.openDefaultProject();
   window.show();
+  if (cli.isSet(attach)) window.attachToRun(cli.value(attach));
   if (cli.isSet(screenshot)) return window.saveScreenshot(cli.value(screenshot)) ? 0 : 1;
   return app.exec();
 }

@@ -247,9 +247,14 @@ class TestMpiRuns : public QObject {
     // The log says so, for a window that follows it.
     QFile f(log);
     QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonObject last = QJsonDocument::fromJson(f.readAll().trimmed().split('\n').last()).object();
-    QCOMPARE(last["event"].toString(), QString("saved"));
-    QCOMPARE(last["step"].toInt(), logged);
+    const QList<QByteArray> records = f.readAll().trimmed().split('\n');
+    QVERIFY(records.size() >= 2);
+    const QJsonObject saved = QJsonDocument::fromJson(records[records.size() - 2]).object();
+    QCOMPARE(saved["event"].toString(), QString("saved"));
+    QCOMPARE(saved["step"].toInt(), logged);
+    const QJsonObject end = QJsonDocument::fromJson(records.last()).object();
+    QCOMPARE(end["event"].toString(), QString("end"));
+    QCOMPARE(end["cancelled"].toBool(), true);
   }
 
   // The same promise where the stop lands inside the agreement itself (process 1's vote already

@@ -8,7 +8,6 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMimeData>
@@ -21,10 +20,10 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
-#include <QTimer>
 #include <QtTest>
 
 #include "tests/engine/test_support.h"
+#include "tests/ui/window_menus.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/canvas/node_item.h"
@@ -264,17 +263,7 @@ class TestFirstModel : public QObject {
     const QString out = tmp.filePath("model.safetensors");
     auto* exportButton = child<QPushButton>(browser, "exportButton");
     QVERIFY(exportButton && exportButton->isEnabled());
-    // Qt's own file dialog is answered through its API (what it does with keys is Qt's, tested there).
-    QTimer::singleShot(0, [out] {
-      for (int i = 0; i < 300; ++i) {
-        if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
-          dialog->selectFile(out);
-          static_cast<QDialog*>(dialog)->accept();
-          return;
-        }
-        QTest::qWait(10);
-      }
-    });
+    shardlab::testing::answerNextFileDialog(out);
     QSignalSpy exported(browser, &CheckpointBrowser::exportFinished);
     QTest::mouseClick(exportButton, Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 1, 30000);

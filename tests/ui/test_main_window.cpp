@@ -29,6 +29,7 @@
 
 #include "tests/engine/test_support.h"
 #include "engine/api/build_info.h"
+#include "tests/ui/window_menus.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
 #include "ui/help/shortcuts_dialog.h"
@@ -39,6 +40,7 @@
 
 using namespace shardlab;
 using namespace shardlab::ui;
+using shardlab::testing::fileAction;
 
 namespace {
 
@@ -94,13 +96,6 @@ class TestMainWindow : public QObject {
 
   // File > New (Ctrl+N) and Close Project both leave an empty, untitled project: no nodes, nothing
   // to undo, not modified, and a design check that says what is missing rather than crashing.
-  QAction* fileAction(MainWindow& w, const QString& text) {
-    for (QAction* menu : w.menuBar()->actions())
-      if (menu->text().remove('&') == "File")
-        for (QAction* a : menu->menu()->actions())
-          if (a->text().remove('&') == text) return a;
-    return nullptr;
-  }
   void newAndCloseGiveAnEmptyProject() {
     MainWindow w;
     for (const QString& command : {QString("New"), QString("Close Project")}) {

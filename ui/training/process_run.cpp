@@ -1,6 +1,7 @@
 #include "ui/training/process_run.h"
 
 #include <csignal>
+#include <sys/stat.h>
 
 #include <QDir>
 #include <QFile>
@@ -41,18 +42,35 @@ ProcessRun::ProcessRun(QObject* parent) : QObject(parent) {
 
 ProcessRun::~ProcessRun() { shutdown(); }
 
-bool ProcessRun::start(const QString& program, const QStringList& arguments, const QString& logFile) {
-  if (running_) return false;
+void ProcessRun::reset(const QString& logFile) {
   running_ = true;
-  stopping_ = began_ = false;
+  stopping_ = began_ = attached_ = false;
   logFile_ = logFile;
   offset_ = 0;
+  logInode_ = 0;
   lastStep_ = 0;
   info_ = {};
   partial_.clear();
   errBuffer_.clear();
   outTail_.clear();
   errTail_.clear();
+}
+
+bool ProcessRun::attach(const QString& logFile) {
+  if (running_) return false;
+  reset(logFile);
+  attached_ = true;
+  poll_.start();
+  // What the log already holds, as soon as the caller has said the run began.
+  QTimer::singleShot(0, this, [this] {
+    if (running_ && attached_) poll();
+  });
+  return true;
+}
+
+bool ProcessRun::start(const QString& program, const QStringList& arguments, const QString& logFile) {
+  if (running_) return false;
+  reset(logFile);
   process_.setProgram(program);
   process_.setArguments(arguments);
   process_.start();
@@ -62,6 +80,11 @@ bool ProcessRun::start(const QString& program, const QStringList& arguments, con
 
 void ProcessRun::stop() {
   if (!running_ || stopping_) return;
+  if (attached_) {  // the run is not ours to stop: only the following ends
+    end();
+    emit finished(true);
+    return;
+  }
   stopping_ = true;
   // SIGTERM to the run's processes themselves: they agree on a step, stop after it, save and exit,
   // and mpirun with them. (SIGTERM to mpirun would reach them only after Open MPI's own delay and
@@ -91,6 +114,10 @@ QList<qint64> ProcessRun::childrenOf(qint64 parent) {
 
 void ProcessRun::shutdown() {
   if (!running_) return;
+  if (attached_) {
+    end();
+    return;
+  }
   // Nothing more is reported: whoever listens is going away.
   process_.disconnect(this);
   poll_.stop();
@@ -107,15 +134,25 @@ void ProcessRun::poll() {
   QFile f(logFile_);
   // Process 0 creates the log once its trainer is built; until then there is nothing to read.
   if (!f.open(QIODevice::ReadOnly)) return;
-  if (f.size() < offset_) return;  // not ours to follow (a truncated file)
+  struct stat st {};
+  const quint64 inode = ::fstat(f.handle(), &st) == 0 ? quint64(st.st_ino) : 0;
+  if (f.size() < offset_ || (logInode_ != 0 && inode != logInode_)) {
+    if (!attached_) return;  // not ours to follow (a truncated file)
+    // A restarted job writes its log anew: the run is read again from its start.
+    offset_ = 0;
+    partial_.clear();
+    lastStep_ = 0;
+    emit restarted();
+  }
+  logInode_ = inode;
   if (!f.seek(offset_)) return;
   const QByteArray more = f.readAll();
   offset_ += more.size();
   partial_ += more;
   // Only whole lines: the writer may be half-way through the next one.
   qsizetype from = 0;
-  for (qsizetype end; (end = partial_.indexOf('\n', from)) >= 0; from = end + 1)
-    parse(partial_.mid(from, end - from));
+  for (qsizetype end; running_ && (end = partial_.indexOf('\n', from)) >= 0; from = end + 1)
+    parse(partial_.mid(from, end - from));  // an attached run's "end" record stops the reading
   partial_.remove(0, from);
 }
 
@@ -169,7 +206,15 @@ void ProcessRun::parse(const QByteArray& line) {
     e.accuracy = number(o, "accuracy");
     emit evaluated(e);
   } else if (event == QLatin1String("saved")) {
-    emit saved(integer(o, "step"), o.value(QLatin1String("dir")).toString());
+    QString dir = o.value(QLatin1String("dir")).toString();
+    // A job names its checkpoints relative to where it runs; a window attached from elsewhere
+    // takes that to be the log's folder (a job's shared run folder), not its own working folder.
+    if (attached_ && QFileInfo(dir).isRelative()) dir = QFileInfo(logFile_).dir().filePath(dir);
+    emit saved(integer(o, "step"), dir);
+  } else if (event == QLatin1String("end") && attached_) {
+    // A launched run ends when its launcher exits (onExited); an attached one, here.
+    end();
+    emit finished(o.value(QLatin1String("cancelled")).toBool());
   }
   // Anything else (a record a newer CLI adds) is not drawn.
 }

@@ -3,6 +3,10 @@
 // in-process TrainingRun emits, so the Training tab draws both alike. Nothing here blocks the UI
 // thread while the run goes: the log is polled on a timer and only complete lines are read. Stop
 // sends SIGTERM to the launcher, which passes it on: every process stops after the same step.
+//
+// Or a run this window did not start (a cluster job writing to a shared folder), attached by its
+// log alone: followed until its "end" record, and again from the top when the file is replaced or
+// cut short (the job restarted from a checkpoint); Stop then only stops following it.
 #pragma once
 
 #include <QByteArray>
@@ -31,6 +35,8 @@ class ProcessRun : public QObject {
   // Starts `program` with `arguments`, which make it write its JSONL log to `logFile` (a file
   // that does not exist yet). False when a run is already going.
   bool start(const QString& program, const QStringList& arguments, const QString& logFile);
+  // Follows the log of a run started elsewhere (it may not exist yet). False when a run is going.
+  bool attach(const QString& logFile);
   // SIGTERM to the launcher: the processes stop between steps (and the run reports cancelled).
   void stop();
   // Ends a run without reporting anything more (the tab is closing): SIGTERM, a few seconds'
@@ -40,6 +46,7 @@ class ProcessRun : public QObject {
   // From start() until finished() or failed() has been emitted.
   bool isRunning() const { return running_; }
   bool isStopping() const { return stopping_; }
+  bool isAttached() const { return running_ && attached_; }
   QString logFile() const { return logFile_; }
   // The launcher's pid while it runs (0 otherwise).
   qint64 processId() const { return process_.processId(); }
@@ -50,6 +57,8 @@ class ProcessRun : public QObject {
   void stepped(const shardlab::runtime::StepEvent& event);
   void evaluated(const shardlab::runtime::EvalEvent& event);
   void saved(qint64 step, const QString& dir);  // process 0 committed a checkpoint
+  // An attached run's log was replaced or cut short: it is read again from its start.
+  void restarted();
   // A line the processes wrote to stderr (warnings, and the reason when one fails).
   void output(const QString& line);
   void finished(bool cancelled);
@@ -65,6 +74,7 @@ class ProcessRun : public QObject {
   void onExited(int code, QProcess::ExitStatus status);
   void onError(QProcess::ProcessError error);
   void end();            // back to idle, before the last signal
+  void reset(const QString& logFile);  // a new run's state, before it starts or is attached
   static QList<qint64> childrenOf(qint64 parent);  // the pids whose parent is `parent`
   QString tail() const;  // the last lines of stderr (else stdout), for an error message
 
@@ -72,11 +82,12 @@ class ProcessRun : public QObject {
   QTimer poll_, killTimer_;
   QString logFile_;
   qint64 offset_ = 0;    // how far the log has been read
+  quint64 logInode_ = 0; // the log file being read (0: not opened yet), to notice a replaced one
   QByteArray partial_;   // a line whose end has not been written yet
   QByteArray errBuffer_, outTail_;
   QStringList errTail_;
   runtime::StartInfo info_;
-  bool running_ = false, stopping_ = false, began_ = false;
+  bool running_ = false, stopping_ = false, began_ = false, attached_ = false;
   qint64 lastStep_ = 0;
 };
 

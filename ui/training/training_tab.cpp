@@ -208,11 +208,18 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(processRun_, &ProcessRun::saved, this, &TrainingTab::onSaved);
   connect(processRun_, &ProcessRun::finished, this, &TrainingTab::onFinished);
   connect(processRun_, &ProcessRun::finished, this, [this] {
-    const QString trace = processLogDir_ ? processLogDir_->filePath(QStringLiteral("trace.json")) : QString();
+    const QString trace = processLogDir_ ? processLogDir_->filePath(QStringLiteral("trace.json")) : attachedTrace_;
     if (!trace.isEmpty() && QFileInfo::exists(trace)) emit traceFileWritten(trace);
   });
   connect(processRun_, &ProcessRun::failed, this, &TrainingTab::onFailed);
   connect(processRun_, &ProcessRun::output, this, [this](const QString& line) { log(line); });
+  connect(processRun_, &ProcessRun::restarted, this, [this] {
+    log(tr("The run's log started over (the job restarted, or the file was replaced): reading it from its start."));
+    began_ = false;
+    last_ = {};
+    recentStepSeconds_.clear();
+    resetCharts();
+  });
   connect(outputs_, &RunOutputsForm::checkpointDirChanged, this, &TrainingTab::checkpointDirChanged);
   connect(doc_, &ProjectDocument::opened, this, &TrainingTab::projectOpened);
   connect(doc_, &ProjectDocument::changed, this, &TrainingTab::projectChanged);
@@ -536,21 +543,14 @@ void TrainingTab::launch(const QString& resumeDir) {
   }
 
   runProcesses_ = processes;
+  attachedTrace_.clear();
   runName_ = QString::fromStdString(copy.display_name());
   runLabel_ = tr("run %1: %2").arg(++runCount_).arg(meshText);
   // A run over processes keeps its trace in process 0, not here: the Trace tab gets none.
   trace_ = processes > 1 ? nullptr : outputs_->makeTrace();
   settings.options.trace = trace_;
   runSavesCheckpoints_ = !settings.options.checkpoint_dir.empty();
-  pendingSave_ = false;
-  began_ = false;
-  info_ = {};
-  last_ = {};
-  recentStepSeconds_.clear();
-  resetCharts();
-  progress_->setRange(0, 0);  // busy until the trainer reports its step count
-  progress_->setValue(0);
-  if (!log_->document()->isEmpty()) log(QString());
+  beginRun();
   const runtime::TrainOptions& o = settings.options;
   log(tr("Starting %1: %2, batch %3, learning rate %4, seed %5, %6, %7 device(s)%8")
           .arg(runName_, o.steps > 0 ? tr("%1 steps").arg(o.steps) : tr("%1 epoch(s)").arg(o.epochs))
@@ -582,6 +582,46 @@ void TrainingTab::launch(const QString& resumeDir) {
   updateControls();
   updateStatus();
   emit runStarted();
+}
+
+bool TrainingTab::attachToRun(const QString& path) {
+  if (running()) {
+    showError(tr("Attach to Run: a run is going; stop it first"));
+    return false;
+  }
+  QString logFile = path;
+  if (QFileInfo(path).isDir()) {
+    // A run's folder: its one JSONL log (run.jsonl where there are several).
+    const QDir dir(path);
+    const QStringList logs = dir.entryList({QStringLiteral("*.jsonl")}, QDir::Files, QDir::Name);
+    if (logs.contains(QStringLiteral("run.jsonl")))
+      logFile = dir.filePath(QStringLiteral("run.jsonl"));
+    else if (logs.size() == 1)
+      logFile = dir.filePath(logs.first());
+    else {
+      showError(logs.isEmpty() ? tr("Attach to Run: %1 holds no .jsonl log (shardlab-cli train --log FILE writes one)").arg(path)
+                               : tr("Attach to Run: %1 holds %2 logs; choose one of them").arg(path).arg(logs.size()));
+      return false;
+    }
+  }
+  error_->hide();
+  runProcesses_ = 0;
+  processLogDir_.reset();
+  trace_ = nullptr;
+  runSavesCheckpoints_ = false;
+  beginRun();
+  // A job's merged trace (--trace trace.json beside its log) opens in the Trace tab when it lands.
+  attachedTrace_ = QFileInfo(logFile).dir().filePath(QStringLiteral("trace.json"));
+  runName_ = QFileInfo(logFile).fileName();
+  runLabel_ = tr("run %1: attached to %2").arg(++runCount_).arg(runName_);
+  log(tr("Following the run that writes %1 (Stop stops following it; the run goes on)").arg(logFile));
+  clock_.start();
+  processRun_->attach(logFile);
+  doc_->message("info", tr("Attached to the run logged in %1").arg(logFile));
+  updateControls();
+  updateStatus();
+  emit runStarted();
+  return true;
 }
 
 void TrainingTab::showClusterCommand() {
@@ -634,6 +674,11 @@ void TrainingTab::togglePause() {
 }
 
 void TrainingTab::stop() {
+  if (processRun_->isAttached()) {
+    detached_ = true;
+    processRun_->stop();
+    return;
+  }
   if (processRun_->isRunning() && !processRun_->isStopping()) {
     processRun_->stop();
     log(tr("Stopping every process after the current step."));
@@ -697,7 +742,7 @@ void TrainingTab::onStarted(const runtime::StartInfo& s) {
   progress_->setValue(int(std::min<int64_t>(s.first_step, INT_MAX)));
   progress_->setFormat(tr("%v / %m steps"));
   logEvery_ = std::max<int64_t>(1, s.total_steps / kLogLines);
-  if (runProcesses_ > 1) {
+  if (runProcesses_ > 1 || processRun_->isAttached()) {
     // Process 0's log carries less than an in-process trainer tells: no example counts or memory breakdown.
     log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s) per process")
             .arg(s.total_steps)
@@ -809,6 +854,13 @@ QString TrainingTab::ranText(const QString& took) const {
 void TrainingTab::onFinished(bool cancelled) {
   refreshProgress();
   const QString took = clockText(clock_.elapsed() / 1000.0);
+  if (std::exchange(detached_, false)) {
+    log(tr("Stopped following the run at step %1 of %2; it goes on where it runs.").arg(last_.step).arg(info_.total_steps));
+    updateControls();
+    status_->setText(tr("Not following: last read step %1 of %2").arg(last_.step).arg(info_.total_steps));
+    emit runFinished(true);
+    return;
+  }
   if (cancelled) {
     log(tr("Cancelled after %1 of %2 steps (%3).").arg(last_.step).arg(info_.total_steps).arg(took));
     doc_->message("info", tr("Training %1 cancelled after %2 steps").arg(runName_).arg(last_.step));
@@ -879,6 +931,8 @@ void TrainingTab::updateStatus() {
   if (!began_) {
     if (run_->isPaused())
       status_->setText(tr("Building the trainer… (will pause before the first step)"));
+    else if (processRun_->isAttached())
+      status_->setText(tr("Waiting for the run's log to start…"));
     else if (runProcesses_ > 1)
       status_->setText(tr("Starting %1 processes, building the trainer and loading data…").arg(runProcesses_));
     else
@@ -903,6 +957,18 @@ void TrainingTab::updateStatus() {
                        .arg(number(last_.loss))
                        .arg(mean > 0 ? number(1.0 / mean, 3) : QStringLiteral("-"))
                        .arg(clockText(clock_.elapsed() / 1000.0), clockText(eta)));
+}
+
+void TrainingTab::beginRun() {
+  pendingSave_ = false;
+  began_ = false;
+  info_ = {};
+  last_ = {};
+  recentStepSeconds_.clear();
+  resetCharts();
+  progress_->setRange(0, 0);  // busy until the run reports its step count
+  progress_->setValue(0);
+  if (!log_->document()->isEmpty()) log(QString());
 }
 
 void TrainingTab::resetCharts() {

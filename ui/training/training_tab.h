@@ -79,6 +79,11 @@ class TrainingTab : public QWidget {
   void resumeFrom(const QString& stepDir);
   // Opens "Command Line for a Cluster" for the saved project and these settings (or says why not).
   void showClusterCommand();
+  // Follows a run started elsewhere (a cluster job writing to a shared folder) by its JSONL log,
+  // `path` or the one log in the folder `path`: drawn as a run of this window's, its checkpoints
+  // listed as they commit, until its end record; Stop stops following it. False (saying why)
+  // while a run is going or when no log is found.
+  bool attachToRun(const QString& path);
 
  signals:
   // runStarted() when a run is accepted (its trainer is then built on the worker); each run
@@ -131,6 +136,7 @@ class TrainingTab : public QWidget {
   void updateControls();
   void updateStatus();
   void refreshProgress();
+  void beginRun();  // a new run's state: nothing reported yet, charts empty, progress busy
   void resetCharts();
   void showNotStarted();  // the progress bar before any run: no "0 / 1 steps"
 
@@ -166,6 +172,8 @@ class TrainingTab : public QWidget {
   bool runSavesCheckpoints_ = false;
   bool pendingSave_ = false;  // asked for before the trainer was ready
   bool began_ = false;        // on_start arrived
+  QString attachedTrace_;  // where an attached run's trace lands, if it writes one
+  bool detached_ = false;  // Stop on an attached run: it goes on elsewhere, only the following ended
   runtime::StartInfo info_;
   runtime::StepEvent last_;
   std::deque<double> recentStepSeconds_;  // the ETA averages these
