@@ -645,6 +645,28 @@ class TestMeshRules : public QObject {
     VERIFY_CONTAINS(bars.tickLabels().join(' '), "MiB");
   }
 
+  // Squeezed to its least height (a 1280x720 window's Memory panel), the chart labels only ticks
+  // whose labels do not overlap, keeping the top value: "5.00 MiB" over "0 B" read as neither.
+  void aShortMemoryChartDrawsNoLabelOverAnother() {
+    MemoryBars bars;
+    const double MiB = 1024.0 * 1024;
+    bars.setMemory({sharding::DeviceMemory{1 * MiB, 2 * MiB, 1.5 * MiB}, sharding::DeviceMemory{1 * MiB, 1 * MiB, 1 * MiB}}, 0);
+    const int line = QFontMetrics(bars.font()).height();
+    for (int height : {bars.minimumSizeHint().height(), 6 * line, 8 * line, 220}) {
+      bars.resize(480, height);
+      const QList<double> labelled = bars.labelledTicks();
+      QVERIFY2(!labelled.isEmpty() && labelled.last() == bars.scaleMax(), qPrintable(QString::number(height)));
+      // Pixel rows of neighbouring labels are a line apart or more.
+      const int full = bars.barRect(0).height();
+      for (int i = 1; i < labelled.size(); ++i) {
+        const double dy = full * (labelled[i] - labelled[i - 1]) / bars.scaleMax();
+        QVERIFY2(dy >= line - 1, qPrintable(QString("%1 px tall: labels %2 px apart").arg(height).arg(dy)));
+      }
+    }
+    bars.resize(480, 220);
+    QCOMPARE(bars.labelledTicks(), bars.ticks());  // room for every label
+  }
+
   // The bars stand on a byte scale whose labels are the engine's byte format and which reaches
   // the capacity once a device uses a twentieth of it: a bar's length is its total against the
   // scale's top, so a device using a sliver of its memory draws a sliver (it used to fill the chart

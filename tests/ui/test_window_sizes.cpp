@@ -6,14 +6,20 @@
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QGroupBox>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "ui/main_window.h"
@@ -109,7 +115,12 @@ class TestWindowSizes : public QObject {
 
     auto* mesh = w.findChild<MeshRulesTab*>();
     openTab(w, mesh);
-    expect("Problems", mesh->findChild<IssuesList*>("issues"), roomy);
+    auto* issues = mesh->findChild<IssuesList*>("issues");
+    expect("Problems", issues, roomy);
+    // Problems wrap to their column at every size: a sentence read by scrolling sideways is not read.
+    QTest::qWait(50);
+    if (issues->horizontalScrollBar()->maximum() > 0)
+      problems << QString("Problems: scrolls sideways by %1 px").arg(issues->horizontalScrollBar()->maximum());
     QTableView* arrays = mesh->specTable()->view();
     expect("Arrays", arrays, roomy);
     const int rowHeight = arrays->rowHeight(0);
@@ -117,6 +128,25 @@ class TestWindowSizes : public QObject {
     if (roomy && rowsShown < 5) problems << QString("Arrays: %1 rows shown, 5 wanted").arg(rowsShown);
     if (roomy && arrays->columnWidth(0) < 120) problems << QString("Arrays: names %1 px wide").arg(arrays->columnWidth(0));
     QVERIFY(w.grab().save(QString(SHARDLAB_BINARY_DIR "/ui-screenshots/window-%1-mesh.png").arg(tag)));
+
+    // A layout with problems (FSDP over data=3, which divides no kernel): their long sentences
+    // wrap too.
+    QTemporaryDir dir;
+    QFile in(SHARDLAB_SOURCE_DIR "/projects/deep-mlp-small.shardlab.json");
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    QJsonObject project = QJsonDocument::fromJson(in.readAll()).object();
+    project["mesh"] = QJsonObject{{"axes", QJsonObject{{"data", 3}}}};
+    project["logical_axis_rules"] = QJsonArray{QJsonArray{"batch", "data"}, QJsonArray{"embed", "data"}};
+    QFile out(dir.filePath("bad.shardlab.json"));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(project).toJson());
+    out.close();
+    QVERIFY(w.openFile(out.fileName()));
+    openTab(w, mesh);
+    QTest::qWait(50);
+    QVERIFY2(issues->errorCount() > 0, "the layout should have problems");
+    if (issues->horizontalScrollBar()->maximum() > 0)
+      problems << QString("Problems (with errors): scrolls sideways by %1 px").arg(issues->horizontalScrollBar()->maximum());
     QVERIFY2(problems.isEmpty(), qPrintable(tag + ": " + problems.join("; ")));
   }
 };

@@ -89,9 +89,24 @@ QList<double> MemoryBars::ticks() const {
   return out;
 }
 
+QList<double> MemoryBars::labelledTicks() const {
+  const int lineHeight = QFontMetrics(font()).height();
+  const int base = plotArea().bottom() + 1;
+  QList<double> out;
+  int lastY = 0;
+  const QList<double> all = ticks();
+  for (auto t = all.rbegin(); t != all.rend(); ++t) {
+    const int y = base - lengthOf(*t);
+    if (!out.isEmpty() && y - lastY < lineHeight) continue;
+    out.prepend(*t);
+    lastY = y;
+  }
+  return out;
+}
+
 QStringList MemoryBars::tickLabels() const {
   QStringList out;
-  for (double t : ticks()) out << bytesText(t);
+  for (double t : labelledTicks()) out << bytesText(t);
   return out;
 }
 
@@ -103,7 +118,8 @@ QSize MemoryBars::minimumSizeHint() const {
 QRect MemoryBars::plotArea() const {
   const QFontMetrics fm(font());
   int axis = 0;
-  for (const QString& label : tickLabels()) axis = std::max(axis, fm.horizontalAdvance(label));
+  // Room for every tick's label, labelled or not (which ones are depends on this area's height).
+  for (double t : ticks()) axis = std::max(axis, fm.horizontalAdvance(bytesText(t)));
   // Left: the scale's labels; top: the caption; bottom: device numbers and the legend.
   const int left = 8 + axis + 6;
   const int top = 2 * fm.height() + 4;
@@ -154,7 +170,10 @@ void MemoryBars::paintEvent(QPaintEvent*) {
     const int y = base - lengthOf(t);
     p.setPen(grid);
     if (t > 0) p.drawLine(area.left(), y, area.right(), y);
-    p.setPen(pal.color(QPalette::WindowText));
+  }
+  p.setPen(pal.color(QPalette::WindowText));
+  for (double t : labelledTicks()) {
+    const int y = base - lengthOf(t);
     p.drawText(QRect(4, y - fm.height() / 2, area.left() - 10, fm.height()), Qt::AlignRight | Qt::AlignVCenter, bytesText(t));
   }
   p.setPen(pal.color(QPalette::Mid));

@@ -30,7 +30,10 @@ class MemoryBars : public QWidget {
   // The byte scale: its top, and the values of its labelled ticks (0 first, the top last).
   double scaleMax() const;
   QList<double> ticks() const;
-  // The tick labels as drawn, in the engine's byte format ("512.00 MiB").
+  // The ticks that carry a label: from the top down, each whose label would not overlap one
+  // above it (a short chart keeps its top value and drops "0 B" rather than draw one over the other).
+  QList<double> labelledTicks() const;
+  // Those labels as drawn, in the engine's byte format ("512.00 MiB").
   QStringList tickLabels() const;
   // The capacity line's height in pixels above the bars' bottom; -1 without a capacity, or where
   // the most any device uses is under a twentieth of it: the scale then reaches the largest bar
