@@ -36,14 +36,9 @@ void BoundedTextEdit::setTextFitted(const QString& text) {
 void BoundedTextEdit::insertFromMimeData(const QMimeData* source) {
   if (!source || !source->hasText()) return QPlainTextEdit::insertFromMimeData(source);
   const QString pasted = source->text();
-  // UTF-8 sizes counted without converting a megabyte: a UTF-16 unit is 1 to 3 bytes.
-  auto utf8Bytes = [](QStringView s) {
-    qsizetype n = 0;
-    for (const QChar c : s) n += c.unicode() < 0x80 ? 1 : c.unicode() < 0x800 ? 2 : c.isSurrogate() ? 2 : 3;
-    return n;
-  };
-  const QString current = toPlainText();
-  const qsizetype wouldBe = utf8Bytes(current) - utf8Bytes(textCursor().selectedText()) + utf8Bytes(pasted);
+  // Sizes in the project's bytes (UTF-8); converting even a megabyte takes milliseconds.
+  const qsizetype wouldBe =
+      toPlainText().toUtf8().size() - textCursor().selectedText().toUtf8().size() + pasted.toUtf8().size();
   if (wouldBe > maxBytes_) {
     emit pasteRefused(wouldBe);
     return;
