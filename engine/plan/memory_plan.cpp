@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "engine/ir/primitive.h"
+#include "engine/plan/first_fit.h"
 #include "engine/util/checked.h"
 
 namespace shardlab::plan {
@@ -189,67 +190,34 @@ MemoryPlan plan_memory(const ir::Program& p, const std::vector<int>& keep) {
     }
   }
 
-  struct Span { int64_t stage; int first, last; };
-  struct Buf { int value; int64_t size; std::vector<Span> live; int64_t offset = -1; };
-  std::vector<Buf> bufs;
+  std::vector<Buffer> bufs;
+  std::vector<int> value_of;  // per buffer
   for (size_t v = 0; v < nv; ++v) {
     ValueKind k = p.values[v].kind;
     if (k == ValueKind::Param || k == ValueKind::OptState || find(int(v)) != int(v) || inside[v] >= 0) continue;
-    Buf b{int(v), planned_bytes(p, int(v)), {}};
+    Buffer b{planned_bytes(p, int(v)), {}};
     for (int64_t s = 0; s < S; ++s)
       if (!(first[at(s, v)] == end && last[at(s, v)] < 0)) b.live.push_back({s, first[at(s, v)], last[at(s, v)]});
     if (b.live.empty()) continue;  // never produced nor read
-    bufs.push_back(b);
     // Sizes come from the project's shapes (each bounded by graph analysis); their sums are checked.
     if (k == ValueKind::Input || k == ValueKind::Target) mp.input_bytes = util::add_or_throw(mp.input_bytes, b.size, "memory plan: input bytes");
     else mp.naive_temp_bytes = util::add_or_throw(mp.naive_temp_bytes, b.size, "memory plan: temporary bytes");
+    bufs.push_back(std::move(b));
+    value_of.push_back(int(v));
   }
-  // Greedy by size: place the largest buffers first at the lowest offset free over their live range.
+  // Greedy by size: the largest buffers first, each at the lowest offset free over its live range.
   std::vector<size_t> order(bufs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].size > bufs[b].size; });
-  // The placed buffers live in time buckets per stage (each in every bucket its live range touches),
-  // so a buffer's overlapping neighbours are found among those of its own buckets rather than among
-  // every buffer placed: a step of many microbatches has tens of thousands of buffers.
-  constexpr int kBucket = 64;
-  auto bucket = [](int t) { return size_t(t + 1) / kBucket; };  // t >= -1 (inputs are live from the start)
-  const size_t nb = bucket(end) + 1;
-  std::vector<std::vector<size_t>> in_bucket(size_t(S) * nb);
-  std::vector<size_t> seen(bufs.size(), SIZE_MAX);
-  std::vector<std::pair<int64_t, int64_t>> busy;
-  for (size_t bi : order) {
-    Buf& b = bufs[bi];
-    busy.clear();
-    for (const Span& sp : b.live)
-      for (size_t k = bucket(sp.first); k <= bucket(std::max(sp.last, sp.first)); ++k)
-        for (size_t pj : in_bucket[size_t(sp.stage) * nb + k]) {
-          const Buf& o = bufs[pj];
-          if (seen[pj] == bi) continue;
-          bool overlap = false;
-          for (const Span& os : o.live)
-            if (os.stage == sp.stage && os.first <= sp.last && sp.first <= os.last) overlap = true;
-          if (!overlap) continue;
-          seen[pj] = bi;
-          busy.push_back({o.offset, o.offset + o.size});
-        }
-    std::sort(busy.begin(), busy.end());
-    int64_t off = 0;
-    for (auto [s, e] : busy) {
-      if (off + b.size <= s) break;
-      off = std::max(off, e);
-    }
-    b.offset = off;
-    mp.arena_bytes = std::max(mp.arena_bytes, util::add_or_throw(off, b.size, "memory plan: arena bytes"));
-    for (const Span& sp : b.live)
-      for (size_t k = bucket(sp.first); k <= bucket(std::max(sp.last, sp.first)); ++k) in_bucket[size_t(sp.stage) * nb + k].push_back(bi);
+  const std::vector<int64_t> offset = place_first_fit(bufs, order, end);
+  if (S > 1) mp.stage_arena_bytes.assign(size_t(S), 0);
+  for (size_t bi = 0; bi < bufs.size(); ++bi) {
+    mp.arena_offset[size_t(value_of[bi])] = offset[bi];
+    mp.arena_bytes = std::max(mp.arena_bytes, offset[bi] + bufs[bi].size);
+    if (S > 1)
+      for (const LiveSpan& sp : bufs[bi].live)
+        mp.stage_arena_bytes[size_t(sp.stage)] = std::max(mp.stage_arena_bytes[size_t(sp.stage)], offset[bi] + bufs[bi].size);
   }
-  if (S > 1) {
-    mp.stage_arena_bytes.assign(size_t(S), 0);
-    for (const Buf& b : bufs)
-      for (const Span& sp : b.live)
-        mp.stage_arena_bytes[size_t(sp.stage)] = std::max(mp.stage_arena_bytes[size_t(sp.stage)], b.offset + b.size);
-  }
-  for (const Buf& b : bufs) mp.arena_offset[size_t(b.value)] = b.offset;
   for (const ir::Instr& ins : p.instrs) mp.staging_bytes = std::max(mp.staging_bytes, staging_elems(p, ins) * int64_t(sizeof(float)));
   // A part inside a Stack's result (which may itself be a part of a later Stack's), then the
   // in-place results at their root's offset.

@@ -1,8 +1,14 @@
 // The buffer plan: buffers that are live at the same time never overlap, in-place reuse only
 // takes an operand at its last use, and the plan is much smaller than keeping every temporary.
+// Its first-fit placement (the fast one, with time buckets and chunked long-lived buffers) puts
+// every buffer where the plain walk over all placed buffers would.
 #include <QtTest>
 
+#include <algorithm>
+#include <random>
+
 #include "engine/graph/analysis.h"
+#include "engine/plan/first_fit.h"
 #include "engine/project/project.h"
 #include "engine/runtime/train_step.h"
 
@@ -27,6 +33,68 @@ void live_ranges(const ir::Program& p, std::vector<int>& first, std::vector<int>
     for (int v : p.instrs[size_t(i)].out) first[size_t(v)] = std::min(first[size_t(v)], i), last[size_t(v)] = std::max(last[size_t(v)], i);
   }
   for (int v : keep) last[size_t(v)] = end;
+}
+
+// First fit the plain way: every placed buffer live at the same time, sorted by extent, walked
+// from offset 0 until the buffer fits. Quadratic, and obviously right.
+std::vector<int64_t> plain_first_fit(const std::vector<plan::Buffer>& bufs, const std::vector<size_t>& order) {
+  std::vector<int64_t> offset(bufs.size(), -1);
+  std::vector<size_t> placed;
+  for (size_t bi : order) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t pj : placed) {
+      bool live_together = false;
+      for (const plan::LiveSpan& x : bufs[bi].live)
+        for (const plan::LiveSpan& y : bufs[pj].live)
+          live_together = live_together || (x.stage == y.stage && x.first <= y.last && y.first <= x.last);
+      if (live_together) busy.push_back({offset[pj], offset[pj] + bufs[pj].size});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t off = 0;
+    for (auto [s, e] : busy) {
+      if (off + bufs[bi].size <= s) break;
+      off = std::max(off, e);
+    }
+    offset[bi] = off;
+    placed.push_back(bi);
+  }
+  return offset;
+}
+
+// Buffers as steps make them: short temporaries, long-lived stashed activations nested around the
+// forward/backward turn, a few sizes (many equal), on `stages` pipeline stages (a buffer live on
+// one or several).
+std::vector<plan::Buffer> random_buffers(unsigned seed, size_t n, int steps, int stages) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<plan::Buffer> bufs;
+  for (size_t i = 0; i < n; ++i) {
+    plan::Buffer b;
+    b.size = int64_t(4 * (uniform(0, 3) == 0 ? uniform(1, 5000) : 256 << uniform(0, 3)));
+    const int spans = stages > 1 && uniform(0, 3) == 0 ? uniform(1, stages) : 1;
+    const int first_stage = uniform(0, stages - spans);
+    for (int k = 0; k < spans; ++k) {
+      int first, last;
+      switch (uniform(0, 2)) {
+        case 0: {  // stashed: around the turn at steps / 2
+          const int d = uniform(1, steps / 2 - 1);
+          first = steps / 2 - d;
+          last = std::min(steps - 1, steps / 2 + d + uniform(0, 3));
+          break;
+        }
+        case 1:  // anywhere, any length
+          first = uniform(-1, steps - 1);
+          last = uniform(first, steps);
+          break;
+        default:  // short
+          first = uniform(-1, steps - 2);
+          last = std::min(steps - 1, first + uniform(0, 40));
+      }
+      b.live.push_back({first_stage + k, first, last});
+    }
+    bufs.push_back(b);
+  }
+  return bufs;
 }
 
 }  // namespace
@@ -74,6 +142,47 @@ class TestMemoryPlan : public QObject {
       }
     }
     QVERIFY(checked > 0);
+  }
+
+  void firstFitPlacesEveryBufferWhereThePlainWalkDoes_data() {
+    QTest::addColumn<unsigned>("seed");
+    QTest::addColumn<int>("buffers");
+    QTest::addColumn<int>("steps");
+    QTest::addColumn<int>("stages");
+    QTest::newRow("one stage, few") << 1u << 60 << 200 << 1;
+    QTest::newRow("one stage, many") << 2u << 3000 << 6000 << 1;
+    QTest::newRow("one stage, crowded") << 3u << 3000 << 400 << 1;
+    QTest::newRow("three stages") << 4u << 2000 << 3000 << 3;
+    QTest::newRow("eight stages") << 5u << 2000 << 5000 << 8;
+  }
+  void firstFitPlacesEveryBufferWhereThePlainWalkDoes() {
+    QFETCH(unsigned, seed);
+    QFETCH(int, buffers);
+    QFETCH(int, steps);
+    QFETCH(int, stages);
+    const std::vector<plan::Buffer> bufs = random_buffers(seed, size_t(buffers), steps, stages);
+    for (bool by_size : {true, false}) {
+      std::vector<size_t> order(bufs.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      if (by_size) std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].size > bufs[b].size; });
+      const std::vector<int64_t> fast = plan::place_first_fit(bufs, order, steps);
+      const std::vector<int64_t> plain = plain_first_fit(bufs, order);
+      for (size_t i = 0; i < bufs.size(); ++i)
+        QVERIFY2(fast[i] == plain[i], qPrintable(QString("buffer %1 of %2 (%3 order): at %4, the plain walk puts it at %5")
+                                                     .arg(i).arg(bufs.size()).arg(by_size ? "by size" : "given").arg(fast[i]).arg(plain[i])));
+    }
+  }
+
+  // A stack of equal activations, each live from its layer's forward to its backward: the long
+  // ones' chunks are passed whole, and each still lands on top of the ones below it.
+  void stashedActivationsStackUpWithoutGaps() {
+    const int layers = 2000, steps = 4 * layers;
+    std::vector<plan::Buffer> bufs;
+    for (int k = 0; k < layers; ++k) bufs.push_back({1024, {{0, 2 * k, steps - 1 - 2 * k}}});
+    std::vector<size_t> order(bufs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const std::vector<int64_t> at = plan::place_first_fit(bufs, order, steps);
+    for (int k = 0; k < layers; ++k) QCOMPARE(at[size_t(k)], int64_t(k) * 1024);
   }
 
   void planIsSmallerThanKeepingEveryTemporary() {
