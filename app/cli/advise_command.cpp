@@ -1,6 +1,7 @@
 // `shardlab-cli advise`: the layouts a project could run with on N devices, ranked by predicted step
 // time among those that fit, each with its memory per device (from its partitioned step) and what
 // bounds it; then whether a GPU would pay for the project.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -90,18 +91,21 @@ int run_advise(const AdviseArgs& a) {
                 (long long)a.devices);
   else
     std::printf(" (%s per device)\n\n", util::format_bytes(capacity).c_str());
-  std::printf("%-4s %-28s %-22s %12s %6s %13s %-14s %s\n", "rank", "strategy", "mesh", "per device", "fits", "predicted ms",
+  // The strategy column as wide as its longest name ("data parallel (4 of 6 devices)").
+  int width = 28;
+  for (const advisor::Candidate& c : ranked) width = std::max(width, int(c.strategy.size()));
+  std::printf("%-4s %-*s %-22s %12s %6s %13s %-14s %s\n", "rank", width, "strategy", "mesh", "per device", "fits", "predicted ms",
               "bound by", "rules");
   int rank = 0;
   for (const advisor::Candidate& c : ranked) {
     ++rank;
     if (!c.runs()) {
-      std::printf("%-4s %-28s %-22s cannot run: %s\n", "-", c.strategy.c_str(), c.mesh.c_str(), c.error.c_str());
+      std::printf("%-4s %-*s %-22s cannot run: %s\n", "-", width, c.strategy.c_str(), c.mesh.c_str(), c.error.c_str());
       continue;
     }
     const std::string rules = (c.rules.empty() ? std::string("-") : c.rules) +
                               (c.microbatches > 0 ? "  (--microbatches " + std::to_string(c.microbatches) + ")" : "");
-    std::printf("%-4d %-28s %-22s %12s %6s %13.2f %-14s %s\n", rank, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
+    std::printf("%-4d %-*s %-22s %12s %6s %13.2f %-14s %s\n", rank, width, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
                 util::format_bytes(c.bytes_per_device).c_str(), c.fits ? "yes" : "NO", c.prediction.step_s * 1e3,
                 c.prediction.bound_by.c_str(), rules.c_str());
   }

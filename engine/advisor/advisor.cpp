@@ -1,6 +1,7 @@
 #include "engine/advisor/advisor.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "engine/sharding/layout.h"
 #include "engine/sharding/presets.h"
@@ -35,8 +36,44 @@ void set_rule(sharding::LogicalRules& rules, const std::string& logical, std::ve
   rules.push_back({logical, std::move(axes)});
 }
 
+// The greatest common divisor of every dimension of the model's arrays (parameters, outputs and
+// arrays made inside layers) named one of `names`: a mesh axis splits them all only where its size
+// divides it. 0 where none is named.
+int64_t common_size(const graph::GraphReport& report, const std::vector<std::string>& names) {
+  int64_t g = 0;
+  auto add = [&](const graph::ArrayInfo& a) {
+    for (size_t d = 0; d < a.axes.size() && d < a.shape.size(); ++d)
+      if (std::find(names.begin(), names.end(), a.axes[d]) != names.end()) g = std::gcd(g, a.shape[d]);
+  };
+  auto walk = [&](const std::vector<graph::NodeReport>& nodes, auto&& self) -> void {
+    for (const graph::NodeReport& n : nodes) {
+      for (const graph::ParamInfo& info : n.params) add({info.shape, info.axes});
+      add(n.output);
+      for (const graph::InnerArray& inner : n.inner) add(inner.array);
+      self(n.body, self);
+    }
+  };
+  walk(report.nodes, walk);
+  return g;
+}
+
+// Whether every mesh axis of more than one device splits something: a rule maps one of the model's
+// names to it. A layout with an idle axis only repeats the same work on it (the 2-D rules on
+// a model without 'hidden' are data parallel on fewer devices), so the advisor does not offer it.
+bool splits_on_every_axis(const Layout& l, const std::vector<std::string>& names) {
+  for (const auto& [axis, size] : l.mesh.axes()) {
+    if (size < 2) continue;
+    const bool used = std::any_of(l.rules.begin(), l.rules.end(), [&](const sharding::LogicalRule& r) {
+      return std::find(names.begin(), names.end(), r.logical) != names.end() &&
+             std::find(r.mesh.begin(), r.mesh.end(), axis) != r.mesh.end();
+    });
+    if (!used) return false;
+  }
+  return true;
+}
+
 // The strategies, each on every mesh it can use: data parallel and FSDP on data=N; Megatron and
-// seed 002's rules on data=d x model=m for every d * m = N with m >= 2; FSDP combined with Megatron
+// the 2-D rules on data=d x model=m for every d * m = N with m >= 2; FSDP combined with Megatron
 // on the same meshes with d >= 2; hybrid FSDP (replicas of FSDP groups: batch over data and fsdp,
 // parameters over fsdp) on data x fsdp; and all three on data x fsdp x model.
 std::vector<Layout> layouts(const project::Project& p, const graph::GraphReport& report, const std::vector<std::string>& names,
@@ -51,12 +88,33 @@ std::vector<Layout> layouts(const project::Project& p, const graph::GraphReport&
   };
   with_preset("data parallel", "data_parallel", sharding::Mesh({{"data", n}}));
   with_preset("FSDP", "fsdp", sharding::Mesh({{"data", n}}));
+  // A batch (or microbatch) that N does not divide: both on the most devices that divide it.
+  const int64_t batch = p.training.batch_size / std::max<int64_t>(1, p.training.accumulate);
+  for (int64_t d = n - 1; d >= 2 && batch > 0 && batch % n != 0; --d)
+    if (batch % d == 0) {
+      const std::string of = " (" + std::to_string(d) + " of " + std::to_string(n) + " devices)";
+      with_preset("data parallel" + of, "data_parallel", sharding::Mesh({{"data", d}}));
+      with_preset("FSDP" + of, "fsdp", sharding::Mesh({{"data", d}}));
+      break;
+    }
   for (int64_t d = 1; d <= n / 2; ++d)
     if (n % d == 0) {
       const sharding::Mesh mesh({{"data", d}, {"model", n / d}});
       with_preset("Megatron", "megatron", mesh);
-      with_preset("2-D (seed 002)", "model_parallel", mesh);
+      with_preset("2-D (hidden -> model)", "model_parallel", mesh);
       if (d >= 2) set_rule(with_preset("FSDP + Megatron", "megatron", mesh)->rules, "embed", {"data"});
+    }
+  // Megatron splits heads and widths over model: where none of the sizes dividing N divides them
+  // (25 heads on 64 devices), the sizes that do (5, 25) on as many devices as they can use.
+  std::vector<std::string> megatron_names;
+  for (const char* name : {"mlp", "hidden", "heads"})
+    if (std::find(names.begin(), names.end(), name) != names.end()) megatron_names.push_back(name);
+  const int64_t split = common_size(report, megatron_names);
+  for (int64_t m = 2; m <= std::min(split, n); ++m)
+    if (split % m == 0 && n % m != 0) {
+      const int64_t d = n / m;
+      with_preset("Megatron (" + std::to_string(d * m) + " of " + std::to_string(n) + " devices)", "megatron",
+                  sharding::Mesh({{"data", d}, {"model", m}}));
     }
   for (int64_t a = 2; a <= n / 2; ++a)
     if (n % a == 0) {
@@ -87,6 +145,7 @@ std::vector<Layout> layouts(const project::Project& p, const graph::GraphReport&
     set_rule(l->rules, "layer", {"stage"});
     l->microbatches = m;
   }
+  std::erase_if(out, [&](const Layout& l) { return !splits_on_every_axis(l, names); });
   try {  // the project's own, where its mesh has this many devices
     const sharding::Mesh own = sharding::project_mesh(p);
     if (own.device_count() == n) out.push_back({"the project's own", own, sharding::project_rules(p)});

@@ -17,7 +17,10 @@
 namespace shardlab::advisor {
 
 struct Candidate {
-  std::string strategy;  // "data parallel", "FSDP", "Megatron", "2-D (seed 002)", "the project's own", "one device"
+  // What it does: "data parallel", "FSDP", "Megatron", "2-D (hidden -> model)", "pipeline", "the
+  // project's own", "one device"; "Megatron (60 of 64 devices)" where the model's heads or widths
+  // divide by no model-axis size that divides the devices, and a mesh of fewer devices does.
+  std::string strategy;
   std::string mesh;      // "data=2,model=4" (as --mesh takes it; "" for one device)
   std::string rules;     // "batch=data,mlp=model,..." (as --rules takes it)
   // A pipeline (rules with layer=stage) runs each batch as this many microbatches, which applying

@@ -22,7 +22,7 @@ struct PresetRule {
   When when = When::IfUsed;
 };
 
-// The 2x4 ('data', 'model') mesh of seed 001 and the Flax pjit guide (seed 002): 8 devices.
+// The Flax pjit guide's 2x4 ('data', 'model') mesh: 8 devices.
 constexpr int64_t kDefaultDevices = 8;
 
 int64_t device_count_of(const project::Project& p) {
@@ -33,7 +33,7 @@ int64_t device_count_of(const project::Project& p) {
 Mesh data_mesh(const project::Project& p) { return Mesh({{"data", device_count_of(p)}}); }
 
 // Keeps a mesh that already has 'data' and 'model'; otherwise splits the device count into
-// data x model with the smallest data size that leaves model at least 2 (8 -> 2 x 4, as in seed 002).
+// data x model with the smallest data size that leaves model at least 2 (8 -> 2 x 4, as in the Flax pjit guide).
 Mesh data_model_mesh(const project::Project& p) {
   const Mesh current = project_mesh(p);
   if (current.axis_index("data") >= 0 && current.axis_index("model") >= 0) return current;
@@ -71,9 +71,9 @@ const std::vector<Preset>& presets() {
       {"data_parallel", "Data parallel",
        "batch -> data on a one-axis mesh data=N: every device holds the whole model and a slice of the "
        "batch; every other logical name replicated."},
-      {"model_parallel", "Model parallel (seed 002 / Flax pjit guide)",
-       "The Flax pjit guide's rules: batch -> data, hidden -> model, embed -> None, layer -> None on a "
-       "data x model mesh (2 x 4 for 8 devices)."},
+      {"model_parallel", "Model parallel (hidden -> model)",
+       "Two-dimensional, as in the Flax pjit guide: batch -> data, hidden -> model, embed -> None, layer -> None "
+       "on a data x model mesh (2 x 4 for 8 devices)."},
       {"megatron", "Megatron",
        "Tensor parallel in Megatron's style: batch -> data; mlp, hidden and heads -> model; embed, kv and "
        "layer -> None, on a data x model mesh."},
@@ -111,7 +111,7 @@ void apply_preset(const std::string& id, const std::vector<std::string>& names, 
     mesh = data_mesh(p);
     rules = {{"batch", data, When::Always}};
   } else if (id == "model_parallel") {
-    // Seed 002: rules = (('batch', 'data'), ('hidden', 'model')), with embed and layer left
+    // The Flax pjit guide: rules = (('batch', 'data'), ('hidden', 'model')), with embed and layer left
     // unsharded; they are written out so the check does not report them as lacking a rule.
     mesh = data_model_mesh(p);
     rules = {{"batch", data, When::Always},
