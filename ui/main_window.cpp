@@ -18,6 +18,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
@@ -223,14 +224,51 @@ void MainWindow::reloadFromDisk() {
   statusBar()->showMessage(tr("Reloaded %1").arg(path), 4000);
 }
 
+namespace {
+
+// A window at least twice as wide as it is tall (an ultrawide screen) has width to spare and
+// little height: the panels go beside the graph instead of below it.
+bool panelsBesideGraph(QSize window) { return window.width() >= 2 * window.height(); }
+
+}  // namespace
+
 void MainWindow::applyDefaultLayout() {
   // The graph gets most of the window; the tabs about two fifths of its height below it (a page
   // taller than that scrolls), the side docks their natural widths.
   // Below 1600 px wide the side docks give up some width, and below 900 px tall the tabs take
   // half the height: Start, the array list and the problems stay in view without scrolling.
-  const bool narrow = width() < 1600, short_ = height() < 900;
+  // On a wide window the tabs take two fifths of its width, between the graph and the Inspector.
+  const bool narrow = width() < 1600, short_ = height() < 900, beside = panelsBesideGraph(size());
+  if (beside && dockWidgetArea(tabsDock_) != Qt::RightDockWidgetArea) {
+    addDockWidget(Qt::RightDockWidgetArea, tabsDock_);
+    splitDockWidget(tabsDock_, inspectorDock_, Qt::Horizontal);
+  } else if (!beside && dockWidgetArea(tabsDock_) != Qt::BottomDockWidgetArea) {
+    addDockWidget(Qt::BottomDockWidgetArea, tabsDock_);
+  }
   resizeDocks({paletteDock_, inspectorDock_}, {narrow ? 170 : 220, narrow ? 300 : 340}, Qt::Horizontal);
-  resizeDocks({tabsDock_}, {short_ ? height() / 2 : height() * 2 / 5}, Qt::Vertical);
+  if (beside) resizeDocks({tabsDock_}, {width() * 2 / 5}, Qt::Horizontal);
+  else resizeDocks({tabsDock_}, {short_ ? height() / 2 : height() * 2 / 5}, Qt::Vertical);
+}
+
+void MainWindow::resizeEvent(QResizeEvent* e) {
+  QMainWindow::resizeEvent(e);
+  // Docks keep their pixel sizes as a window changes size, so a window made larger gave all of
+  // it to the graph: the panels keep their share of the window instead (the share the user
+  // dragged them to, if they did). Across the wide-window line the panels move beside or below
+  // the graph. A panel dock the user floated or moved elsewhere is left where it is.
+  const QSize was = e->oldSize(), now = e->size();
+  if (defaultLayoutPending_ || !isVisible() || !was.isValid() || was.isEmpty() || tabsDock_->isFloating() || !tabsDock_->isVisible())
+    return;
+  const Qt::DockWidgetArea area = dockWidgetArea(tabsDock_);
+  if (area != Qt::BottomDockWidgetArea && area != Qt::RightDockWidgetArea) return;
+  if (panelsBesideGraph(now) != panelsBesideGraph(was)) {
+    applyDefaultLayout();
+    return;
+  }
+  if (area == Qt::BottomDockWidgetArea)
+    resizeDocks({tabsDock_}, {int(qint64(tabsDock_->height()) * now.height() / was.height())}, Qt::Vertical);
+  else
+    resizeDocks({tabsDock_}, {int(qint64(tabsDock_->width()) * now.width() / was.width())}, Qt::Horizontal);
 }
 
 void MainWindow::showEvent(QShowEvent* e) {

@@ -85,13 +85,15 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* e) override;
   void showEvent(QShowEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
 
  private:
   void buildActions();
   void buildDocks();
-  // The docks' sizes for a window without a saved layout.
+  // The docks' places and sizes for a window without a saved layout, or one that became wide or
+  // ceased to be (the panels beside the graph or below it).
   void applyDefaultLayout();
   void connectTabs();
   void updateTitle();

@@ -28,6 +28,7 @@
 #include "ui/mesh/mesh_rules_tab.h"
 #include "ui/mesh/rules_editor.h"
 #include "ui/mesh/spec_table.h"
+#include "ui/training/line_chart.h"
 #include "ui/training/training_tab.h"
 
 using namespace shardlab::ui;
@@ -53,6 +54,13 @@ QString hidden(QWidget* w, QWidget* window) {
             .arg(inView.height());
     }
   return {};
+}
+
+// The scroll area a tab's page sits in.
+QScrollArea* scrollAreaOf(QWidget* page) {
+  for (QWidget* p = page->parentWidget(); p; p = p->parentWidget())
+    if (auto* area = qobject_cast<QScrollArea*>(p)) return area;
+  return nullptr;
 }
 
 void openTab(MainWindow& w, QWidget* page) {
@@ -111,6 +119,16 @@ class TestWindowSizes : public QObject {
     openTab(w, w.training());
     expect("Start", w.training()->findChild<QPushButton*>("start"), true);
     expect("Stop", w.training()->findChild<QPushButton*>("stop"), true);
+    // The charts never scroll sideways: a narrow panel stacks them (and scrolls down) instead.
+    QTest::qWait(50);
+    if (QScrollArea* page = scrollAreaOf(w.training()); page->horizontalScrollBar()->maximum() > 0)
+      problems << QString("Training: scrolls sideways by %1 px").arg(page->horizontalScrollBar()->maximum());
+    auto* loss = w.training()->lossChart();
+    auto* accuracy = w.training()->accuracyChart();
+    if (accuracy->mapTo(&w, QPoint(accuracy->width(), 0)).x() > w.width())
+      problems << QString("Training: the accuracy chart ends past the window's right edge");
+    if (size.width() >= 1920 && accuracy->mapTo(&w, QPoint(0, 0)).x() <= loss->mapTo(&w, QPoint(0, 0)).x())
+      problems << QString("Training: the accuracy chart is not beside the loss chart on a wide panel");
     QVERIFY(w.grab().save(QString(SHARDLAB_BINARY_DIR "/ui-screenshots/window-%1-training.png").arg(tag)));
 
     auto* mesh = w.findChild<MeshRulesTab*>();
@@ -148,6 +166,47 @@ class TestWindowSizes : public QObject {
     if (issues->horizontalScrollBar()->maximum() > 0)
       problems << QString("Problems (with errors): scrolls sideways by %1 px").arg(issues->horizontalScrollBar()->maximum());
     QVERIFY2(problems.isEmpty(), qPrintable(tag + ": " + problems.join("; ")));
+  }
+
+  // Made larger or smaller, the window keeps the panels' share of it (docks otherwise keep their
+  // pixels, and a grown window gave all of its new room to the graph); made twice as wide as it
+  // is tall, the panels move beside the graph, and back below it when it is not.
+  void thePanelsReflowAsTheWindowChangesSize() {
+    QSettings().clear();
+    MainWindow w;
+    QVERIFY(w.openFile(SHARDLAB_SOURCE_DIR "/projects/deep-mlp-small.shardlab.json"));
+    w.resize(1024, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTest::qWait(100);
+    auto* panels = w.findChild<QDockWidget*>("tabsDock");
+    QWidget* graph = w.centralWidget();
+    const double share = double(panels->height()) / w.height();
+    QVERIFY2(panels->geometry().top() >= graph->geometry().bottom(), "the panels start below the graph");
+
+    w.resize(1920, 1080);
+    QTRY_COMPARE(w.size(), QSize(1920, 1080));
+    QTest::qWait(100);
+    const double grown = double(panels->height()) / w.height();
+    QVERIFY2(std::abs(grown - share) < 0.04, qPrintable(QString("the panels' share went from %1 to %2").arg(share).arg(grown)));
+    QVERIFY(hidden(w.training()->findChild<QPushButton*>("start"), &w).isEmpty() || !w.training()->isVisible());
+
+    w.resize(2560, 1080);
+    QTRY_COMPARE(w.size(), QSize(2560, 1080));
+    QTest::qWait(100);
+    QVERIFY2(panels->geometry().left() >= graph->geometry().right(), "the panels should be right of the graph");
+    QVERIFY2(panels->height() > w.height() * 3 / 4, qPrintable(QString("beside the graph the panels are %1 px tall").arg(panels->height())));
+    QVERIFY2(graph->height() > w.height() * 3 / 4, qPrintable(QString("beside the panels the graph is %1 px tall").arg(graph->height())));
+    QVERIFY2(panels->width() > 700, qPrintable(QString("the panels are %1 px wide").arg(panels->width())));
+    openTab(w, w.training());
+    QVERIFY(hidden(w.training()->findChild<QPushButton*>("start"), &w).isEmpty());
+    QVERIFY(w.grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/window-2560x1080-training.png"));
+
+    w.resize(1280, 720);
+    QTRY_COMPARE(w.size(), QSize(1280, 720));
+    QTest::qWait(100);
+    QVERIFY2(panels->geometry().top() >= graph->geometry().bottom(), "the panels go back below the graph");
+    QVERIFY2(panels->height() >= w.height() * 2 / 5 - 10, qPrintable(QString("below the graph the panels are %1 px tall").arg(panels->height())));
   }
 };
 

@@ -313,7 +313,16 @@ QString GraphScene::addNode(const QString& type, const QPointF& scenePos) {
   return QString::fromStdString(path);
 }
 
-bool GraphScene::arrange() { return writePositions(tr("Arrange Graph"), arrangedPositions()); }
+bool GraphScene::arrange() {
+  // How the graph is laid out on screen, not the model: no undo step, nothing marked modified
+  // (the next save keeps it), like expanding a block.
+  const QHash<QString, QPointF> at = arrangedPositions();
+  if (at.isEmpty()) return false;
+  doc_->viewEdit([&](project::Project& p) {
+    for (auto it = at.constBegin(); it != at.constEnd(); ++it) edits::set_position(p, it.key().toStdString(), it.value().x(), it.value().y());
+  });
+  return true;
+}
 
 bool GraphScene::alignSelection(Qt::Edge edge) {
   QList<NodeItem*> sel;

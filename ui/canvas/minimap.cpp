@@ -61,7 +61,28 @@ void Minimap::sync() {
   else w = std::max<double>(kShortMin, h * area.width() / area.height());
   const double fit = std::min({1.0, room.width() / w, room.height() / h});
   resize(std::max(40, int(w * fit)), std::max(30, int(h * fit)));
-  move(view_->viewport()->width() - width() - kMargin, view_->viewport()->height() - height() - kMargin);
+  // A corner of the view: the bottom-right one unless it hides more nodes than another does (the
+  // last node of a graph the view cannot fit lands there), and the one it is in while no other
+  // hides fewer, so it does not hop as the view scrolls.
+  const QSize port = view_->viewport()->size();
+  const QPoint corners[] = {{port.width() - width() - kMargin, port.height() - height() - kMargin},
+                            {kMargin, port.height() - height() - kMargin},
+                            {kMargin, kMargin},
+                            {port.width() - width() - kMargin, kMargin}};
+  auto hidden = [&](QPoint at) {
+    const QRect r(at, size());
+    int n = 0;
+    for (NodeItem* node : view_->graphScene()->nodes())
+      if (node->isVisible() && !node->spec().expanded && view_->mapFromScene(node->sceneBoundingRect()).boundingRect().intersects(r)) ++n;
+    return n;
+  };
+  QPoint best = corners[0];
+  int fewest = hidden(best);
+  for (const QPoint& c : corners) {
+    const int n = hidden(c);
+    if (n < fewest || (n == fewest && isVisible() && c == pos())) best = c, fewest = n;
+  }
+  move(best);
   show();
   raise();
   update();

@@ -1,6 +1,7 @@
 // The canvas's minimap: the whole graph in small in a corner of the view, with the part the view
 // shows outlined. Clicking or dragging in it moves the view there. It shows only while part of the
-// graph is out of view: when everything fits there is nothing to navigate to.
+// graph is out of view (when everything fits there is nothing to navigate to), in the corner of
+// the view where it hides the fewest nodes.
 #pragma once
 
 #include <QRectF>

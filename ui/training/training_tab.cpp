@@ -4,7 +4,6 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
-#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -26,6 +25,7 @@
 #include <utility>
 
 #include "ui/document/project_document.h"
+#include "ui/training/chart_grid.h"
 #include "ui/training/cluster_command_dialog.h"
 #include "ui/training/hyperparameter_form.h"
 #include "ui/training/line_chart.h"
@@ -154,15 +154,12 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   throughputChart_->setObjectName("throughputChart");
   examples_ = throughputChart_->addSeries(tr("examples/s"), QColor(148, 103, 189));
   throughputChart_->setIncludeZero(true);
-  auto* charts = new QWidget(this);
-  auto* grid = new QGridLayout(charts);
-  grid->setContentsMargins(0, 0, 0, 0);
-  int i = 0;
+  auto* charts = new ChartGrid(this);
+  charts->setObjectName("charts");
   for (LineChart* c : {lossChart_, accuracyChart_, stepTimeChart_, throughputChart_}) {
     c->setXLabel(tr("step"));
     c->setIntegerX(true);
-    grid->addWidget(c, i / 2, i % 2);
-    ++i;
+    charts->addChart(c);
   }
 
   log_ = new QPlainTextEdit(this);
