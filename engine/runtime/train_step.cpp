@@ -50,19 +50,14 @@ void append_updates(StepProgram& s, const project::OptimizerSpec& o) {
   std::vector<std::pair<int, ir::Instr>> updates;
   for (ModelParam& mp : s.params) {
     ir::Instr ins;
-    ins.op = o.type == "sgd" ? Op::SgdUpdate : Op::AdamUpdate;
+    ins.op = update_op(o);
+    ins.attrs = update_attrs(o);
     ins.in = {mp.value, mp.grad};
     ins.in.insert(ins.in.end(), mp.state.begin(), mp.state.end());
     if (s.nonfinite >= 0) {
       ins.in.push_back(s.nonfinite);
       ins.attrs.loss_scaled = true;
     }
-    ins.attrs.b1 = o.b1;
-    ins.attrs.b2 = o.b2;
-    ins.attrs.opt_eps = o.eps;
-    ins.attrs.weight_decay = o.type == "adamw" ? o.weight_decay : 0.0;
-    ins.attrs.momentum = o.momentum;
-    ins.attrs.nesterov = o.nesterov;
     ins.node = mp.path;
     int after = std::max(last_read[size_t(mp.value)], last_read[size_t(mp.grad)]);
     if (s.nonfinite >= 0) after = std::max(after, last_read[size_t(s.nonfinite)]);
@@ -108,6 +103,19 @@ void place_after_operands(ir::Program& p, size_t from, size_t first) {
 }
 
 }  // namespace
+
+ir::Op update_op(const project::OptimizerSpec& o) { return o.type == "sgd" ? Op::SgdUpdate : Op::AdamUpdate; }
+
+ir::Attrs update_attrs(const project::OptimizerSpec& o) {
+  ir::Attrs a;
+  a.b1 = o.b1;
+  a.b2 = o.b2;
+  a.opt_eps = o.eps;
+  a.weight_decay = o.type == "adamw" ? o.weight_decay : 0.0;
+  a.momentum = o.momentum;
+  a.nesterov = o.nesterov;
+  return a;
+}
 
 StepProgram build_step(const project::Project& proj, const graph::GraphReport& report, int64_t batch, bool training) {
   if (!report.ok()) throw Error(proj.display_name() + ": " + report.errors.front());

@@ -46,6 +46,11 @@ struct StepProgram {
 // Both lay out parameters and optimizer state identically, so they can share that storage.
 StepProgram build_step(const project::Project& p, const graph::GraphReport& report, int64_t batch, bool training);
 
+// The update primitive an optimizer runs for each parameter (SgdUpdate or AdamUpdate) and its
+// attributes: what the step appends after each parameter's last use.
+ir::Op update_op(const project::OptimizerSpec& o);
+ir::Attrs update_attrs(const project::OptimizerSpec& o);
+
 // A parameter's initial values (a Repeat's stacked layers each on their own key) into `out`.
 void initialize_param(const ModelParam& mp, uint64_t seed, float* out);
 // The parameter at `path`, or an Error naming it; and every path in order.

@@ -6,6 +6,7 @@
 #include "engine/backends/cpu/executor.h"
 #include "engine/ir/primitive.h"
 #include "engine/project/optimizer_spec.h"
+#include "engine/runtime/train_step.h"
 
 using namespace shardlab;
 using ir::Op;
@@ -24,14 +25,8 @@ std::vector<double> three_updates(const std::string& json) {
   std::vector<int> in{param, grad};
   int states = o.type == "sgd" ? (o.momentum != 0 ? 1 : 0) : 2;
   for (int s = 0; s < states; ++s) in.push_back(p.add_value("s" + std::to_string(s), {3}, ir::ValueKind::OptState));
-  ir::Attrs a;
-  a.b1 = o.b1;
-  a.b2 = o.b2;
-  a.opt_eps = o.eps;
-  a.weight_decay = o.type == "adamw" ? o.weight_decay : 0.0;
-  a.momentum = o.momentum;
-  a.nesterov = o.nesterov;
-  p.apply(o.type == "sgd" ? Op::SgdUpdate : Op::AdamUpdate, in, a);
+  // The primitive and attributes a training step gives each parameter (runtime::update_attrs).
+  p.apply(runtime::update_op(o), in, runtime::update_attrs(o));
   backends::cpu::Executor<double> ex(p, plan::plan_memory(p, {}));
   std::copy(kP0, kP0 + 3, ex.data(param));
   for (int step = 0; step < 3; ++step) {

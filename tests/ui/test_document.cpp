@@ -74,7 +74,7 @@ class TestDocument : public QObject {
     QVERIFY(!doc.design().ok());
     const graph::NodeReport* n = doc.design().graph.find("dense2");
     QVERIFY(n);
-    VERIFY_CONTAINS(QString::fromStdString(n->error), "in");
+    VERIFY_CONTAINS(QString::fromStdString(n->error), "missing input: port 'in' is not connected");
   }
 
   void templatesOpenUntitledAndUnmodified() {
@@ -133,7 +133,7 @@ class TestDocument : public QObject {
     QVERIFY(doc.edit("Add", [&](project::Project& p) { added = ui::edits::add_node(p, "Dense", "", 500, 80); }));
     QCOMPARE(added, std::string("dense"));
     QVERIFY(!doc.design().ok());  // the new node has no input yet
-    VERIFY_CONTAINS(QString::fromStdString(doc.design().graph.find("dense")->error), "in");
+    VERIFY_CONTAINS(QString::fromStdString(doc.design().graph.find("dense")->error), "missing input: port 'in' is not connected");
     QVERIFY(doc.edit("Connect", [](project::Project& p) { ui::edits::connect(p, "", {"relu", "out"}, {"dense", "in"}); }));
     QVERIFY(doc.design().ok());
     QCOMPARE(QString::fromStdString(graph::describe(doc.design().graph.find("dense")->output)), QString("(batch 128, mlp 128)"));

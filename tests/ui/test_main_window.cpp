@@ -593,12 +593,37 @@ class TestMainWindow : public QObject {
     w.resize(1500, 950);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
+    // Each file is the whole window with that tab's page in it: the part of the image where the
+    // page sits is the page as it draws itself, and it differs from every other tab's.
+    QList<QImage> pages;
     for (int i = 0; i < w.tabs()->count(); ++i) {
       w.tabs()->setCurrentIndex(i);
       const QString name = w.tabs()->tabText(i).remove('&').replace(' ', '_').toLower();
       const QString file = SHARDLAB_BINARY_DIR "/ui-screenshots/main_window_" + name + ".png";
-      QVERIFY(w.saveScreenshot(file));
-      QVERIFY(QImage(file).width() >= 1400);
+      const qreal dpr = w.devicePixelRatio();
+      QWidget* page = w.currentTab();
+      QImage shown, drawn;
+      int differ = 0;
+      // A page may still be settling (a deferred layout or redraw) when the window is grabbed: the
+      // file is taken again until it agrees with the page, three times at most.
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        QVERIFY(w.saveScreenshot(file));
+        const QImage image = QImage(file).convertToFormat(QImage::Format_RGB32);
+        QCOMPARE(image.size(), w.size() * dpr);
+        const QRect visible = page->visibleRegion().boundingRect();  // a page taller than its panel scrolls
+        QVERIFY2(visible.width() > 200 && visible.height() > 100, qPrintable(name));
+        drawn = page->grab(visible).toImage().convertToFormat(QImage::Format_RGB32);
+        shown = image.copy(QRect(page->mapTo(&w, visible.topLeft()) * dpr, drawn.size()));
+        QCOMPARE(shown.size(), drawn.size());
+        differ = 0;
+        for (int y = 0; y < drawn.height(); ++y)
+          for (int x = 0; x < drawn.width(); ++x) differ += shown.pixel(x, y) != drawn.pixel(x, y);
+        if (differ <= drawn.width() * drawn.height() / 100) break;
+      }
+      QVERIFY2(differ <= drawn.width() * drawn.height() / 100,
+               qPrintable(QString("%1: %2 of %3 pixels are not the page's").arg(name).arg(differ).arg(drawn.width() * drawn.height())));
+      for (const QImage& other : pages) QVERIFY2(other != shown, qPrintable(name + " looks like another tab"));
+      pages << shown;
     }
   }
 };

@@ -759,7 +759,24 @@ class TestMeshRules : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(f.tab.get()));
     const QString path = SHARDLAB_BINARY_DIR "/ui-screenshots/mesh_rules.png";
     QVERIFY(f.tab->grab().save(path));
-    QVERIFY(QFileInfo(path).size() > 10000);
+    // The file shows the tab as a person sees it: the first array's row marked selected, the
+    // second not.
+    const QImage image = QImage(path).convertToFormat(QImage::Format_RGB32);
+    QCOMPARE(image.size(), f.tab->size() * f.tab->devicePixelRatio());
+    QTableView* view = f.tab->specTable()->view();
+    auto highlighted = [&](int row) {
+      const QModelIndex cell = view->model()->index(row, 0);
+      const QRect r(view->viewport()->mapTo(f.tab.get(), view->visualRect(cell).topLeft()), view->visualRect(cell).size());
+      int n = 0;
+      for (int y = r.top(); y <= r.bottom(); ++y)
+        for (int x = r.left(); x <= r.right(); ++x) {
+          const QColor c = image.pixelColor(QPoint(x, y) * f.tab->devicePixelRatio());
+          n += c == view->palette().color(QPalette::Active, QPalette::Highlight) || c == view->palette().color(QPalette::Inactive, QPalette::Highlight);
+        }
+      return double(n) / std::max(1, r.width() * r.height());
+    };
+    QVERIFY2(highlighted(0) > 0.3, qPrintable(QString("row 0: %1 of its cell highlighted").arg(highlighted(0))));
+    QVERIFY2(highlighted(1) < 0.05, qPrintable(QString("row 1: %1 of its cell highlighted").arg(highlighted(1))));
   }
 };
 
