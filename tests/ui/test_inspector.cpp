@@ -406,6 +406,7 @@ class TestInspector : public QObject {
     QCOMPARE(doc_->project().description, std::string("before"));
     QClipboard* clipboard = QGuiApplication::clipboard();
     clipboard->setText(QString(1 << 20, QChar('x')));
+    QSignalSpy logged(doc_, &ProjectDocument::message);
     QElapsedTimer t;
     t.start();
     QTest::keyClick(description, Qt::Key_V, Qt::ControlModifier);
@@ -414,6 +415,8 @@ class TestInspector : public QObject {
     QCOMPARE(description->toPlainText(), QString("before"));
     QCOMPARE(doc_->project().description, std::string("before"));
     VERIFY_CONTAINS(label("error:projectDescription")->text(), "description: the paste was refused");
+    QCOMPARE(logged.count(), 1);  // in the Log too
+    QCOMPARE(logged.last().at(1).toString(), label("error:projectDescription")->text());
     VERIFY_CONTAINS(label("error:projectDescription")->text(), "65,536");
 
     clipboard->setText(QString(60 * 1024, QChar('y')));

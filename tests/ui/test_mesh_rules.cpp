@@ -307,9 +307,12 @@ class TestMeshRules : public QObject {
     const int hidden = f.ruleRow("hidden");
     const int steps = f.doc.undoStack()->count();
     QSignalSpy refused(f.rules(), &RulesModel::refused);
+    QSignalSpy logged(&f.doc, &ProjectDocument::message);
     QVERIFY(!f.rules()->setData(f.rules()->index(hidden, RulesModel::MeshColumn), "data++model"));
     QCOMPARE(refused.count(), 1);
     VERIFY_CONTAINS(refused.last().at(0).toString(), "rule 'hidden'");
+    QCOMPARE(logged.count(), 1);
+    VERIFY_CONTAINS(logged.last().at(1).toString(), "Rule edit refused: " + refused.last().at(0).toString());
     QVERIFY(!f.rules()->setData(f.rules()->index(hidden, RulesModel::LogicalColumn), "two words"));
     VERIFY_CONTAINS(f.tab->rulesEditor()->errorLabel()->text(), "logical axis");
     QVERIFY(f.tab->rulesEditor()->errorLabel()->isVisibleTo(f.tab.get()));
@@ -368,8 +371,14 @@ class TestMeshRules : public QObject {
     Fixture f;
     const QString before = f.meshText();
     QTableView* view = f.tab->meshEditor()->axesView();
+    QSignalSpy logged(&f.doc, &ProjectDocument::message);
     typeIntoCell(view, f.axes()->index(f.axisRow("model"), MeshAxesModel::NameColumn), "data");
     QCOMPARE(f.meshText(), before);
+    // Every refusal reaches the Log as well as the line under the table.
+    QCOMPARE(logged.count(), 1);
+    QCOMPARE(logged.last().at(0).toString(), QString("warning"));
+    VERIFY_CONTAINS(logged.last().at(1).toString(), "Mesh edit refused: ");
+    VERIFY_CONTAINS(logged.last().at(1).toString(), "'data' appears twice");
     QLabel* error = f.tab->meshEditor()->errorLabel();
     QVERIFY(error->isVisibleTo(f.tab.get()));
     VERIFY_CONTAINS(error->text(), "'data' appears twice");

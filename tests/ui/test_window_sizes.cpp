@@ -19,6 +19,7 @@
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTreeView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -28,6 +29,7 @@
 #include "ui/mesh/mesh_rules_tab.h"
 #include "ui/mesh/rules_editor.h"
 #include "ui/mesh/spec_table.h"
+#include "ui/sharding/sharding_tab.h"
 #include "ui/training/line_chart.h"
 #include "ui/training/training_tab.h"
 
@@ -131,6 +133,21 @@ class TestWindowSizes : public QObject {
       problems << QString("Training: the accuracy chart is not beside the loss chart on a wide panel");
     QVERIFY(w.grab().save(QString(SHARDLAB_BINARY_DIR "/ui-screenshots/window-%1-training.png").arg(tag)));
 
+    // The Sharding tab: the array tree keeps room for its names beside the drawing, and the page
+    // does not scroll sideways.
+    auto* sharding = w.findChild<ShardingTab*>();
+    openTab(w, sharding);
+    QTest::qWait(50);
+    auto* tree = sharding->findChild<QTreeView*>("arrayTree");
+    const QRect treeShown = tree->visibleRegion().boundingRect();  // the page may scroll down, not sideways
+    if (treeShown.width() < 180 || treeShown.height() < 100)
+      problems << QString("Array tree: %1x%2 px of it in view").arg(treeShown.width()).arg(treeShown.height());
+    if (roomy && tree->columnWidth(0) > tree->viewport()->width() + 40)
+      problems << QString("Array tree: names %1 px wide in %2 px").arg(tree->columnWidth(0)).arg(tree->viewport()->width());
+    if (QScrollArea* page = scrollAreaOf(sharding); page->horizontalScrollBar()->maximum() > 0)
+      problems << QString("Sharding: scrolls sideways by %1 px").arg(page->horizontalScrollBar()->maximum());
+    QVERIFY(w.grab().save(QString(SHARDLAB_BINARY_DIR "/ui-screenshots/window-%1-sharding.png").arg(tag)));
+
     auto* mesh = w.findChild<MeshRulesTab*>();
     openTab(w, mesh);
     auto* issues = mesh->findChild<IssuesList*>("issues");
@@ -139,6 +156,12 @@ class TestWindowSizes : public QObject {
     QTest::qWait(50);
     if (issues->horizontalScrollBar()->maximum() > 0)
       problems << QString("Problems: scrolls sideways by %1 px").arg(issues->horizontalScrollBar()->maximum());
+    // A narrow panel stacks the mesh and rules over the arrays, and the memory over the problems:
+    // the page scrolls down, never sideways, and the problems sit inside the window's width.
+    if (QScrollArea* page = scrollAreaOf(mesh); page->horizontalScrollBar()->maximum() > 0)
+      problems << QString("Mesh & Rules: scrolls sideways by %1 px").arg(page->horizontalScrollBar()->maximum());
+    if (const QRect r(issues->mapTo(&w, QPoint(0, 0)), issues->size()); r.left() < 0 || r.right() >= w.width())
+      problems << QString("Problems: %1 px to %2 px across a %3 px window").arg(r.left()).arg(r.right()).arg(w.width());
     QTableView* arrays = mesh->specTable()->view();
     expect("Arrays", arrays, roomy);
     const int rowHeight = arrays->rowHeight(0);

@@ -124,10 +124,11 @@ ProjectPage::ProjectPage(ProjectDocument* doc, QWidget* parent) : InspectorPage(
   connect(name_, &QLineEdit::textEdited, this, &ProjectPage::nameEdited);
   connect(description_, &QPlainTextEdit::textChanged, this, &ProjectPage::descriptionEdited);
   connect(description_, &BoundedTextEdit::pasteRefused, this, [this](qsizetype wouldBe) {
-    showFieldError(description_, descriptionError_,
-                   tr("description: the paste was refused: it would make the description %1 bytes, over a project's "
-                      "limit of %2 for a text")
-                       .arg(fieldtext::formatCount(double(wouldBe)), fieldtext::formatCount(double(description_->maxBytes()))));
+    const QString why = tr("description: the paste was refused: it would make the description %1 bytes, over a project's "
+                           "limit of %2 for a text")
+                            .arg(fieldtext::formatCount(double(wouldBe)), fieldtext::formatCount(double(description_->maxBytes())));
+    showFieldError(description_, descriptionError_, why);
+    doc_->message("warning", why);  // in the Log too, like every refused edit
   });
   connect(lossType_, &QComboBox::activated, this, &ProjectPage::lossTypeChosen);
   connect(lossOutput_, &QComboBox::activated, this, &ProjectPage::lossOutputChosen);

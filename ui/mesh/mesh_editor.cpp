@@ -131,6 +131,8 @@ MeshEditor::MeshEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent),
     model_->removeRows(current.isValid() ? current.row() : model_->rowCount() - 1, 1);
   });
   connect(model_, &MeshAxesModel::refused, this, &MeshEditor::showError);
+  // Shown under the table, and in the Log like every refused edit.
+  connect(model_, &MeshAxesModel::refused, this, [this](const QString& reason) { doc_->message("warning", tr("Mesh edit refused: %1").arg(reason)); });
   connect(model_, &QAbstractItemModel::modelReset, this, &MeshEditor::openSizeEditors);
   connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this, &MeshEditor::refresh);
   // Any change of the project (this editor's own included) clears a refusal shown before it.

@@ -1,8 +1,11 @@
 #include "ui/mesh/mesh_rules_tab.h"
 
+#include <QAbstractScrollArea>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QResizeEvent>
 #include <QScrollArea>
+#include <QShowEvent>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -47,7 +50,7 @@ MeshRulesTab::MeshRulesTab(ProjectDocument* doc, QWidget* parent) : QWidget(pare
   // enough to read, and the problems stay in view beside the memory bars.
   auto* right = new QSplitter(Qt::Vertical, this);
   right->addWidget(boxed(tr("Arrays"), specs_, right));
-  auto* below = new QSplitter(Qt::Horizontal, right);
+  auto* below = below_ = new QSplitter(Qt::Horizontal, right);
   memoryBox_ = boxed(tr("Memory per device"), bars_, below);
   below->addWidget(memoryBox_);
   issuesBox_ = boxed(tr("Problems"), issues_, below);
@@ -68,7 +71,7 @@ MeshRulesTab::MeshRulesTab(ProjectDocument* doc, QWidget* parent) : QWidget(pare
   leftScroll->setWidget(left);
   leftScroll->setMinimumWidth(240);
 
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* split = sides_ = new QSplitter(Qt::Horizontal, this);
   split->addWidget(leftScroll);
   split->addWidget(right);
   split->setStretchFactor(0, 2);
@@ -92,6 +95,44 @@ void MeshRulesTab::refresh() {
   }
   const bool clean = !issues_->errorCount() && !issues_->warningCount();
   issuesBox_->setTitle(clean ? tr("Problems") : tr("Problems: %1").arg(issues_->summary()));
+}
+
+namespace {
+// Below these panel widths the sides stack, and the memory and problems stack: side by side they
+// would need more than the panel and scroll sideways.
+constexpr int kSidesMinWidth = 720;
+constexpr int kBelowMinWidth = 460;
+}  // namespace
+
+void MeshRulesTab::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (!panel_)
+    for (QWidget* p = parentWidget(); p; p = p->parentWidget())
+      if (auto* area = qobject_cast<QAbstractScrollArea*>(p)) {
+        panel_ = area->viewport();
+        panel_->installEventFilter(this);
+        break;
+      }
+  reflow();
+}
+
+void MeshRulesTab::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  if (!panel_) reflow();
+}
+
+bool MeshRulesTab::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == panel_ && e->type() == QEvent::Resize) reflow();
+  return QWidget::eventFilter(watched, e);
+}
+
+void MeshRulesTab::reflow() {
+  const int w = panel_ ? panel_->width() : width();
+  const bool sideBySide = w >= kSidesMinWidth;
+  if (sides_->orientation() != (sideBySide ? Qt::Horizontal : Qt::Vertical)) sides_->setOrientation(sideBySide ? Qt::Horizontal : Qt::Vertical);
+  const int right = sideBySide ? w * 3 / 5 : w;
+  const Qt::Orientation below = right >= kBelowMinWidth ? Qt::Horizontal : Qt::Vertical;
+  if (below_->orientation() != below) below_->setOrientation(below);
 }
 
 }  // namespace shardlab::ui

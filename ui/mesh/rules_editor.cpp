@@ -123,6 +123,8 @@ RulesEditor::RulesEditor(ProjectDocument* doc, QWidget* parent) : QWidget(parent
                [&](project::Project& p) { p.constraint_fallback = value; });
   });
   connect(model_, &RulesModel::refused, this, &RulesEditor::showError);
+  // Shown under the table, and in the Log like every refused edit.
+  connect(model_, &RulesModel::refused, this, [this](const QString& reason) { doc_->message("warning", tr("Rule edit refused: %1").arg(reason)); });
   connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this, &RulesEditor::refresh);
   connect(model_, &QAbstractItemModel::modelReset, this, &RulesEditor::refresh);
   connect(model_, &QAbstractItemModel::rowsMoved, this, &RulesEditor::refresh);

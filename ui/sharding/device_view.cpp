@@ -1,5 +1,6 @@
 #include "ui/sharding/device_view.h"
 
+#include <QResizeEvent>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -24,7 +25,10 @@ DeviceView::DeviceView(QWidget* parent) : QWidget(parent) {
   picker_->setToolTip(tr("Click a device to list the blocks it holds"));
   summary_ = new QLabel(this);
   summary_->setObjectName("deviceMemory");
-  // Two lines of its own (total, then by kind); not wrapped, so a squeezed pane never hides one.
+  // Two lines of its own (total, then by kind), each wrapped where the pane is narrower than it:
+  // unwrapped, the longer line set the whole Sharding page's least width, and a small window
+  // squeezed the array tree to nothing to make room for it.
+  summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   model_ = new DeviceBlocksModel(this);
@@ -94,7 +98,7 @@ void DeviceView::setProcesses(int processes) {
   processes_ = processes;
   picker_->setProcesses(processes);
   fillCombo();
-  summary_->setText(memorySummary());
+  setSummary(memorySummary());
 }
 
 void DeviceView::setDevice(int64_t device) {
@@ -114,7 +118,7 @@ void DeviceView::setDeviceColors(std::vector<QColor> colors) { picker_->setColor
 void DeviceView::showDevice() {
   picker_->setCurrent(device_);
   model_->setDevice(report_, copies_, shardingOk_ ? device_ : -1);
-  summary_->setText(memorySummary());
+  setSummary(memorySummary());
 }
 
 QString DeviceView::memorySummary() const {
@@ -163,6 +167,24 @@ void DeviceView::activateRow(const QModelIndex& proxyIndex) {
   if (!proxyIndex.isValid()) return;
   const QString name = proxyIndex.data(DeviceBlocksModel::ArrayNameRole).toString();
   if (!name.isEmpty()) emit arrayActivated(name, device_);
+}
+
+void DeviceView::setSummary(const QString& text) {
+  summary_->setText(text);
+  keepSummaryWhole();
+}
+
+void DeviceView::keepSummaryWhole() {
+  // A wrapped label asks its layout for no more than one line's height, and a short splitter pane
+  // then cuts its last lines off: as tall as its lines at its width, the pane scrolls instead.
+  if (summary_->width() <= 0) return;
+  summary_->setMinimumHeight(0);  // heightForWidth is at least the minimum height
+  summary_->setMinimumHeight(summary_->heightForWidth(summary_->width()));
+}
+
+void DeviceView::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  keepSummaryWhole();
 }
 
 }  // namespace shardlab::ui

@@ -51,7 +51,12 @@ class DeviceView : public QWidget {
   // A row was chosen: draw `array` with `device`'s block outlined.
   void arrayActivated(const QString& array, int64_t device);
 
+ protected:
+  void resizeEvent(QResizeEvent* e) override;
+
  private:
+  void setSummary(const QString& text);
+  void keepSummaryWhole();
   void showDevice();
   void fillCombo();
   void activateRow(const QModelIndex& proxyIndex);

@@ -1,5 +1,6 @@
 #include "ui/sharding/sharding_tab.h"
 
+#include <QResizeEvent>
 #include <QComboBox>
 #include <QEvent>
 #include <QHBoxLayout>
@@ -21,6 +22,7 @@
 #include "ui/sharding/device_view.h"
 #include "ui/sharding/sharding_format.h"
 #include "ui/sharding/sharding_grid.h"
+#include "ui/sharding/wrapping_row.h"
 
 namespace shardlab::ui {
 
@@ -55,6 +57,7 @@ ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   tree_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
   auto* left = new QWidget(this);
+  left->setMinimumWidth(200);  // room for the names, whatever the drawing beside it asks
   auto* leftLayout = new QVBoxLayout(left);
   leftLayout->setContentsMargins(0, 0, 0, 0);
   leftLayout->addWidget(filter_);
@@ -76,21 +79,27 @@ ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   rowCombo_->setObjectName("rowDim");
   colCombo_ = new QComboBox(this);
   colCombo_->setObjectName("columnDim");
-  rowCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  colCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // As wide as their text where there is room, and narrower (the chosen name elided, the list
+  // whole) where there is not, so the pickers never widen the page past a small window.
+  for (QComboBox* c : {rowCombo_, colCombo_}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    c->setMinimumWidth(110);
+  }
   dimsRow_ = new QWidget(this);
-  auto* dims = new QHBoxLayout(dimsRow_);
-  dims->setContentsMargins(0, 0, 0, 0);
-  auto* rowsLabel = new QLabel(tr("&Rows:"), dimsRow_);
-  rowsLabel->setBuddy(rowCombo_);
-  auto* colsLabel = new QLabel(tr("&Columns:"), dimsRow_);
-  colsLabel->setBuddy(colCombo_);
-  dims->addWidget(rowsLabel);
-  dims->addWidget(rowCombo_);
-  dims->addSpacing(12);
-  dims->addWidget(colsLabel);
-  dims->addWidget(colCombo_);
-  dims->addStretch(1);
+  auto* dims = new WrappingRow(dimsRow_);
+  // Each picker with its label, kept together when the row wraps.
+  auto picker = [this](const QString& label, QComboBox* combo) {
+    auto* pair = new QWidget(dimsRow_);
+    auto* l = new QHBoxLayout(pair);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* text = new QLabel(label, pair);
+    text->setBuddy(combo);
+    l->addWidget(text);
+    l->addWidget(combo);
+    return pair;
+  };
+  dims->addWidget(picker(tr("&Rows:"), rowCombo_));
+  dims->addWidget(picker(tr("&Columns:"), colCombo_));
   notes_ = new QLabel(this);
   notes_->setObjectName("otherDims");
   notes_->setWordWrap(true);
@@ -113,6 +122,12 @@ ShardingTab::ShardingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   pictureLayout->addWidget(dimsRow_);
   pictureLayout->addWidget(notes_);
   pictureLayout->addWidget(stack_, 1);
+  // Held to their height at their width (fitWrappedText), no taller: the room left over goes to
+  // the drawing, not around the text.
+  for (QWidget* w : {static_cast<QWidget*>(details_), static_cast<QWidget*>(notes_), dimsRow_}) {
+    w->setSizePolicy(w->sizePolicy().horizontalPolicy(), QSizePolicy::Maximum);
+    w->installEventFilter(this);
+  }
 
   // Right, bottom: the reverse view.
   devices_ = new DeviceView(this);
@@ -247,6 +262,7 @@ bool ShardingTab::showArray(const QString& name) {
   if (!model_->indexOfArray(name).isValid()) {
     title_->setText(tr("There is no array '%1' in this project").arg(name));
     details_->setText(tr("Pick one from the list: parameters are named like dense1/kernel, activations like dense1."));
+    fitWrappedText();
     return false;
   }
   const bool same = name == current_;
@@ -308,6 +324,7 @@ void ShardingTab::draw(const QString& name, int rowDim, int colDim) {
   dimsRow_->setVisible(rank >= 2);
   const QStringList notes = grid_->otherDimsNotes();
   notes_->setText(notes.join('\n'));
+  fitWrappedText();
   notes_->setVisible(!notes.isEmpty());
   updateDeviceColors();
 }
@@ -389,5 +406,21 @@ QString ShardingTab::notesText() const { return notes_->text(); }
 QString ShardingTab::arrayErrorText() const { return error_->text(); }
 
 QString ShardingTab::bannerText() const { return banner_->isVisibleTo(this) ? banner_->text() : QString(); }
+
+void ShardingTab::fitWrappedText() {
+  // (A label's heightForWidth is at least its minimum height: the old one is cleared first.)
+  for (QLabel* label : {details_, notes_}) {
+    if (label->width() <= 0) continue;
+    label->setMinimumHeight(0);
+    label->setMinimumHeight(label->text().isEmpty() ? 0 : label->heightForWidth(label->width()));
+  }
+  if (dimsRow_->width() > 0) dimsRow_->setMinimumHeight(dimsRow_->layout()->heightForWidth(dimsRow_->width()));
+}
+
+bool ShardingTab::eventFilter(QObject* watched, QEvent* e) {
+  if (e->type() == QEvent::Resize && static_cast<QResizeEvent*>(e)->size().width() != static_cast<QResizeEvent*>(e)->oldSize().width())
+    fitWrappedText();
+  return QWidget::eventFilter(watched, e);
+}
 
 }  // namespace shardlab::ui

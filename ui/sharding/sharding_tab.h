@@ -57,9 +57,14 @@ class ShardingTab : public QWidget {
 
  protected:
   void changeEvent(QEvent* e) override;
+  // A wrapped text or the pickers' row got a new width: fitWrappedText.
+  bool eventFilter(QObject* watched, QEvent* e) override;
 
  private:
   void rebuild();
+  // Wrapped text and the wrapping pickers ask their layout for one line's height, so a short pane
+  // cut their lines or squeezed the drawing to nothing: each is held to its height at its width.
+  void fitWrappedText();
   // Makes `name` the tree's current row without treating it as the user's pick.
   void selectInTree(const QString& name);
   void onTreeSelection();
