@@ -55,12 +55,18 @@ nlohmann::ordered_json validation_json(const runtime::Preflight& f) {
   return v;
 }
 
-// One line per error, as main() prints a thrown one.
-void print_errors(const std::vector<std::string>& errors) {
-  for (std::string e : errors) {
-    for (char& ch : e)
+// One line per error, as main() prints a thrown one, and under it what would fix it where the
+// check can say.
+void print_errors(const runtime::Preflight& f) {
+  auto one_line = [](std::string s) {
+    for (char& ch : s)
       if (ch == '\n') ch = ';';
-    std::cerr << "shardlab-cli: error: " << e << "\n";
+    return s;
+  };
+  for (size_t i = 0; i < f.errors.size(); ++i) {
+    std::cerr << "shardlab-cli: error: " << one_line(f.errors[i]) << "\n";
+    if (i < f.problems.size() && f.problems[i].message == f.errors[i] && !f.problems[i].fix.empty())
+      std::cerr << "  fix: " << one_line(f.problems[i].fix) << "\n";
   }
 }
 
@@ -90,7 +96,7 @@ int run_check(const CheckArgs& a) {
       j["validation"] = validation_json(verdict);
       std::cout << j.dump(2) << "\n";
     }
-    print_errors(verdict.errors);
+    print_errors(verdict);
     return 1;
   }
   graph::GraphReport report = project::analyze_project(p);

@@ -10,13 +10,17 @@
 
 #include "engine/data/data_probe.h"
 #include "engine/project/project.h"
+#include "engine/util/diagnostic.h"
 
 namespace shardlab::runtime {
 
-// Every mismatch, one message each, naming the split, the node and both shapes. `input` and
-// `output` are the model's global shapes (batch first) of its Input and of the loss's output node.
-std::vector<std::string> data_fit_problems(const project::Project& p, const data::SourceShape& data, const Shape& input,
-                                           const Shape& output);
+// Every mismatch, one problem each (code "data"): a sentence naming the split, the node and both
+// shapes; the node at fault (the Input for examples, the loss's output node for labels and
+// targets; none for a batch larger than the data, whose field is training.batch_size); and a fix.
+// `input` and `output` are the model's global shapes (batch first) of its Input and of the loss's
+// output node.
+std::vector<Diagnostic> data_fit_problems(const project::Project& p, const data::SourceShape& data, const Shape& input,
+                                          const Shape& output);
 
 // The folder a project's relative data paths resolve against: its file's folder, else ".".
 std::filesystem::path data_base_dir(const project::Project& p);

@@ -110,12 +110,8 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
 
   Shape input, output;
   if (o.data && model_ends(p, report, input, output)) {
-    std::vector<std::string> input_node;
-    for (const graph::NodeReport& n : report.nodes)
-      if (n.type == "Input") input_node.push_back(n.name);
     try {
-      for (const std::string& e : data_fit_problems(p, data::probe_dataset(p.data, data_base_dir(p)), input, output))
-        add("data", "data", e, input_node);
+      for (Diagnostic& d : data_fit_problems(p, data::probe_dataset(p.data, data_base_dir(p)), input, output)) add_problem(std::move(d));
     } catch (const std::exception& e) {
       add("data", "data", e.what());
     }

@@ -419,9 +419,9 @@ void Trainer::run_loop() {
   data::DataSplits splits = data::load_dataset(project_.data, data_base_dir(project_));
   {
     const StepProgram& g = session_->global_step();
-    const std::vector<std::string> misfits = data_fit_problems(
+    const std::vector<Diagnostic> misfits = data_fit_problems(
         project_, {data::shape_of(splits.train), data::shape_of(splits.test)}, g.program.shape(g.input), g.program.shape(g.output));
-    if (!misfits.empty()) throw Error(misfits.front());
+    if (!misfits.empty()) throw Error(misfits.front().message);
   }
   // Over several processes each loads only the rows of each batch its own devices are fed, in the
   // global order every process shares.

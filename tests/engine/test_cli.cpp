@@ -146,6 +146,22 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(lines[0], "ghost");
   }
 
+  // Data that does not fit the model: the error, then what would fix it.
+  void checkSaysHowToFitTheData() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    Json j = small_project();
+    j["data"] = {{"type", "synthetic"}, {"kind", "normal"}, {"feature_shape", {16}}, {"target_shape", {3}}, {"examples", 16}};
+    const QString path = write_project(dir, "misfit.shardlab.json", j);
+    Result r = run_cli({"check", path});
+    QVERIFY2(r.exit_code != 0, qPrintable(describe(r)));
+    const QStringList lines = nonempty_lines(r.err);
+    QVERIFY2(lines.size() == 2, qPrintable(describe(r)));
+    VERIFY_CONTAINS(lines[0], "targets have shape (3,) per example");
+    QVERIFY2(lines[1].startsWith("  fix: make '"), qPrintable(describe(r)));
+    VERIFY_CONTAINS(lines[1], "give (3,) per example");
+  }
+
   void checkOfMalformedJsonGivesLineAndColumn() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());

@@ -1,7 +1,9 @@
 // One truth for whether data fits a model: for a table of graphs, data sources and losses that fit
 // or do not, the design check (runtime::preflight with the data, what `check` and the editor's
 // design check show) and the trainer (what Start and `train` do) give the same verdict, and where
-// they refuse, the same first message, naming the split, the node and both shapes.
+// they refuse, the same first message, naming the split, the node and both shapes. The design
+// check's problem is marked on the node at fault (the Input for examples, the loss's output node
+// for labels and targets) and says what would fix it.
 #include <QtTest>
 #include <memory>
 
@@ -59,35 +61,38 @@ class TestDataFit : public QObject {
     QTest::addColumn<QString>("text");
     QTest::addColumn<bool>("fits");
     QTest::addColumn<QString>("reason");  // a piece of the refusal
-    auto row = [](const char* name, const std::string& text, bool fits, const char* reason = "") {
-      QTest::newRow(name) << QString::fromStdString(text) << fits << QString(reason);
-    };
+    QTest::addColumn<QString>("node");    // where the design check marks it: "input", "output" or ""
+    QTest::addColumn<QString>("fix");     // a piece of what it says would fix it
+    auto row = [](const char* name, const std::string& text, bool fits, const char* reason = "", const char* node = "",
+                  const char* fix = "") { QTest::newRow(name) << QString::fromStdString(text) << fits << QString(reason) << QString(node) << QString(fix); };
     const std::string xent = "softmax_cross_entropy", mse = "mean_squared_error";
     // The case: a Dense over (28, 28) gives a class score per row, not per example.
     row("image without Flatten, softmax", fit_project("[28, 28]", {kDense10, kRelu, kDense10}, xent, blobs("[28, 28]", 10)), false,
-        "the loss takes class ids of shape (28,) per example");
+        "the loss takes class ids of shape (28,) per example", "output", "add Flatten after the Input, or MeanPool before 'n2'");
     row("image with Flatten, softmax", fit_project("[28, 28]", {kFlatten, kDense10, kRelu, kDense10}, xent, blobs("[28, 28]", 10)), true);
     row("image pooled, softmax", fit_project("[28, 28]", {kDense10, kMeanPool}, xent, blobs("[28, 28]", 10)), true);
     row("flat input, softmax", fit_project("[784]", {kDense10}, xent, blobs("[784]", 10)), true);
-    row("flat input, image data", fit_project("[784]", {kDense10}, xent, blobs("[28, 28]", 10)), false, "examples have shape (28, 28)");
+    row("flat input, image data", fit_project("[784]", {kDense10}, xent, blobs("[28, 28]", 10)), false, "examples have shape (28, 28)", "input",
+        "set the shape of Input 'x' to (28, 28)");
     row("image input, flat data", fit_project("[28, 28]", {kFlatten, kDense10}, xent, blobs("[784]", 10)), false,
-        "but the Input node takes (28, 28)");
-    row("more classes than outputs", fit_project("[16]", {kDense10}, xent, blobs("[16]", 12)), false, "labels go up to 11");
+        "but the Input node takes (28, 28)", "input", "set the shape of Input 'x' to (784,)");
+    row("more classes than outputs", fit_project("[16]", {kDense10}, xent, blobs("[16]", 12)), false, "labels go up to 11", "output", "set the features of 'n0' to 12");
     row("as many classes as outputs", fit_project("[16]", {kDense10}, xent, blobs("[16]", 10)), true);
     row("fewer classes than outputs", fit_project("[16]", {kDense10}, xent, blobs("[16]", 3)), true);
-    row("softmax on float targets", fit_project("[16]", {kDense10}, xent, normal("[16]", "[10]")), false, "needs integer class labels");
+    row("softmax on float targets", fit_project("[16]", {kDense10}, xent, normal("[16]", "[10]")), false, "needs integer class labels", "output",
+        "use mean_squared_error");
     row("mse on float targets", fit_project("[16]", {kDense10}, mse, normal("[16]", "[10]")), true);
-    row("mse, targets too narrow", fit_project("[16]", {kDense10}, mse, normal("[16]", "[4]")), false, "targets have shape (4,)");
-    row("mse, targets too wide", fit_project("[16]", {kDense4}, mse, normal("[16]", "[10]")), false, "targets have shape (10,)");
-    row("mse on class labels", fit_project("[16]", {kDense10}, mse, blobs("[16]", 10)), false, "targets have shape ()");
+    row("mse, targets too narrow", fit_project("[16]", {kDense10}, mse, normal("[16]", "[4]")), false, "targets have shape (4,)", "output", "make 'n0' give (4,) per example");
+    row("mse, targets too wide", fit_project("[16]", {kDense4}, mse, normal("[16]", "[10]")), false, "targets have shape (10,)", "output", "make 'n0' give (10,) per example");
+    row("mse on class labels", fit_project("[16]", {kDense10}, mse, blobs("[16]", 10)), false, "targets have shape ()", "output", "make 'n0' give () per example");
     row("mse over rows", fit_project("[6, 16]", {kDense4}, mse, normal("[6, 16]", "[6, 4]")), true);
     row("mse over rows, targets flat", fit_project("[6, 16]", {kDense4}, mse, normal("[6, 16]", "[24]")), false,
-        "targets have shape (24,)");
+        "targets have shape (24,)", "output", "make 'n0' give (24,) per example");
     row("softmax over rows, labels per row", fit_project("[6, 16]", {kDense4, kMeanPool}, xent, blobs("[6, 16]", 4)), true);
     row("softmax over rows, no pooling", fit_project("[6, 16]", {kDense4}, xent, blobs("[6, 16]", 4)), false,
-        "the loss takes class ids of shape (6,) per example");
+        "the loss takes class ids of shape (6,) per example", "output", "MeanPool before 'n0'");
     row("batch larger than the data", fit_project("[16]", {kDense10}, xent, blobs("[16]", 10, 6), 8), false,
-        "training.batch_size: 8 is larger than the training split");
+        "training.batch_size: 8 is larger than the training split", "", "a batch of at most 6");
     row("batch as large as the data", fit_project("[16]", {kDense10}, xent, blobs("[16]", 10, 8), 8), true);
     row("flatten of a flat input", fit_project("[16]", {kFlatten, kDense10}, xent, blobs("[16]", 10)), true);
     row("mse after flatten", fit_project("[4, 4]", {kFlatten, kDense4}, mse, normal("[4, 4]", "[4]")), true);
@@ -97,6 +102,8 @@ class TestDataFit : public QObject {
     QFETCH(QString, text);
     QFETCH(bool, fits);
     QFETCH(QString, reason);
+    QFETCH(QString, node);
+    QFETCH(QString, fix);
     const project::Project p = project::parse_project(text.toStdString(), "fit.shardlab.json");
     const std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu");
     runtime::PreflightOptions o;
@@ -112,6 +119,11 @@ class TestDataFit : public QObject {
     if (!fits) {
       VERIFY_CONTAINS(design, reason);
       QCOMPARE(trainer, design);  // the same first message from both
+      const Diagnostic& d = check.problems.front();
+      const std::string at = node == "input" ? p.graph.nodes.front().name : node == "output" ? p.loss.output : "";
+      QCOMPARE(d.nodes.empty() ? std::string() : d.nodes.front(), at);
+      QCOMPARE(QString::fromStdString(d.field), node.isEmpty() ? QString("training.batch_size") : QString("data"));
+      VERIFY_CONTAINS(QString::fromStdString(d.fix), fix);
     }
   }
 };
