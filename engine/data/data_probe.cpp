@@ -34,8 +34,9 @@ std::string cache_key(const DataSpec& s, const std::filesystem::path& base) {
   if (s.type == "fashion_mnist")
     for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
       for (const char* ext : {".gz", ""}) parts.push_back(stamp(base, (std::filesystem::path(s.dir) / (std::string(f) + ext)).string()));
-  for (const std::string* f : {&s.train_images, &s.train_labels, &s.test_images, &s.test_labels, &s.features, &s.targets})
-    parts.push_back(stamp(base, *f));
+  for (const std::string* f : {&s.train_images, &s.train_labels, &s.test_images, &s.test_labels, &s.features, &s.targets, &s.file})
+    parts.push_back(s.type == "npz" && f != &s.file ? *f : stamp(base, *f));  // an npz's features and targets are array names
+  parts.push_back(s.test_features + "|" + s.test_targets);
   std::string k;
   for (const std::string& p : parts) k.append(p).append("|");
   return k;

@@ -27,6 +27,7 @@ const std::vector<TypeKeys>& type_table() {
       {"fashion_mnist", {"dir", "scale"}},
       {"idx", {"train_images", "train_labels", "test_images", "test_labels", "scale"}},
       {"npy", {"features", "targets", "test_fraction", "scale", "seed"}},
+      {"npz", {"file", "features", "targets", "test_features", "test_targets", "test_fraction", "scale", "seed"}},
       {"synthetic",
        {"kind", "feature_shape", "target_shape", "classes", "examples", "test_fraction", "scale", "seed"}},
   };
@@ -163,6 +164,24 @@ DataSpec parse_data_spec(const ordered_json& j, const std::string& where) {
     p.require("targets", "type 'npy'");
     s.features = p.str("features");
     s.targets = p.str("targets");
+  } else if (s.type == "npz") {
+    // The arrays are named within the file; unnamed, the archive's own names decide (x_train,
+    // y_train and x_test, y_test as Keras writes them, or x and y).
+    p.require("file", "type 'npz'");
+    s.file = p.str("file");
+    if (p.has("features") != p.has("targets"))
+      p.fail(p.has("features") ? "features" : "targets", "features and targets must be named together");
+    if (p.has("features")) {
+      s.features = p.str("features");
+      s.targets = p.str("targets");
+    }
+    if (p.has("test_features") != p.has("test_targets"))
+      p.fail(p.has("test_features") ? "test_features" : "test_targets", "test_features and test_targets must be named together");
+    if (p.has("test_features")) {
+      s.test_features = p.str("test_features");
+      s.test_targets = p.str("test_targets");
+      if (s.test_fraction > 0) p.fail("test_fraction", "not used with test arrays named (test_features, test_targets)");
+    }
   } else {  // synthetic
     p.require("kind", "type 'synthetic'");
     s.kind = p.str("kind");

@@ -13,10 +13,13 @@ namespace shardlab::data {
 inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
 
 struct DataSpec {
-  std::string type;  // "fashion_mnist" | "idx" | "npy" | "synthetic"
+  std::string type;  // "fashion_mnist" | "idx" | "npy" | "npz" | "synthetic"
   std::string dir;   // fashion_mnist: folder with the four IDX files; default kFashionMnistDefaultDir
   std::string train_images, train_labels, test_images, test_labels;  // idx (relative to the project dir allowed)
   std::string features, targets;  // npy: features [N,...]; targets [N] integer dtype = labels, float dtype = regression
+  // npz: the archive, and the names of the arrays in it (features and targets as for npy; optional
+  // test arrays; unnamed: x_train/y_train (+ x_test/y_test) or x/y, whichever the archive has)
+  std::string file, test_features, test_targets;
   // synthetic: "ones" | "normal" | "blobs" | "copy" (token sequences: tokens then as many blanks (0)
   // in, 0s then the same tokens out)
   std::string kind;
@@ -24,7 +27,7 @@ struct DataSpec {
   Shape target_shape;             // synthetic ones/normal: per-example target shape, e.g. [10]
   int64_t classes = 0;            // synthetic blobs: number of classes (targets are integer labels)
   int64_t examples = 0;           // synthetic: number of examples
-  double test_fraction = 0;       // npy/synthetic: fraction held out as the test split (last after a seeded shuffle)
+  double test_fraction = 0;       // npy/npz/synthetic: fraction held out as the test split (last after a seeded shuffle)
   double scale = 1.0;             // features are multiplied by this; fashion_mnist defaults to 1/255
   uint64_t seed = 0;              // synthetic data and split seed
 };

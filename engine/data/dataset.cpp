@@ -8,6 +8,7 @@
 
 #include "engine/data/idx.h"
 #include "engine/data/npy.h"
+#include "engine/data/npz.h"
 #include "engine/util/error.h"
 
 namespace shardlab::data {
@@ -203,6 +204,63 @@ DataSplits load_synthetic(const DataSpec& spec) {
   return s;
 }
 
+// Integer targets (an npy or npz integer dtype) are class labels: one per example, none negative.
+void mark_labels(Dataset& ds, const std::string& name) {
+  if (ds.targets.rank() != 1)
+    throw Error(name + ": integer targets are class labels and must have shape [N], got " + shape_str(ds.targets.shape) +
+                " (save float targets for regression)");
+  const int64_t k = label_classes(ds.targets);
+  if (k < 0) throw Error(name + ": class labels must be non-negative");
+  ds.integer_labels = true;
+  ds.num_classes = k;
+}
+
+// An .npz archive: its named arrays, or those its names say are the splits (Keras's x_train,
+// y_train, x_test, y_test; else x and y, split by test_fraction).
+DataSplits load_npz_source(const DataSpec& spec, const std::filesystem::path& base_dir) {
+  const std::filesystem::path file = resolve(base_dir, spec.file);
+  require_file(file, "data.file");
+  const std::vector<std::string> keys = npz_keys(file);
+  auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  std::string fx = spec.features, fy = spec.targets, tx = spec.test_features, ty = spec.test_targets;
+  if (fx.empty()) {
+    if (has("x_train") && has("y_train")) {
+      fx = "x_train", fy = "y_train";
+      if (has("x_test") && has("y_test") && spec.test_fraction == 0) tx = "x_test", ty = "y_test";
+    } else if (has("x") && has("y")) {
+      fx = "x", fy = "y";
+    } else {
+      std::string held;
+      for (const std::string& k : keys) held += (held.empty() ? "" : ", ") + k;
+      throw Error(file.string() + ": it holds " + (held.empty() ? std::string("no arrays") : held) +
+                  ", neither x_train and y_train nor x and y: name its arrays with data.features and data.targets");
+    }
+  }
+  auto load_pair = [&](const std::string& x, const std::string& y) {
+    const std::string xs = file.string() + ": array '" + x + "'", ys = file.string() + ": array '" + y + "'";
+    Dataset d = pair(load_npz(file, x), load_npz(file, y), xs, ys);
+    if (read_npz_header(file, y).is_integer()) mark_labels(d, ys);
+    scale_features(d, spec.scale);
+    return d;
+  };
+  DataSplits s;
+  if (tx.empty()) {
+    s = split(load_pair(fx, fy), spec.test_fraction, spec.seed, "data " + file.string());
+  } else {
+    s.train = load_pair(fx, fy);
+    s.test = load_pair(tx, ty);
+    if (Shape(s.test.features.shape.begin() + 1, s.test.features.shape.end()) !=
+        Shape(s.train.features.shape.begin() + 1, s.train.features.shape.end()))
+      throw Error(file.string() + ": test examples ('" + tx + "') have shape " + shape_str(s.test.features.shape) +
+                  " but training examples ('" + fx + "') " + shape_str(s.train.features.shape));
+    if (s.test.integer_labels != s.train.integer_labels)
+      throw Error(file.string() + ": '" + fy + "' and '" + ty + "' must both be class labels (integers) or both targets (floats)");
+  }
+  s.test.num_classes = s.train.num_classes = std::max(s.train.num_classes, s.test.num_classes);
+  if (s.train.size() == 0) throw Error(file.string() + ": no training examples");
+  return s;
+}
+
 }  // namespace
 
 int64_t test_split_size(int64_t n, double test_fraction, const std::string& what) {
@@ -267,20 +325,14 @@ DataSplits load_dataset(const DataSpec& spec, const std::filesystem::path& base_
     require_file(tp, "data.targets");
     const NpyHeader th = read_npy_header(tp);
     Dataset all = pair(load_npy(fp), load_npy(tp), fp.string(), tp.string());
-    if (th.is_integer()) {
-      if (all.targets.rank() != 1)
-        throw Error(tp.string() + ": integer targets are class labels and must have shape [N], got " +
-                    shape_str(all.targets.shape) + " (save float targets for regression)");
-      const int64_t k = label_classes(all.targets);
-      if (k < 0) throw Error(tp.string() + ": class labels must be non-negative");
-      all.integer_labels = true;
-      all.num_classes = k;
-    }
+    if (th.is_integer()) mark_labels(all, tp.string());
     scale_features(all, spec.scale);
     s = split(std::move(all), spec.test_fraction, spec.seed, "data " + fp.string());
     s.test.num_classes = s.train.num_classes = std::max(s.train.num_classes, s.test.num_classes);
     if (s.train.size() == 0) throw Error(fp.string() + ": no examples");
     return s;
+  } else if (spec.type == "npz") {
+    return load_npz_source(spec, base_dir);
   } else if (spec.type == "synthetic") {
     return load_synthetic(spec);
   } else {

@@ -148,28 +148,13 @@ uint64_t load_le(const unsigned char* p, size_t n) {
   return v;
 }
 
+// The array an npy header describes, from its `expected` data bytes at `p`.
 template <class T>
-TensorT<T> load_as(const std::filesystem::path& path) {
-  const NpyHeader h = read_npy_header(path);
+TensorT<T> decode(const NpyHeader& h, const unsigned char* p) {
   const size_t item = size_t(h.descr[1] - '0');
   const int64_t count = numel(h.shape);
-  const uint64_t expected = uint64_t(count) * item;
-
-  auto truncated = [&](uint64_t got) {
-    fail(path, "truncated npy data (expected " + std::to_string(expected) + " bytes for shape " +
-                   shape_str(h.shape) + " of " + h.descr + ", got " + std::to_string(got) + ")");
-  };
-  // Size check first, so a corrupt shape is reported instead of attempting a huge allocation; a
-  // FIFO or a device is refused by RegularFile rather than read without end.
-  const checkpoint::RegularFile file(path);
-  const uint64_t available = file.size() - std::min<uint64_t>(file.size(), uint64_t(h.data_offset));
-  if (available < expected) truncated(available);
-  std::vector<unsigned char> raw(static_cast<size_t>(expected));
-  file.read_at(uint64_t(h.data_offset), raw.data(), expected);
-
   TensorT<T> t(h.shape);
   T* out = t.ptr();
-  const unsigned char* p = raw.data();
   // Read every element as little-endian bits; big-endian files are byte-reversed first. One loop per dtype.
   auto bits_at = [&](int64_t i) {
     const unsigned char* q = p + size_t(i) * item;
@@ -194,16 +179,33 @@ TensorT<T> load_as(const std::filesystem::path& path) {
   return t;
 }
 
-}  // namespace
+// The data bytes the header promises, checked against what the source holds past the header.
+uint64_t data_bytes(const std::filesystem::path& path, const NpyHeader& h, uint64_t size) {
+  const uint64_t expected = uint64_t(numel(h.shape)) * uint64_t(h.descr[1] - '0');
+  const uint64_t available = size - std::min<uint64_t>(size, uint64_t(h.data_offset));
+  // Size check first, so a corrupt shape is reported instead of attempting a huge allocation.
+  if (available < expected)
+    fail(path, "truncated npy data (expected " + std::to_string(expected) + " bytes for shape " + shape_str(h.shape) + " of " +
+                   h.descr + ", got " + std::to_string(available) + ")");
+  return expected;
+}
 
-NpyHeader read_npy_header(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
-  const checkpoint::RegularFile file(path);  // refuses a FIFO, a directory or a device, naming it
-  const uint64_t size = file.size();
+template <class T>
+TensorT<T> load_as(const std::filesystem::path& path) {
+  const NpyHeader h = read_npy_header(path);
+  // A FIFO or a device is refused by RegularFile rather than read without end.
+  const checkpoint::RegularFile file(path);
+  const uint64_t expected = data_bytes(path, h, file.size());
+  std::vector<unsigned char> raw(static_cast<size_t>(expected));
+  file.read_at(uint64_t(h.data_offset), raw.data(), expected);
+  return decode<T>(h, raw.data());
+}
 
+// The header of an npy image of `size` bytes, read through `read_at(offset, buffer, bytes)`.
+template <class ReadAt>
+NpyHeader parse_header(const std::filesystem::path& path, uint64_t size, ReadAt&& read_at) {
   unsigned char pre[12] = {};
-  file.read_at(0, pre, std::min<uint64_t>(size, 8));
+  read_at(0, pre, std::min<uint64_t>(size, 8));
   if (size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
     fail(path, "not an npy file (missing the \\x93NUMPY magic)");
   if (size < 8) fail(path, "bad npy header: file ends inside the preamble");
@@ -212,7 +214,7 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
     fail(path, "bad npy header: unsupported format version " + std::to_string(major) + "." + std::to_string(minor));
   const size_t len_bytes = major == 1 ? 2 : 4;
   if (size < 8 + len_bytes) fail(path, "bad npy header: file ends inside the header length");
-  file.read_at(8, pre + 8, len_bytes);
+  read_at(8, pre + 8, len_bytes);
   const uint64_t header_len = load_le(pre + 8, len_bytes);
   if (header_len > kMaxHeaderLen)
     fail(path, "bad npy header: header length " + std::to_string(header_len) + " is over the limit of " +
@@ -221,7 +223,7 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
     fail(path, "bad npy header: truncated (expected " + std::to_string(header_len) + " header bytes, got " +
                    std::to_string(size - 8 - len_bytes) + ")");
   std::string text(size_t(header_len), '\0');
-  file.read_at(8 + len_bytes, text.data(), header_len);
+  read_at(8 + len_bytes, text.data(), header_len);
 
   NpyHeader h;
   std::string descr;
@@ -231,6 +233,25 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
     fail(path, "fortran_order arrays are not supported (save a C-ordered array, e.g. np.ascontiguousarray)");
   h.data_offset = int64_t(8 + len_bytes + header_len);
   return h;
+}
+
+}  // namespace
+
+NpyHeader read_npy_header(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "no such file");
+  const checkpoint::RegularFile file(path);  // refuses a FIFO, a directory or a device, naming it
+  return parse_header(path, file.size(), [&](uint64_t at, void* into, uint64_t n) { file.read_at(at, into, n); });
+}
+
+NpyHeader parse_npy_header(const std::string& name, const std::vector<unsigned char>& bytes) {
+  return parse_header(name, bytes.size(), [&](uint64_t at, void* into, uint64_t n) { std::memcpy(into, bytes.data() + at, n); });
+}
+
+Tensor decode_npy(const std::string& name, const std::vector<unsigned char>& bytes) {
+  const NpyHeader h = parse_npy_header(name, bytes);
+  data_bytes(name, h, bytes.size());
+  return decode<float>(h, bytes.data() + h.data_offset);
 }
 
 Tensor load_npy(const std::filesystem::path& path) { return load_as<float>(path); }

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/tensor/tensor.h"
 
@@ -26,6 +27,9 @@ NpyHeader read_npy_header(const std::filesystem::path& path);
 
 // Reads the whole array, converted to float / double. Also throws on truncated data (expected vs got bytes).
 Tensor load_npy(const std::filesystem::path& path);
+// The same for an npy image already in memory (a member of an .npz archive); `name` leads each error.
+NpyHeader parse_npy_header(const std::string& name, const std::vector<unsigned char>& bytes);
+Tensor decode_npy(const std::string& name, const std::vector<unsigned char>& bytes);
 TensorT<double> load_npy_double(const std::filesystem::path& path);
 
 // Writes a little-endian float32 ('<f4'), version 1.0 file, as numpy.save would.

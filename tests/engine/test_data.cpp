@@ -28,8 +28,10 @@
 #include "engine/data/dataset.h"
 #include "engine/data/idx.h"
 #include "engine/data/npy.h"
+#include "engine/data/npz.h"
 #include "engine/util/error.h"
 #include "tests/engine/test_support.h"
+#include "tests/engine/zip_writer.h"
 
 using namespace shardlab;
 using namespace shardlab::data;
@@ -521,6 +523,78 @@ class TestData : public QObject {
         QVERIFY(seen.insert(i).second);
       }
     QCOMPARE(int(seen.size()), 20);
+  }
+
+  // ---- npz ----
+
+  // Stored and deflated members (np.savez and np.savez_compressed), read by name.
+  void npzReadsStoredAndDeflatedArrays() {
+    write_file(dir() / "a.npz", testing::zip_bytes({{"x.npy", npy_bytes(npy_dict("<f4", "(3, 2)"), le_bytes<float>({1, 2, 3, 4, 5, 6.5f}))},
+                                           {"y.npy", npy_bytes(npy_dict("<i8", "(3,)"), le_bytes<int64_t>({0, 2, 1})), true}}));
+    QCOMPARE(npz_keys(dir() / "a.npz"), (std::vector<std::string>{"x", "y"}));
+    const Tensor x = load_npz(dir() / "a.npz", "x");
+    QCOMPARE(x.shape, (Shape{3, 2}));
+    QCOMPARE(x.data[5], 6.5f);
+    const Tensor y = load_npz(dir() / "a.npz", "y");
+    QCOMPARE(y.data, (std::vector<float>{0, 2, 1}));
+    QVERIFY(read_npz_header(dir() / "a.npz", "y").is_integer());
+    QVERIFY(!read_npz_header(dir() / "a.npz", "x").is_integer());
+  }
+  // What is wrong is named: the array asked for (and those there are), a damaged member, a file
+  // that is not a zip archive, a member's npy header.
+  void npzProblemsAreNamed() {
+    const Bytes good = testing::zip_bytes({{"x.npy", npy_bytes(npy_dict("<f4", "(2,)"), le_bytes<float>({1, 2})), true},
+                                  {"y.npy", npy_bytes(npy_dict("<f4", "(2,)"), le_bytes<float>({3, 4}))}});
+    write_file(dir() / "b.npz", good);
+    VERIFY_CONTAINS(error_of([&] { load_npz(dir() / "b.npz", "z"); }), "b.npz: no array 'z' (it holds x, y)");
+    Bytes damaged = good;
+    // The stored member's last payload byte (4 bytes from the end of its data), before the directory.
+    const size_t stored_end = good.size() - 22 - 2 * (46 + 5);
+    damaged[stored_end - 1] ^= 0x40;
+    write_file(dir() / "damaged.npz", damaged);
+    VERIFY_CONTAINS(error_of([&] { load_npz(dir() / "damaged.npz", "y"); }), "damaged.npz: array 'y': checksum mismatch");
+    write_file(dir() / "cut.npz", Bytes(good.begin(), good.begin() + long(good.size() / 2)));
+    VERIFY_CONTAINS(error_of([&] { npz_keys(dir() / "cut.npz"); }), "cut.npz: not an .npz file");
+    write_file(dir() / "c.npz", testing::zip_bytes({{"x.npy", Bytes{'n', 'o', 't', ' ', 'n', 'p', 'y', '!', '!', '!'}}}));
+    VERIFY_CONTAINS(error_of([&] { load_npz(dir() / "c.npz", "x"); }), "c.npz: array 'x': not an npy file");
+    VERIFY_CONTAINS(error_of([&] { npz_keys(dir() / "missing.npz"); }), "missing.npz: no such file");
+  }
+  // A data source from an .npz: Keras's names give the splits (x_train, y_train, x_test, y_test),
+  // others are named in the spec, and the probe agrees with what loads.
+  void npzDatasetTakesKerasNamesOrNamedArrays() {
+    std::vector<uint8_t> xtr(6 * 4), xte(2 * 4);
+    for (size_t i = 0; i < xtr.size(); ++i) xtr[i] = uint8_t(i);
+    for (size_t i = 0; i < xte.size(); ++i) xte[i] = uint8_t(200 + i);
+    write_file(dir() / "keras.npz", testing::zip_bytes({{"x_train.npy", npy_bytes(npy_dict("|u1", "(6, 2, 2)"), xtr), true},
+                                               {"y_train.npy", npy_bytes(npy_dict("|u1", "(6,)"), Bytes{0, 1, 2, 0, 1, 2})},
+                                               {"x_test.npy", npy_bytes(npy_dict("|u1", "(2, 2, 2)"), xte), true},
+                                               {"y_test.npy", npy_bytes(npy_dict("|u1", "(2,)"), Bytes{2, 1})}}));
+    const DataSpec keras = spec_of(R"({"type": "npz", "file": "keras.npz", "scale": 0.5})");
+    const DataSplits d = load_dataset(keras, dir());
+    QCOMPARE(d.train.features.shape, (Shape{6, 2, 2}));
+    QCOMPARE(d.test.features.shape, (Shape{2, 2, 2}));
+    QCOMPARE(d.test.features.data[0], 100.0f);
+    QVERIFY(d.train.integer_labels && d.test.integer_labels);
+    QCOMPARE(d.train.num_classes, int64_t(3));
+    const SourceShape probed = probe_dataset(keras, dir());
+    QCOMPARE(probed.train.examples, int64_t(6));
+    QCOMPARE(probed.test.examples, int64_t(2));
+    QCOMPARE(probed.train.features, (Shape{2, 2}));
+
+    // Named arrays, split by test_fraction.
+    const DataSpec named = spec_of(R"({"type": "npz", "file": "keras.npz", "features": "x_train", "targets": "y_train",
+                                        "test_fraction": 0.5, "seed": 1})");
+    const DataSplits n = load_dataset(named, dir());
+    QCOMPARE(n.train.size() + n.test.size(), int64_t(6));
+    QCOMPARE(n.test.size(), int64_t(3));
+
+    // An archive without those names asks for them, saying what it holds.
+    write_file(dir() / "odd.npz", testing::zip_bytes({{"a.npy", npy_bytes(npy_dict("<f4", "(2,)"), le_bytes<float>({1, 2}))}}));
+    VERIFY_CONTAINS(error_of([&] { load_dataset(spec_of(R"({"type": "npz", "file": "odd.npz"})"), dir()); }),
+                    "odd.npz: it holds a, neither x_train and y_train nor x and y: name its arrays with data.features and data.targets");
+    VERIFY_CONTAINS(error_of([&] { spec_of(R"({"type": "npz", "file": "k.npz", "features": "x"})"); }),
+                    "p.json: data.features: features and targets must be named together");
+    VERIFY_CONTAINS(error_of([&] { spec_of(R"({"type": "npz"})"); }), "file");
   }
 
   // A NaN or an infinity among the inputs is refused when the data loads, naming the file, the

@@ -20,6 +20,8 @@
 #include <QtTest>
 
 #include "tests/engine/test_support.h"
+#include "tests/engine/zip_writer.h"
+#include "tests/ui/window_menus.h"
 #include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/inspector/inspector.h"
@@ -66,7 +68,7 @@ class TestInspector : public QObject {
   // A version 1.0 .npy file of little-endian values (numpy's format, written by hand so the test
   // needs nothing but the file).
   template <class T>
-  static void writeNpy(const QString& path, const char* descr, const QString& shape, const std::vector<T>& values) {
+  static QByteArray npyBytes(const char* descr, const QString& shape, const std::vector<T>& values) {
     QByteArray header = QString("{'descr': '%1', 'fortran_order': False, 'shape': %2, }").arg(descr, shape).toLatin1();
     while ((10 + header.size() + 1) % 64) header += ' ';
     header += '\n';
@@ -75,9 +77,16 @@ class TestInspector : public QObject {
     bytes += char(header.size() >> 8);
     bytes += header;
     bytes += QByteArray(reinterpret_cast<const char*>(values.data()), qsizetype(values.size() * sizeof(T)));
+    return bytes;
+  }
+  static void writeFile(const QString& path, const QByteArray& bytes) {
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
     QCOMPARE(f.write(bytes), bytes.size());
+  }
+  template <class T>
+  static void writeNpy(const QString& path, const char* descr, const QString& shape, const std::vector<T>& values) {
+    writeFile(path, npyBytes(descr, shape, values));
   }
 
  private slots:
@@ -556,6 +565,7 @@ class TestInspector : public QObject {
     // Synthetic data starts from sizes that work, so the choice is one edit; a kind with labels
     // swaps the target shape for a class count.
     type->setFocus();
+    QTest::keyClick(type, Qt::Key_Down);  // NumPy .npz (held: no file chosen)
     QTest::keyClick(type, Qt::Key_Down);
     QCOMPARE(type->currentText(), QString("Synthetic"));
     QCOMPARE(doc_->project().data.type, std::string("synthetic"));
@@ -584,6 +594,43 @@ class TestInspector : public QObject {
     QCOMPARE(doc_->project().data.type, std::string("fashion_mnist"));
     QVERIFY(visible(find<QLineEdit>("dataDir")));
     QVERIFY(!visible(find<QComboBox>("dataKind")));
+  }
+
+  // An .npz archive (as np.savez_compressed or Keras's mnist.npz writes one), chosen through the
+  // section's file dialog: one edit, a path relative to the project, its splits found by name.
+  void dataSectionReadsAnNpzArchivePickedInItsDialog() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString projectFile = tmp.filePath("fashion.shardlab.json");
+    doc_->saveAs(projectFile);
+    std::vector<uint8_t> train(200 * 28 * 28), test(10 * 28 * 28), trainLabels(200), testLabels(10);
+    for (size_t i = 0; i < train.size(); ++i) train[i] = uint8_t(i % 251);
+    for (size_t i = 0; i < trainLabels.size(); ++i) trainLabels[i] = uint8_t(i % 10);
+    for (size_t i = 0; i < testLabels.size(); ++i) testLabels[i] = uint8_t(9 - i % 10);
+    auto bytes = [](const QByteArray& b) { return testing::Bytes(b.begin(), b.end()); };
+    QDir().mkpath(tmp.filePath("data"));
+    writeFile(tmp.filePath("data/fashion.npz"),
+              [&] {
+                const testing::Bytes zip = testing::zip_bytes({{"x_train.npy", bytes(npyBytes("|u1", "(200, 28, 28)", train)), true},
+                                                               {"y_train.npy", bytes(npyBytes("|u1", "(200,)", trainLabels))},
+                                                               {"x_test.npy", bytes(npyBytes("|u1", "(10, 28, 28)", test)), true},
+                                                               {"y_test.npy", bytes(npyBytes("|u1", "(10,)", testLabels))}});
+                return QByteArray(reinterpret_cast<const char*>(zip.data()), qsizetype(zip.size()));
+              }());
+
+    QComboBox* type = find<QComboBox>("dataType");
+    type->setFocus();
+    for (int i = 0; i < 3; ++i) QTest::keyClick(type, Qt::Key_Down);  // IDX, .npy, .npz
+    QCOMPARE(type->currentText(), QString("NumPy .npz file"));
+    VERIFY_CONTAINS(label("dataPending")->text(), "file");
+    const int before = doc_->undoStack()->index();
+    testing::answerNextFileDialog(tmp.filePath("data/fashion.npz"));
+    QTest::mouseClick(find<QWidget>("dataFileBrowse"), Qt::LeftButton);
+    QTRY_COMPARE(doc_->project().data.type, std::string("npz"));
+    QCOMPARE(doc_->project().data_json["file"], Json("data/fashion.npz"));
+    QCOMPARE(doc_->undoStack()->index(), before + 1);
+    VERIFY_CONTAINS(label("dataFound")->text(), "200 training examples of (28, 28) with class labels 0-9; 10 test examples");
+    QVERIFY2(doc_->design().ok(), doc_->design().errors.empty() ? "" : doc_->design().errors.front().c_str());
   }
 
   void nodeInsideARepeatBlock() {

@@ -28,6 +28,7 @@ struct SourceType {
   const char* label;
   QStringList keys;
   QStringList required;
+  QStringList kept = {};  // keys with no field here that an edit keeps as the file has them
 };
 
 const QList<SourceType>& sourceTypes() {
@@ -39,6 +40,13 @@ const QList<SourceType>& sourceTypes() {
        {"train_images", "train_labels"}},
       {"npy", QT_TRANSLATE_NOOP("DataSection", "NumPy .npy files"), {"features", "targets", "test_fraction", "scale", "seed"},
        {"features", "targets"}},
+      // The arrays are found by their names (x_train, y_train, x_test, y_test, or x and y); other
+      // names are written in the project file, and kept.
+      {"npz",
+       QT_TRANSLATE_NOOP("DataSection", "NumPy .npz file"),
+       {"file", "test_fraction", "scale", "seed"},
+       {"file"},
+       {"features", "targets", "test_features", "test_targets"}},
       {"synthetic",
        QT_TRANSLATE_NOOP("DataSection", "Synthetic"),
        {"kind", "feature_shape", "target_shape", "classes", "examples", "test_fraction", "scale", "seed"},
@@ -54,7 +62,7 @@ const SourceType* sourceType(const QString& type) {
 }
 
 bool isPathKey(const QString& key) {
-  static const QStringList paths = {"dir", "train_images", "train_labels", "test_images", "test_labels", "features", "targets"};
+  static const QStringList paths = {"dir", "train_images", "train_labels", "test_images", "test_labels", "features", "targets", "file"};
   return paths.contains(key);
 }
 
@@ -98,6 +106,8 @@ DataSection::DataSection(ProjectDocument* doc, const InspectorPage* page)
   addPathField("features", tr("features"), "dataFeatures", false, tr("A .npy array [N, …]: one example per row"));
   addPathField("targets", tr("targets"), "dataTargets", false,
                tr("A .npy array [N, …]: integer class labels, or float targets for regression"));
+  addPathField("file", tr("file"), "dataFile", false,
+               tr("An .npz archive (np.savez) holding x_train, y_train and x_test, y_test (as Keras's mnist.npz), or x and y"));
 
   kind_ = new QComboBox(this);
   kind_->setObjectName("dataKind");
@@ -255,7 +265,9 @@ void DataSection::browse(const char* key, bool folder) {
   const QString current = edit->text().trimmed();
   const QString start = current.isEmpty() ? projectFolder() : QDir(projectFolder()).absoluteFilePath(current);
   const bool npy = QString(key) == "features" || QString(key) == "targets";
-  const QString filter = npy ? tr("NumPy arrays (*.npy);;All files (*)") : tr("IDX files (*-ubyte *-ubyte.gz *.idx *.gz);;All files (*)");
+  const QString filter = npy                     ? tr("NumPy arrays (*.npy);;All files (*)")
+                         : QString(key) == "file" ? tr("NumPy archives (*.npz);;All files (*)")
+                                                  : tr("IDX files (*-ubyte *-ubyte.gz *.idx *.gz);;All files (*)");
   const QString chosen = folder ? QFileDialog::getExistingDirectory(this, tr("Data Folder"), start)
                                 : QFileDialog::getOpenFileName(this, tr("Data File"), start, filter);
   if (chosen.isEmpty()) return;
@@ -276,6 +288,9 @@ graph::Json DataSection::draft() const {
   j["type"] = type.toStdString();
   if (!t) return j;
   const bool labelled = labelledKind(kind_->currentText());
+  if (sameType)
+    for (const QString& key : t->kept)
+      if (current.contains(key.toStdString())) j[key.toStdString()] = current[key.toStdString()];
   for (const QString& key : t->keys) {
     const std::string k = key.toStdString();
     if (key == "kind") {
