@@ -539,6 +539,13 @@ class TestData : public QObject {
     QCOMPARE(y.data, (std::vector<float>{0, 2, 1}));
     QVERIFY(read_npz_header(dir() / "a.npz", "y").is_integer());
     QVERIFY(!read_npz_header(dir() / "a.npz", "x").is_integer());
+    // The same with ZIP64 records, as written for members over 4 GiB.
+    write_file(dir() / "a64.npz", testing::zip_bytes({{"x.npy", npy_bytes(npy_dict("<f4", "(3, 2)"), le_bytes<float>({1, 2, 3, 4, 5, 6.5f}))},
+                                                     {"y.npy", npy_bytes(npy_dict("<i8", "(3,)"), le_bytes<int64_t>({0, 2, 1})), true}},
+                                                    true));
+    QCOMPARE(npz_keys(dir() / "a64.npz"), (std::vector<std::string>{"x", "y"}));
+    QCOMPARE(load_npz(dir() / "a64.npz", "x").data, x.data);
+    QCOMPARE(load_npz(dir() / "a64.npz", "y").data, y.data);
   }
   // What is wrong is named: the array asked for (and those there are), a damaged member, a file
   // that is not a zip archive, a member's npy header.
