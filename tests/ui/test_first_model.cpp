@@ -177,6 +177,12 @@ class TestFirstModel : public QObject {
     pick(child<QComboBox>(&w, "lossType"), "softmax_cross_entropy");
     pick(child<QComboBox>(&w, "lossOutput"), "dense2");
     pick(child<QComboBox>(&w, "dataType"), "Fashion-MNIST folder");
+    // The folder chosen through the section's folder dialog (Qt's own, answered through its API).
+    const QString fashion = QString::fromUtf8(data::kFashionMnistDefaultDir);
+    QWidget* browse = child<QWidget>(&w, "dataDirBrowse");  // (child() runs the event loop: before the answer is armed)
+    shardlab::testing::answerNextFileDialog(fashion);
+    QTest::mouseClick(browse, Qt::LeftButton);
+    QTRY_COMPARE(doc->project().data_json.value("dir", std::string()), fashion.toStdString());
     VERIFY_CONTAINS(child<QLabel>(&w, "dataFound")->text(), "60,000 training examples of (28, 28) with class labels 0-9");
     QVERIFY2(doc->design().ok(), doc->design().errors.empty() ? "" : doc->design().errors.front().c_str());
 
@@ -258,7 +264,15 @@ class TestFirstModel : public QObject {
     CheckpointBrowser* browser = w.checkpoints();
     QTRY_VERIFY(!browser->selectedCheckpoint().isEmpty() || browser->root() == ckpt);
     if (browser->root() != ckpt) typeInto(child<QLineEdit>(browser, "checkpointRoot"), ckpt);
-    browser->selectStep(50);
+    // A click on step 50's row in the list.
+    auto* list = browser->findChild<QTableView*>();
+    QVERIFY(list);
+    QModelIndex step50;
+    for (int r = 0; r < list->model()->rowCount(); ++r)
+      if (list->model()->index(r, 0).data().toLongLong() == 50) step50 = list->model()->index(r, 0);
+    QVERIFY2(step50.isValid(), "step 50 is not listed");
+    list->scrollTo(step50);
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualRect(step50).center());
     QTRY_VERIFY(browser->selectedCheckpoint().endsWith("step_000050"));
     const QString out = tmp.filePath("model.safetensors");
     auto* exportButton = child<QPushButton>(browser, "exportButton");
