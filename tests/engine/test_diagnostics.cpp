@@ -3,6 +3,8 @@
 // editor marks nodes from the data, and rewording a message cannot break a mark.
 #include <QtTest>
 
+#include "engine/data/data_spec.h"
+
 #include <algorithm>
 
 #include "engine/api/design.h"
@@ -119,6 +121,22 @@ class TestDiagnostics : public QObject {
     QCOMPARE(x->field, std::string("data"));
     QVERIFY(has(x->nodes, input));
     QVERIFY(!d.ok());
+  }
+  // A project that has no file nor name yet (File > New) is "untitled project" in what it says: no
+  // message starts with a bare ": ".
+  void anUntitledProjectsProblemsSayUntitled() {
+    project::Project p = project::parse_project(project_json(kNodes, kEdges), "p.shardlab.json", project::Validation::Structure);
+    p.file.clear();
+    p.name.clear();
+    // Targets of 4 where the model gives 6: a data-fit problem, which names the project.
+    const nlohmann::ordered_json data =
+        nlohmann::ordered_json::parse(R"({"type": "synthetic", "kind": "normal", "feature_shape": [12], "target_shape": [4], "examples": 32})");
+    p.data = data::parse_data_spec(data, "data");
+    p.data_json = data;
+    const api::Design d = api::check_design(p);
+    const Diagnostic* x = with_code(d, "data");
+    QVERIFY(x);
+    QVERIFY2(x->message.rfind("untitled project: data", 0) == 0, x->message.c_str());
   }
   // One indivisible mesh axis is one problem, naming the arrays' nodes and the mesh sizes that divide.
   void aSizeThreeMeshAxisIsOneProblemWithTheSizesThatDivide() {

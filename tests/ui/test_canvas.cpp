@@ -948,6 +948,19 @@ class CanvasTest : public QObject {
     QCOMPARE(FindNodeBar::matchingPaths(p, "").size(), 7);
   }
 
+  // An empty canvas has nothing to navigate: no minimap, not even an empty frame.
+  void anEmptyCanvasHasNoMinimap() {
+    auto c = std::make_unique<Canvas>();
+    c->doc.newBlank();
+    c->view.resize(800, 600);
+    c->view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&c->view));
+    for (int i = 0; i < 3; ++i) c->view.zoomIn();
+    QApplication::processEvents();
+    QVERIFY(c->scene()->nodes().isEmpty());
+    QVERIFY(!c->view.findChild<Minimap*>("canvasMinimap")->isVisible());
+  }
+
   void minimapShowsTheViewAndPansIt() {
     auto c = openCanvas("deep-mlp-small");
     Minimap* map = c->view.findChild<Minimap*>("canvasMinimap");

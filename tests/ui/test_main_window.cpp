@@ -413,6 +413,13 @@ class TestMainWindow : public QObject {
     w.canvas()->setFocus();
     QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
     QVERIFY2(w.canvas()->zoom() > before, qPrintable(QString("zoom %1 -> %2").arg(before).arg(w.canvas()->zoom())));
+    // Ctrl+- zooms back out, Ctrl+0 fits the graph again.
+    const double in = w.canvas()->zoom();
+    QTest::keyClick(&w, Qt::Key_Minus, Qt::ControlModifier);
+    QTest::keyClick(&w, Qt::Key_Minus, Qt::ControlModifier);
+    QVERIFY2(w.canvas()->zoom() < in, qPrintable(QString("zoom %1 -> %2").arg(in).arg(w.canvas()->zoom())));
+    QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
+    QVERIFY2(std::abs(w.canvas()->zoom() - before) < 1e-6, qPrintable(QString("fitted %1, then %2").arg(before).arg(w.canvas()->zoom())));
     QVERIFY(!w.training()->isRunning());
     QTest::keyClick(&w, Qt::Key_Return, Qt::ControlModifier);
     QTRY_VERIFY_WITH_TIMEOUT(w.training()->isRunning(), 10000);

@@ -49,7 +49,9 @@ QPointF Minimap::toScene(const QPointF& mapPos) const { return (mapPos - offset(
 void Minimap::sync() {
   const QRectF area = shownArea();
   const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
-  const bool needed = !area.isEmpty() && !visible.contains(view_->graphScene()->graphRect());
+  // An empty graph has a null rect, which no view "contains": nothing to show, not an empty frame.
+  const QRectF graph = view_->graphScene()->graphRect();
+  const bool needed = !graph.isNull() && !area.isEmpty() && !visible.contains(graph);
   if (!needed) {
     hide();
     return;
