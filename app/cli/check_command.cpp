@@ -55,8 +55,8 @@ nlohmann::ordered_json validation_json(const runtime::Preflight& f) {
   return v;
 }
 
-// One line per error, as main() prints a thrown one, and under it what would fix it where the
-// check can say.
+// One line per error, as main() prints a thrown one, and under it, indented, what would fix it
+// where the check can say.
 void print_errors(const runtime::Preflight& f) {
   auto one_line = [](std::string s) {
     for (char& ch : s)

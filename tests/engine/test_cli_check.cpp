@@ -28,7 +28,13 @@ QString describe(const CliResult& r) {
   return QString("exit %1\n--- stdout ---\n%2\n--- stderr ---\n%3").arg(r.exit_code).arg(r.out.left(3000), r.err.left(3000));
 }
 
-QStringList error_lines(const CliResult& r) { return r.err.split('\n', Qt::SkipEmptyParts); }
+// The errors, one line each (a fix printed under one, indented, is not an error line).
+QStringList error_lines(const CliResult& r) {
+  QStringList out;
+  for (const QString& line : r.err.split('\n', Qt::SkipEmptyParts))
+    if (!line.startsWith("  fix: ")) out << line;
+  return out;
+}
 
 // Input 16 -> Dense 10 ("dense", its output constrained to (batch, classes)), mean squared error on
 // synthetic ones, batch 8: every row below breaks one thing of it.
@@ -271,6 +277,7 @@ class TestCliCheck : public QObject {
     VERIFY_CONTAINS(lines[0], "has no axis 'dta'; did you mean 'data'?");
     VERIFY_CONTAINS(lines[1], "has no axis 'modle' (its axes: data)");
     VERIFY_CONTAINS(lines[2], "examples have shape (4, 4)");
+    VERIFY_CONTAINS(r.err, lines[2] + "\n  fix: set the shape of Input 'x' to (4, 4), the data's examples\n");
   }
 
   // --json carries the verdict: ok with the plan's size for a project that trains, the reasons for
