@@ -459,6 +459,16 @@ class TestTrainingDashboard : public QObject {
     QCOMPARE(started.count(), 0);
     QCOMPARE(failed.count(), 1);
     VERIFY_CONTAINS(tab.errorText(), "the Input node takes (784,)");
+    // The whole message shows in a narrow tab, wrapped to its lines, and can be selected and copied.
+    tab.resize(640, 480);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    auto* error = tab.findChild<QLabel*>("error");
+    QVERIFY(error && error->isVisible());
+    QVERIFY(error->wordWrap());
+    QVERIFY(error->textInteractionFlags() & Qt::TextSelectableByMouse);
+    QTRY_VERIFY2(error->height() >= error->heightForWidth(error->width()) && error->heightForWidth(error->width()) > error->fontMetrics().height(),
+                 qPrintable(QString("%1 px tall for %2 px of text").arg(error->height()).arg(error->heightForWidth(error->width()))));
   }
 
   // The data goes missing after the design check passed: the run fails with the engine's message
