@@ -269,6 +269,7 @@ Project parse_project(const std::string& text, const std::string& filename, Vali
     for (const std::string& e : report.errors) all += (all.empty() ? "" : "\n") + filename + ": " + e;
     throw Error(all);
   }
+  if (p.loss.output.empty()) throw Error(filename + ": loss.output: not set: name the node whose output the loss reads");
   if (!p.graph.find(p.loss.output))
     throw Error(filename + ": loss.output: there is no node '" + p.loss.output + "'");
   return p;

@@ -53,7 +53,10 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
     return f;
   }
   for (const Diagnostic& d : report.problems) add_problem(d);
-  if (!p.graph.find(p.loss.output)) add("loss.output", "loss.output", "loss.output: there is no node '" + p.loss.output + "'");
+  if (p.loss.output.empty())
+    add("loss.output", "loss.output", p.display_name() + ": loss.output: not set: name the node whose output the loss reads");
+  else if (!p.graph.find(p.loss.output))
+    add("loss.output", "loss.output", p.display_name() + ": loss.output: there is no node '" + p.loss.output + "'");
   const bool graph_ok = f.errors.empty();
 
   // The mesh and the rules: each checked on its own, so one bad field does not hide the other.

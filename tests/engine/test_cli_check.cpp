@@ -280,6 +280,23 @@ class TestCliCheck : public QObject {
     VERIFY_CONTAINS(r.err, lines[2] + "\n  fix: set the shape of Input 'x' to (4, 4), the data's examples\n");
   }
 
+  // One cause, one line: an unset loss output, a rule naming an axis the mesh lacks.
+  void oneCauseIsOneLine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    Json unset = small_project();
+    unset["loss"]["output"] = "";
+    CliResult r = run_cli({"check", write_project(dir, "unset.shardlab.json", unset)});
+    QVERIFY2(r.exit_code == 1 && error_lines(r).size() == 1, qPrintable(describe(r)));
+    VERIFY_CONTAINS(error_lines(r)[0], "unset.shardlab.json: loss.output: not set: name the node whose output the loss reads");
+    Json rule = small_project();
+    rule["mesh"] = {{"axes", {{"data", 2}}}};
+    rule["logical_axis_rules"] = Json::parse(R"([["batch", "data"], ["classes", "nosuch"]])");
+    r = run_cli({"check", write_project(dir, "rule.shardlab.json", rule)});
+    QVERIFY2(r.exit_code == 1 && error_lines(r).size() == 1, qPrintable(describe(r)));
+    VERIFY_CONTAINS(error_lines(r)[0], "has no axis 'nosuch'");
+  }
+
   // --json carries the verdict: ok with the plan's size for a project that trains, the reasons for
   // one that would not (and exit 1).
   void checkJsonCarriesTheValidation() {
