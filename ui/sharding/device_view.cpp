@@ -13,6 +13,7 @@
 #include "ui/sharding/device_blocks_model.h"
 #include "ui/sharding/device_picker.h"
 #include "ui/sharding/sharding_format.h"
+#include "ui/sharding/wrapped_label.h"
 
 namespace shardlab::ui {
 
@@ -174,13 +175,7 @@ void DeviceView::setSummary(const QString& text) {
   keepSummaryWhole();
 }
 
-void DeviceView::keepSummaryWhole() {
-  // A wrapped label asks its layout for no more than one line's height, and a short splitter pane
-  // then cuts its last lines off: as tall as its lines at its width, the pane scrolls instead.
-  if (summary_->width() <= 0) return;
-  summary_->setMinimumHeight(0);  // heightForWidth is at least the minimum height
-  summary_->setMinimumHeight(summary_->heightForWidth(summary_->width()));
-}
+void DeviceView::keepSummaryWhole() { holdWrappedHeight(summary_); }
 
 void DeviceView::resizeEvent(QResizeEvent* e) {
   QWidget::resizeEvent(e);

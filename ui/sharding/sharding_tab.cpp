@@ -22,6 +22,7 @@
 #include "ui/sharding/device_view.h"
 #include "ui/sharding/sharding_format.h"
 #include "ui/sharding/sharding_grid.h"
+#include "ui/sharding/wrapped_label.h"
 #include "ui/sharding/wrapping_row.h"
 
 namespace shardlab::ui {
@@ -408,12 +409,7 @@ QString ShardingTab::arrayErrorText() const { return error_->text(); }
 QString ShardingTab::bannerText() const { return banner_->isVisibleTo(this) ? banner_->text() : QString(); }
 
 void ShardingTab::fitWrappedText() {
-  // (A label's heightForWidth is at least its minimum height: the old one is cleared first.)
-  for (QLabel* label : {details_, notes_}) {
-    if (label->width() <= 0) continue;
-    label->setMinimumHeight(0);
-    label->setMinimumHeight(label->text().isEmpty() ? 0 : label->heightForWidth(label->width()));
-  }
+  for (QLabel* label : {details_, notes_}) holdWrappedHeight(label);
   if (dimsRow_->width() > 0) dimsRow_->setMinimumHeight(dimsRow_->layout()->heightForWidth(dimsRow_->width()));
 }
 
