@@ -19,6 +19,7 @@
 // Parameters keep the project's shapes as initializers (reshaped in the graph where an op needs it);
 // shapes for Reshape are INT64 initializers "const/shape/<dims>".
 #include "engine/export/onnx_export.h"
+#include "engine/graph/layers/window_fields.h"
 
 #include <bit>
 #include <cmath>
@@ -209,6 +210,7 @@ class Exporter {
       return y;
     }
     if (type == "MultiHeadAttention") return attention(r, node, name, in.at(0), param);
+    if (type == "Conv2D" || type == "MaxPool2D" || type == "AvgPool2D") return window(r, node, name, in.at(0), param);
     if (type == "Repeat") {
       if (!node.body) throw unsupported(r, "a Repeat without a block");
       const int64_t count = field(node, "count").get<int64_t>();
@@ -272,6 +274,43 @@ class Exporter {
     return op("Add", name + "/out/Add", {y, param("out/bias")}, name);
   }
 
+  // A convolution or pool as the layers lower it: ONNX's Conv and pools read NCHW, so the NHWC
+  // image is transposed in and the result back out; the kernel (kh, kw, in / groups, out) becomes
+  // ONNX's (out, in / groups, kh, kw). Pads are ONNX's order: top, left, bottom, right.
+  std::string window(const NodeReport& r, const graph::Node& node, const std::string& name, const std::string& x,
+                     const std::function<std::string(const std::string&)>& param) {
+    const Shape& xs = r.inputs.at(0).shape;
+    const bool conv = r.type == "Conv2D", gray = xs.size() == 3;
+    const graph::Json& p = node.params;
+    const graph::fields::Window2D w = conv ? graph::fields::conv_window(p) : graph::fields::pool_window(p);
+    const std::vector<int64_t> pads = w.pads(xs.at(1), xs.at(2));
+    std::string image = x;
+    if (gray) image = op("Reshape", name + "/channel", {x, shape_const({0, xs[1], xs[2], 1})}, name + "/channel");
+    const std::string nchw = op("Transpose", name + "/to_nchw", {image}, name + "/nchw");
+    attr_ints("perm", {0, 3, 1, 2});
+    std::string y;
+    if (conv) {
+      const std::string kernel = op("Transpose", name + "/kernel/Transpose", {param("kernel")}, name + "/kernel/oihw");
+      attr_ints("perm", {3, 2, 0, 1});
+      std::vector<std::string> inputs{nchw, kernel};
+      if (has_param(r, "bias")) inputs.push_back(param("bias"));
+      y = op("Conv", name + "/Conv", inputs, name + "/Conv");
+      attr_ints("dilations", {w.dilation[0], w.dilation[1]});
+      attr_int("group", p.value("feature_groups", int64_t(1)));
+    } else {
+      const bool max = r.type == "MaxPool2D";
+      y = op(max ? "MaxPool" : "AveragePool", name + (max ? "/MaxPool" : "/AveragePool"), {nchw}, name + "/pooled");
+      if (!max) attr_int("count_include_pad", 1);  // Flax's avg_pool divides by the whole window
+    }
+    attr_ints("kernel_shape", {w.size[0], w.size[1]});
+    attr_ints("strides", {w.strides[0], w.strides[1]});
+    attr_ints("pads", {pads[0], pads[2], pads[1], pads[3]});
+    const std::string nhwc = op("Transpose", name + "/to_nhwc", {y}, gray && !conv ? name + "/nhwc" : name);
+    attr_ints("perm", {0, 2, 3, 1});
+    if (!gray || conv) return nhwc;
+    return op("Reshape", name + "/squeeze", {nhwc, shape_const({0, r.output.shape.at(1), r.output.shape.at(2)})}, name);
+  }
+
   // A parameter's shape as the project gives it (one layer's inside a Repeat).
   static const Shape& param_shape(const NodeReport& r, const std::string& pname) {
     for (const graph::ParamInfo& p : r.params)
@@ -297,7 +336,7 @@ class Exporter {
     return Error("node " + in_quotes(r.name) + " (type " + in_quotes(r.type) + "): ONNX export does not support " +
                  (what.empty() ? "this layer type" : what) +
                  " (it exports Input, Dense, ReLU, GELU, Tanh, Softmax, LayerNorm, Add, Flatten, Reshape, Dropout, Embed, "
-                 "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool and Repeat)");
+                 "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool, Conv2D, MaxPool2D, AvgPool2D and Repeat)");
   }
 
   std::string op(const std::string& type, const std::string& name, const std::vector<std::string>& inputs,

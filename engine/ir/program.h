@@ -28,6 +28,11 @@ enum class Op {
   ReduceAxis, Broadcast,
   // embedding lookups: rows of a table by index, and their gradient summed back into the table
   Gather, ScatterAdd,
+  // convolution and pooling windows over (batch, height, width, channels): Patches copies every
+  // window out, (batch, out_h, out_w, window_h, window_w, channels), for a GEMM or a reduction;
+  // PatchesGrad adds such windows back into the image (its transpose). ReduceMax takes the largest
+  // along `dim`; ReduceMaxGrad routes a cotangent to the first largest (max pooling's gradient).
+  Patches, PatchesGrad, ReduceMax, ReduceMaxGrad,
   // structure
   Reshape, Transpose, Stack, Unstack, Fill,
   Convert,  // to attrs.dtype (mixed precision: parameters to the compute dtype, logits to float32)
@@ -94,6 +99,11 @@ struct Attrs {
   // Dropout on a device's block: the mesh axes splitting each dim of `shape`, the whole array's
   // shape (empty: the operand is the whole array).
   std::vector<std::vector<std::string>> layout;
+  // Patches, PatchesGrad: per spatial dim (height, width) the window, its stride and dilation, and
+  // the padding {top, bottom, left, right}; pad_lowest: padding reads as -inf (max pooling), else 0.
+  // PatchesGrad's `shape` is the image's.
+  std::vector<int64_t> window, strides, dilation, pads;
+  bool pad_lowest = false;
   int64_t peer = -1;      // Send: the stage it goes to; Recv: the stage it comes from
   int64_t tag = 0;        // Send/Recv: pairs one send with its recv
 };

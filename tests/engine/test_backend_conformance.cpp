@@ -306,6 +306,37 @@ Instance reduce_axis(Rng& r) {
   return in;
 }
 
+// An image (batch, h, w, c) and a window over it that fits: size, strides, dilation and zero padding.
+Instance windows(Rng& r) {
+  const Shape image{int64_t(1 + r() % 3), int64_t(3 + r() % 6), int64_t(3 + r() % 6), int64_t(1 + r() % 5)};
+  Instance in;
+  in.operands = {Operand{image}};
+  ir::Attrs& a = in.attrs;
+  a.window = {int64_t(1 + r() % 3), int64_t(1 + r() % 3)};
+  a.strides = {int64_t(1 + r() % 2), int64_t(1 + r() % 2)};
+  a.dilation = {int64_t(1 + r() % 2), int64_t(1 + r() % 2)};
+  a.pads = {int64_t(r() % 2), int64_t(r() % 2), int64_t(r() % 2), int64_t(r() % 2)};
+  for (size_t d = 0; d < 2; ++d)
+    if (a.dilation[d] * (a.window[d] - 1) + 1 > image[1 + d] + a.pads[2 * d] + a.pads[2 * d + 1]) a.dilation[d] = 1;
+  return in;
+}
+
+// The windows of such an image, to be added back into it.
+Instance windows_back(Rng& r) {
+  Instance in = windows(r);
+  in.attrs.shape = in.operands[0].shape;
+  in.operands[0].shape = ir::primitive(Op::Patches).shapes({in.attrs.shape}, in.attrs).at(0);
+  return in;
+}
+
+Instance reduce_max_grad(Rng& r) {
+  Instance in = reduce_axis(r);
+  Shape g = in.operands[0].shape;
+  g.erase(g.begin() + in.attrs.dim);
+  in.operands.push_back(Operand{g});
+  return in;
+}
+
 Instance broadcast(Rng& r) {
   const Shape s = shape(r, 0, 2);
   Instance in;
@@ -410,6 +441,10 @@ std::vector<Case> cases() {
       {"broadcast", Op::Broadcast, broadcast},
       {"gather", Op::Gather, gather},
       {"scatter_add", Op::ScatterAdd, scatter_add},
+      {"patches", Op::Patches, windows},
+      {"patches_grad", Op::PatchesGrad, windows_back},
+      {"reduce_max", Op::ReduceMax, reduce_axis},
+      {"reduce_max_grad", Op::ReduceMaxGrad, reduce_max_grad},
   };
 }
 

@@ -20,6 +20,7 @@ graph::Graph wired(const graph::Node& n) {
   graph::Node in = graph::new_node("Input", "x");
   in.params["shape"] = Json::array({12});
   if (n.type == "PatchEmbed") in.params["shape"] = Json::array({8, 8});
+  if (n.type == "Conv2D" || n.type == "MaxPool2D" || n.type == "AvgPool2D") in.params["shape"] = Json::array({8, 8, 3});
   if (n.type == "MultiHeadAttention" || n.type == "PositionEmbedding" || n.type == "MeanPool") in.params["shape"] = Json::array({6, 16});
   if (n.type == "Reshape") in.params["shape"] = Json::array({16, 16});
   g.nodes.push_back(in);

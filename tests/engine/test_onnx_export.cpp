@@ -9,7 +9,8 @@
 // without biases and with other qkv and out features, Softmax): each checkpoint, its parameters all
 // moved off their initial values, exported by the CLI, passes ONNX's checker and strict shape
 // inference, holds the parameters (a Repeat's layer i its slice i), and runs in onnxruntime to
-// Shardlab's forward pass.
+// Shardlab's forward pass. The convolution layers (Conv2D, MaxPool2D, AvgPool2D) through
+// tests/reference/cnn-tiny.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -660,6 +661,54 @@ class TestOnnxExport : public QObject {
     }
   }
 
+  // The convolution layers through tests/reference/cnn-tiny (a strided SAME Conv2D on a
+  // one-channel image, SAME max pooling, a dilated VALID Conv2D of 2 feature groups, AvgPool2D):
+  // NHWC transposed to ONNX's NCHW and back, the kernel to (out, in / groups, kh, kw), pads in
+  // ONNX's order (top, left, bottom, right).
+  void convolutionLayersExportMatchTheForwardPass() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("cnn").toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/cnn-tiny.shardlab.json"), dir, 400);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(shape_of(g, "conv1/nchw"), (std::vector<int64_t>{-1, 1, 12, 12}));
+      QCOMPARE(shape_of(g, "conv1"), (std::vector<int64_t>{-1, 6, 6, 8}));
+      QCOMPARE(shape_of(g, "pool1"), (std::vector<int64_t>{-1, 6, 6, 8}));
+      QCOMPARE(shape_of(g, "conv2"), (std::vector<int64_t>{-1, 2, 2, 8}));
+      QCOMPARE(shape_of(g, "pool2"), (std::vector<int64_t>{-1, 1, 1, 8}));
+      const std::map<std::string, int> ops = op_counts(g);
+      QCOMPARE(ops.at("Conv"), 2);
+      QCOMPARE(ops.at("MaxPool"), 1);
+      QCOMPARE(ops.at("AveragePool"), 1);
+      auto ints = [&](const std::string& node, const std::string& attr) {
+        const auto& a = attr_of(node_named(g, node), attr).ints();
+        return std::vector<int64_t>(a.begin(), a.end());
+      };
+      QCOMPARE(ints("conv1/Conv", "strides"), (std::vector<int64_t>{2, 2}));
+      QCOMPARE(ints("conv1/Conv", "pads"), (std::vector<int64_t>{0, 0, 1, 1}));  // SAME on 12 by 2: the odd row after
+      QCOMPARE(ints("pool1/MaxPool", "pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+      QCOMPARE(ints("conv2/Conv", "dilations"), (std::vector<int64_t>{2, 2}));
+      QCOMPARE(ints("conv2/Conv", "pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+      QCOMPARE(attr_of(node_named(g, "conv2/Conv"), "group").i(), int64_t(2));
+      QCOMPARE(attr_of(node_named(g, "pool2/AveragePool"), "count_include_pad").i(), int64_t(1));
+      QCOMPARE(shape_of(g, "conv2/kernel/oihw"), (std::vector<int64_t>{8, 4, 3, 3}));
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      QCOMPARE(init(inits, "conv2/kernel").data, e.params.at("conv2/kernel").data);
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 12, 12}, 13, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
   // A node the exporter has no mapping for, at the top level or inside a Repeat's block, is refused
   // with its path and type; so is a parameter that is missing or of the wrong shape.
   void refusesWhatItCannotExport() {
@@ -667,9 +716,9 @@ class TestOnnxExport : public QObject {
     const auto params = parameters(*trainer_);
     graph::GraphReport report = project::analyze_project(project_);
     for (auto& n : report.nodes)
-      if (n.name == "relu") n.type = "Conv2D";  // as a layer type this exporter does not know
+      if (n.name == "relu") n.type = "LSTM";  // as a layer type this exporter does not know
     QString e = error_of([&] { interop::onnx_model(project_, report, params); });
-    VERIFY_CONTAINS(e, "node 'relu' (type 'Conv2D'): ONNX export does not support this layer type");
+    VERIFY_CONTAINS(e, "node 'relu' (type 'LSTM'): ONNX export does not support this layer type");
 
     report = project::analyze_project(project_);
     for (auto& n : report.nodes)

@@ -52,6 +52,18 @@ ir::Attrs with_eps(double e) {
   return a;
 }
 
+// A window of kh x kw with its strides, dilation and padding {top, bottom, left, right}.
+ir::Attrs window(std::vector<int64_t> size, std::vector<int64_t> strides, std::vector<int64_t> dilation, std::vector<int64_t> pads,
+                 Shape image = {}) {
+  ir::Attrs a;
+  a.window = std::move(size);
+  a.strides = std::move(strides);
+  a.dilation = std::move(dilation);
+  a.pads = std::move(pads);
+  a.shape = std::move(image);
+  return a;
+}
+
 ir::Attrs with_perm(std::vector<int64_t> perm) {
   ir::Attrs a;
   a.perm = std::move(perm);
@@ -118,6 +130,11 @@ std::vector<Case> cases() {
       // cotangent through (cast back), as JAX's convert_element_type does. That convention is checked
       // on a convert to the operand's own type, which finite differences can see.
       {"convert", Op::Convert, {{3, 4}}, {N}, {true}, {}},
+      {"patches", Op::Patches, {{2, 5, 6, 3}}, {N}, {true}, window({3, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0})},
+      {"patches strided, dilated, padded", Op::Patches, {{2, 6, 5, 2}}, {N}, {true}, window({3, 3}, {2, 1}, {1, 2}, {0, 1, 2, 1})},
+      // (2, 6, 5, 2) under window 3x3, strides (2, 1), dilation (1, 2), pads (0, 1, 2, 1): (2, 3, 4, 3, 3, 2)
+      {"patches_grad", Op::PatchesGrad, {{2, 3, 4, 3, 3, 2}}, {N}, {true}, window({3, 3}, {2, 1}, {1, 2}, {0, 1, 2, 1}, {2, 6, 5, 2})},
+      {"reduce_max", Op::ReduceMax, {{2, 5, 3}}, {N}, {true}, along(1)},
   };
 }
 
@@ -127,7 +144,7 @@ std::vector<Case> cases() {
 const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxGrad, Op::SoftmaxXentGrad, Op::MseGrad,
                                          Op::Accuracy,  Op::SgdUpdate,     Op::AdamUpdate,      Op::AllReduce,
                                          Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice,
-                                         Op::AllGatherInPlace, Op::Send,    Op::Recv, Op::CountNonFinite};
+                                         Op::AllGatherInPlace, Op::Send,    Op::Recv, Op::CountNonFinite, Op::ReduceMaxGrad};
 
 double draw(Gen g, uint64_t key, uint64_t i, int64_t classes) {
   const double u = double(util::mix64(key ^ util::mix64(i)) >> 11) * 0x1.0p-53;

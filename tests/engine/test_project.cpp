@@ -398,11 +398,11 @@ class TestProject : public QObject {
 
   void unknownLayerTypeNamesNodeAndListsKnownTypes() {
     Json j = small_project();
-    j["graph"]["nodes"][1]["type"] = "Conv2D";
+    j["graph"]["nodes"][1]["type"] = "LSTM";
     QString msg = parse_error(j);
     VERIFY_CONTAINS(msg, kFile);
     VERIFY_CONTAINS(msg, "node 'hidden'");
-    VERIFY_CONTAINS(msg, "unknown layer type 'Conv2D'");
+    VERIFY_CONTAINS(msg, "unknown layer type 'LSTM'");
     for (const std::string& t : graph::layer_types()) VERIFY_CONTAINS(msg, QString::fromStdString(t));
   }
 

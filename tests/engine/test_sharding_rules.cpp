@@ -188,6 +188,26 @@ std::vector<Case> cases() {
   c.push_back({"scatter_add (batch, seq) rows into (vocab, embed)", Op::ScatterAdd,
                {labels("ids", {B, S}, {"batch", "seq"}, C), arg("g", {B, S, E}, {"rows", "seq_b", "embed"})}, {{"vocab", "embed"}},
                attrs([&](ir::Attrs& a) { a.shape = {C, E}; })});
+  // convolution and pooling windows: (batch, 6, 6, channels), 3x3, strides (2, 1), pads (1, 1, 0, 1) -> 3 x 5 windows
+  auto window = [](ir::Attrs& a) {
+    a.window = {3, 3};
+    a.strides = {2, 1};
+    a.dilation = {1, 1};
+    a.pads = {1, 1, 0, 1};
+  };
+  c.push_back({"patches (batch, height, width, channels)", Op::Patches, {arg("x", {B, 6, 6, M}, {"batch", "height", "width", "channels"})},
+               {{"batch", "height", "width", "window_h", "window_w", "channels"}}, attrs(window)});
+  c.push_back({"patches for max pooling", Op::Patches, {arg("x", {B, 6, 6, M}, {"batch", "height", "width", "channels"})},
+               {{"batch", "height", "width", "window_h", "window_w", "channels"}},
+               attrs([](ir::Attrs& a) { a.window = {2, 2}; a.strides = {2, 2}; a.dilation = {1, 1}; a.pads = {0, 0, 0, 0}; a.pad_lowest = true; })});
+  c.push_back({"patches_grad back into (batch, height, width, channels)", Op::PatchesGrad,
+               {arg("g", {B, 3, 5, 3, 3, M}, {"batch", "height", "width", "window_h", "window_w", "channels"})},
+               {{"batch", "height", "width", "channels"}}, attrs([&](ir::Attrs& a) { window(a); a.shape = {B, 6, 6, M}; })});
+  c.push_back({"reduce_max (batch, seq, embed) over seq", Op::ReduceMax, {arg("x", {B, S, E}, {"batch", "seq", "embed"})},
+               {{"batch", "embed"}}, attrs([](ir::Attrs& a) { a.dim = 1; })});
+  c.push_back({"reduce_max_grad (batch, seq, embed) over seq", Op::ReduceMaxGrad,
+               {arg("x", {B, S, E}, {"batch", "seq", "embed"}), arg("g", {B, E}, {"batch", "embed"})}, {{"batch", "seq", "embed"}},
+               attrs([](ir::Attrs& a) { a.dim = 1; })});
   c.push_back({"stack (same names)", Op::Stack,
                {arg("w0", {E, M}, {"embed", "mlp"}), arg("w1", {E, M}, {"embed", "mlp"}), arg("w2", {E, M}, {"embed", "mlp"})},
                {{"layer", "embed", "mlp"}}});

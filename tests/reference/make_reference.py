@@ -3,11 +3,13 @@
 
 For each model this writes, under tests/reference/data/<model>/:
   x.npy              the fixed input batch (float32)
-  y.npy              the targets (int32 labels for fashion-mlp and vit-tiny, float32 for dot-relu-dot)
+  y.npy              the targets (int32 labels for fashion-mlp, vit-tiny, cnn-fashion and cnn-tiny,
+                     float32 for dot-relu-dot)
   init/<name>.npy    Flax's own model.init parameters (PRNGKey(0)), float32
   step3/<name>.npy   the parameters after 3 optax.adam(1e-3) steps on that batch, float32
   losses.json        {"losses": [loss before update 1, 2, 3], "loss_after": loss with step3 params,
-                      "jax", "flax", "optax", "numpy" versions, "description", "params": {...}}
+                      "jax", "flax", "optax", "numpy" versions, "description", "params": {...},
+                      "checks" for models with extra checks (cnn-tiny: max_pool ties)}
 
 <name> is Shardlab's parameter path with '/' replaced by '.', e.g. dense1.kernel.npy.
 The model names, shapes and parameter paths are the contract with the C++ side.
@@ -259,7 +261,155 @@ def vit_tiny():
     return model, x, y, loss_fn, paths, shapes, description
 
 
-MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny}
+# ----------------------------------------------------------------------------------------------
+# (d) cnn-fashion: the Flax MNIST example's CNN, on Fashion-MNIST shaped input.
+# ----------------------------------------------------------------------------------------------
+class CNN(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = x[..., None]  # (B, 28, 28) -> (B, 28, 28, 1), NHWC
+        x = nn.Conv(32, (3, 3), name="conv1")(x)  # padding 'SAME', stride 1 -> (B, 28, 28, 32)
+        x = nn.relu(x)
+        x = nn.avg_pool(x, (2, 2), strides=(2, 2))  # (B, 14, 14, 32)
+        x = nn.Conv(64, (3, 3), name="conv2")(x)  # (B, 14, 14, 64)
+        x = nn.relu(x)
+        x = nn.avg_pool(x, (2, 2), strides=(2, 2))  # (B, 7, 7, 64)
+        x = x.reshape((x.shape[0], -1))  # (B, 3136), row-major over (7, 7, 64)
+        x = nn.Dense(256, name="dense1")(x)
+        x = nn.relu(x)
+        x = nn.Dense(10, name="dense2")(x)
+        return x
+
+
+def softmax_xent_loss(model):
+    def loss_fn(params, x, y):
+        logits = model.apply({"params": params}, x)
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+    return loss_fn
+
+
+def cnn_fashion():
+    rng = np.random.default_rng(5)
+    x = rng.random((16, 28, 28), dtype=np.float32)  # uniform [0, 1)
+    y = rng.integers(0, 10, size=(16,), dtype=np.int32)  # same rng, drawn after x
+    model = CNN()
+    shapes = {
+        "conv1/kernel": (3, 3, 1, 32),
+        "conv1/bias": (32,),
+        "conv2/kernel": (3, 3, 32, 64),
+        "conv2/bias": (64,),
+        "dense1/kernel": (3136, 256),
+        "dense1/bias": (256,),
+        "dense2/kernel": (256, 10),
+        "dense2/bias": (10,),
+    }
+    paths = {tuple(p.split("/")): p for p in shapes}
+    description = (
+        "cnn-fashion (the Flax MNIST example's CNN): x float32 (16,28,28) = default_rng(5).random(dtype=float32), "
+        "y int32 (16,) = same rng .integers(0,10); on x[..., None] (NHWC): nn.Conv(32, (3,3)) 'conv1' "
+        "(padding 'SAME', stride 1) -> relu -> nn.avg_pool((2,2), strides=(2,2)) -> nn.Conv(64, (3,3)) 'conv2' "
+        "-> relu -> avg_pool((2,2), strides=(2,2)) -> reshape (16, 3136) row-major over (7,7,64) -> "
+        "nn.Dense(256) 'dense1' -> relu -> nn.Dense(10) 'dense2'; Flax default inits (lecun_normal kernel, "
+        "zeros bias); loss = mean(optax.softmax_cross_entropy_with_integer_labels(logits, y)); "
+        "model.init(PRNGKey(0)); 3 x optax.adam(1e-3) steps on the same batch; float32, "
+        "jax_default_matmul_precision=highest, CPU."
+    )
+    return model, x, y, softmax_xent_loss(model), paths, shapes, description
+
+
+# ----------------------------------------------------------------------------------------------
+# (e) cnn-tiny: stride, SAME padding with stride 2 on an even size, SAME max pooling, dilation,
+#     feature groups, VALID padding.
+# ----------------------------------------------------------------------------------------------
+class CNNTiny(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = x[..., None]  # (B, 12, 12, 1)
+        # 'SAME' with stride 2 on 12: out 6, total pad (6-1)*2+3-12 = 1, low 0, high 1.
+        x = nn.Conv(8, (3, 3), strides=(2, 2), padding="SAME", name="conv1")(x)  # (B, 6, 6, 8)
+        x = nn.relu(x)
+        x = nn.max_pool(x, (3, 3), strides=(1, 1), padding="SAME")  # pad 1 each side with -inf, (B, 6, 6, 8)
+        # effective window 5 (dilation 2), VALID: 6 -> 2; 2 groups of 4 input -> 4 output channels.
+        x = nn.Conv(8, (3, 3), kernel_dilation=(2, 2), feature_group_count=2, padding="VALID",
+                    name="conv2")(x)  # (B, 2, 2, 8)
+        x = nn.relu(x)
+        x = nn.avg_pool(x, (2, 2), strides=(2, 2))  # VALID, (B, 1, 1, 8)
+        x = x.reshape((x.shape[0], -1))  # (B, 8)
+        return nn.Dense(10, name="head")(x)
+
+
+def cnn_tiny():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 12, 12), dtype=np.float32)
+    y = rng.integers(0, 10, size=(8,), dtype=np.int32)  # same rng, drawn after x
+    model = CNNTiny()
+    shapes = {
+        "conv1/kernel": (3, 3, 1, 8),
+        "conv1/bias": (8,),
+        "conv2/kernel": (3, 3, 4, 8),
+        "conv2/bias": (8,),
+        "head/kernel": (8, 10),
+        "head/bias": (10,),
+    }
+    paths = {tuple(p.split("/")): p for p in shapes}
+    description = (
+        "cnn-tiny: x float32 (8,12,12) = default_rng(4).standard_normal(dtype=float32), y int32 (8,) = same "
+        "rng .integers(0,10); on x[..., None] (NHWC): nn.Conv(8, (3,3), strides=(2,2), padding='SAME') 'conv1' "
+        "(pad rows/cols: 0 before, 1 after) -> (8,6,6,8) -> relu -> nn.max_pool((3,3), strides=(1,1), "
+        "padding='SAME') (pad 1 each side, -inf) -> nn.Conv(8, (3,3), kernel_dilation=(2,2), "
+        "feature_group_count=2, padding='VALID') 'conv2' -> (8,2,2,8) -> relu -> nn.avg_pool((2,2), "
+        "strides=(2,2)) -> (8,1,1,8) -> reshape (8,8) -> nn.Dense(10) 'head'; Flax default inits "
+        "(lecun_normal kernel, zeros bias); loss = mean(optax.softmax_cross_entropy_with_integer_labels("
+        "logits, y)); model.init(PRNGKey(0)); 3 x optax.adam(1e-3) steps on the same batch; float32, "
+        "jax_default_matmul_precision=highest, CPU. checks: max_pool windows whose maximum is held by more "
+        "than one position, in each step's forward pass."
+    )
+    return model, x, y, softmax_xent_loss(model), paths, shapes, description
+
+
+def max_pool_tie_routing():
+    """Where jax.grad of nn.max_pool sends a window's gradient when its maximum is tied: a (1,3,3,1)
+    input of zeros, max_pool (3,3) stride 1 'SAME'. JAX routes each window's gradient to its first
+    maximum in row-major window order (padding skipped), which gives [[4,2,0],[2,1,0],[0,0,0]]."""
+    g = jax.grad(lambda v: nn.max_pool(v, (3, 3), strides=(1, 1), padding="SAME").sum())(jnp.zeros((1, 3, 3, 1)))
+    g = np.asarray(g)[0, :, :, 0]
+    first = np.array([[4, 2, 0], [2, 1, 0], [0, 0, 0]], np.float32)
+    last = np.array([[0, 0, 0], [0, 1, 2], [0, 2, 4]], np.float32)
+    return "first" if np.array_equal(g, first) else "last" if np.array_equal(g, last) else g.tolist()
+
+
+def cnn_tiny_checks(model, params, x):
+    """Ties in the max_pool windows of this forward pass, computed with NumPy from conv1's output."""
+    _, state = model.apply({"params": params}, x, capture_intermediates=True, mutable=["intermediates"])
+    pre = np.asarray(state["intermediates"]["conv1"]["__call__"][0])  # (B, 6, 6, 8), before relu
+    a = np.maximum(pre, np.float32(0))  # what max_pool sees
+    b, h, w, c = a.shape
+    padded = np.full((b, h + 2, w + 2, c), -np.inf, np.float32)  # 'SAME', window 3, stride 1: pad 1, 1
+    padded[:, 1:-1, 1:-1, :] = a
+    win = np.stack([padded[:, i:i + h, j:j + w, :] for i in range(3) for j in range(3)])  # (9, B, h, w, c)
+    m = win.max(axis=0)
+    tied = (win == m).sum(axis=0) > 1
+    out = {
+        "max_pool_windows": int(m.size),
+        "max_pool_tied_windows": int(tied.sum()),
+        "max_pool_tied_windows_max_positive": int((tied & (m > 0)).sum()),  # a tie between positive values
+        "conv1_exact_zeros": int((pre == 0).sum()),  # relu'(0): none expected
+    }
+    if tied.any():
+        out["max_pool_tie_gradient_goes_to"] = max_pool_tie_routing()
+    return out
+
+
+MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny,
+          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny}
+
+# Per-step checks on the parameters before each update (the first is model.init's); each returns a
+# JSON-able dict, recorded in losses.json under "checks" with the step number, and printed.
+#   cnn-tiny: a max_pool window after relu can have its maximum at two different positions only if
+#   it is all zeros (or by a coincidence of float32 values, which "..._max_positive" counts). Every
+#   position of an all-zero window has a pre-relu value <= 0 and so relu gradient 0: whichever
+#   position the max_pool gradient goes to, the parameter gradients are the same.
+CHECKS = {"cnn-tiny": cnn_tiny_checks}
 
 # Parameters whose exact gradient is identically zero, so that their float32 gradient is rounding
 # noise (~1e-9, below Adam's eps) which Adam turns into updates of up to ~lr per step in an arbitrary
@@ -304,9 +454,13 @@ def build(name: str, out_root: Path):
     xj, yj = jnp.asarray(x), jnp.asarray(y)
     zero_gradient = ZERO_GRADIENT.get(name, [])
     losses = []
-    for _ in range(STEPS):
+    checks = []
+    for step in range(STEPS):
         loss, grads = vg(params, xj, yj)
         losses.append(float(loss))
+        if name in CHECKS:
+            checks.append({"step": step + 1, **CHECKS[name](model, params, xj)})
+            print(f"{name}: check before update {step + 1}: {checks[-1]}")
         flat_grads = flatten_params(grads, paths, shapes)
         largest = max(float(np.abs(g).max()) for g in flat_grads.values())
         for p in zero_gradient:  # rounding noise only
@@ -338,6 +492,7 @@ def build(name: str, out_root: Path):
         "init_seed": SEED,
         "params": {p: list(s) for p, s in shapes.items()},
         **({"zero_gradient": zero_gradient} if zero_gradient else {}),
+        **({"checks": checks} if checks else {}),
         "x": {"shape": list(x.shape), "dtype": str(x.dtype)},
         "y": {"shape": list(y.shape), "dtype": str(y.dtype)},
     }

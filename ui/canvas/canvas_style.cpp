@@ -19,7 +19,7 @@ QColor accent(const QString& category) {
   static const QHash<QString, QColor> hues = {
       {"Data", QColor(46, 160, 67)},           {"Core", QColor(42, 130, 218)},     {"Activation", QColor(214, 125, 33)},
       {"Normalization", QColor(150, 90, 200)}, {"Regularization", QColor(120, 120, 120)},
-      {"Structure", QColor(0, 150, 150)},      {"Blocks", QColor(200, 60, 130)},
+      {"Structure", QColor(0, 150, 150)},      {"Blocks", QColor(200, 60, 130)},   {"Convolution", QColor(190, 150, 20)},
   };
   return hues.value(category, QColor(128, 128, 128));
 }

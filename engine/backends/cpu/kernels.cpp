@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "engine/ir/primitive.h"
 #include "engine/util/error.h"
@@ -218,6 +219,91 @@ void scatter_add(const KernelArgs<T>& a) {
   }
 }
 
+// Patches: every window of the image copied out, (b, oh, ow, kh, kw, c); padding reads 0 or -inf.
+template <class T>
+void patches(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const Shape& xs = *a.in_shapes[0];
+  const Shape& ys = *a.out_shapes[0];
+  const int64_t h = xs[1], w = xs[2], c = xs[3], oh = ys[1], ow = ys[2], kh = ys[3], kw = ys[4];
+  const T pad = at.pad_lowest ? -std::numeric_limits<T>::infinity() : T(0);
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(ys[0] * oh, ow * kh * kw * c, [&](int64_t row) {
+    const int64_t b = row / oh, oy = row % oh;
+    T* out = y + row * ow * kh * kw * c;
+    for (int64_t ox = 0; ox < ow; ++ox)
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const int64_t iy = oy * at.strides[0] - at.pads[0] + ky * at.dilation[0];
+        for (int64_t kx = 0; kx < kw; ++kx, out += c) {
+          const int64_t ix = ox * at.strides[1] - at.pads[2] + kx * at.dilation[1];
+          if (iy < 0 || iy >= h || ix < 0 || ix >= w) std::fill(out, out + c, pad);
+          else std::copy_n(x + ((b * h + iy) * w + ix) * c, c, out);
+        }
+      }
+  });
+}
+
+// PatchesGrad: each image element sums the window elements that copied it, over (ky, kx) in
+// order, so the result does not depend on the threads (and matches the CUDA kernel's order).
+template <class T>
+void patches_grad(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const Shape& gs = *a.in_shapes[0];
+  const Shape& xs = *a.out_shapes[0];
+  const int64_t h = xs[1], w = xs[2], c = xs[3], oh = gs[1], ow = gs[2], kh = gs[3], kw = gs[4];
+  const T* g = a.in[0];
+  T* y = a.out[0];
+  for_rows(xs[0] * h, w * c, [&](int64_t row) {
+    const int64_t b = row / h, iy = row % h;
+    T* out = y + row * w * c;
+    std::fill(out, out + w * c, T(0));
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const int64_t ty = iy + at.pads[0] - ky * at.dilation[0];  // = oy * stride
+      if (ty < 0 || ty % at.strides[0] || ty / at.strides[0] >= oh) continue;
+      const int64_t oy = ty / at.strides[0];
+      for (int64_t kx = 0; kx < kw; ++kx)
+        for (int64_t ix = 0; ix < w; ++ix) {
+          const int64_t tx = ix + at.pads[2] - kx * at.dilation[1];
+          if (tx < 0 || tx % at.strides[1] || tx / at.strides[1] >= ow) continue;
+          const T* src = g + ((((b * oh + oy) * ow + tx / at.strides[1]) * kh + ky) * kw + kx) * c;
+          T* dst = out + ix * c;
+          for (int64_t k = 0; k < c; ++k) dst[k] += src[k];
+        }
+    }
+  });
+}
+
+template <class T>
+void reduce_max(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const AroundDim g = around(*a.in_shapes[0], at.dim);
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(g.outer, g.len * g.inner, [&](int64_t o) {
+    T* yr = y + o * g.inner;
+    std::fill(yr, yr + g.inner, -std::numeric_limits<T>::infinity());
+    for (int64_t l = 0; l < g.len; ++l) {
+      const T* xr = x + (o * g.len + l) * g.inner;
+      for (int64_t i = 0; i < g.inner; ++i) yr[i] = xr[i] > yr[i] ? xr[i] : yr[i];
+    }
+  });
+}
+
+// ReduceMaxGrad(x, g): g at the first largest x along the dim (XLA's select-and-scatter with >=).
+template <class T>
+void reduce_max_grad(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const AroundDim g = around(*a.in_shapes[0], at.dim);
+  const T* x = a.in[0];
+  const T* ct = a.in[1];
+  T* y = a.out[0];
+  for_rows(g.outer, g.len * g.inner, [&](int64_t o) {
+    for (int64_t i = 0; i < g.inner; ++i) {
+      int64_t best = 0;
+      for (int64_t l = 1; l < g.len; ++l)
+        if (x[(o * g.len + l) * g.inner + i] > x[(o * g.len + best) * g.inner + i]) best = l;
+      for (int64_t l = 0; l < g.len; ++l) y[(o * g.len + l) * g.inner + i] = l == best ? ct[o * g.inner + i] : T(0);
+    }
+  });
+}
+
 template <class T>
 void layer_norm(const KernelArgs<T>& a, double eps, bool grad) {
   const Shape& s = *a.in_shapes[0];
@@ -371,6 +457,10 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     case Op::Broadcast: broadcast(ins.attrs, a); return;
     case Op::Gather: gather(a); return;
     case Op::ScatterAdd: scatter_add(a); return;
+    case Op::Patches: patches(ins.attrs, a); return;
+    case Op::PatchesGrad: patches_grad(ins.attrs, a); return;
+    case Op::ReduceMax: reduce_max(ins.attrs, a); return;
+    case Op::ReduceMaxGrad: reduce_max_grad(ins.attrs, a); return;
     case Op::Add: for_each(n, [=](int64_t i) { y[i] = x[i] + x1[i]; }); return;
     case Op::Sub: for_each(n, [=](int64_t i) { y[i] = x[i] - x1[i]; }); return;
     case Op::Mul: for_each(n, [=](int64_t i) { y[i] = x[i] * x1[i]; }); return;

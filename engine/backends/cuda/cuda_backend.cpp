@@ -16,6 +16,7 @@
 #include "engine/backends/cuda/host_staging.h"
 #include "engine/backends/cuda/kernels.h"
 #include "engine/backends/cuda/tensor_kernels.h"
+#include "engine/backends/cuda/window_kernels.h"
 #include "engine/backends/cuda/nccl_collectives.h"
 #include "engine/backends/cuda/peer_collectives.h"
 #include "engine/backends/processes.h"
@@ -842,6 +843,35 @@ class CudaExecutable final : public Executable {
           else
             scatter_add_rows<T>(count, ids, table_rows, width, typed<T>(d, ins.in[1]), typed<T>(d, ins.out[0]),
                                 dev.cast_scratch.as<float>(), s);
+        });
+        return;
+      }
+      case Op::Patches:
+      case Op::PatchesGrad: {
+        // The image is Patches' operand and PatchesGrad's result; the windows the other side.
+        const bool forward = ins.op == Op::Patches;
+        const Shape& im = program_.shape(forward ? ins.in[0] : ins.out[0]);
+        const Shape& win = program_.shape(forward ? ins.out[0] : ins.in[0]);
+        const ir::Attrs& a = ins.attrs;
+        const WindowGeometry g{im[0], im[1], im[2], im[3], win[1], win[2], win[3], win[4],
+                               a.strides[0], a.strides[1], a.dilation[0], a.dilation[1], a.pads[0], a.pads[2]};
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          if (forward) patches<T>(g, a.pad_lowest, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+          else patches_grad<T>(g, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+        });
+        return;
+      }
+      case Op::ReduceMax:
+      case Op::ReduceMaxGrad: {
+        int64_t outer = 1, len = 1, inner = 1;
+        for (size_t i = 0; i < s0.size(); ++i)
+          (int64_t(i) < ins.attrs.dim ? outer : int64_t(i) == ins.attrs.dim ? len : inner) *= s0[i];
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          if (ins.op == Op::ReduceMax) reduce_max<T>(outer, len, inner, typed<T>(d, ins.in[0]), typed<T>(d, ins.out[0]), s);
+          else
+            reduce_max_grad<T>(outer, len, inner, typed<T>(d, ins.in[0]), typed<T>(d, ins.in[1]), typed<T>(d, ins.out[0]), s);
         });
         return;
       }

@@ -7,6 +7,7 @@
 
 #include "engine/graph/layers/common_fields.h"
 #include "engine/graph/layers/layers.h"
+#include "engine/graph/layers/shape_ops.h"
 #include "engine/util/error.h"
 #include "engine/util/hash.h"
 
@@ -14,18 +15,8 @@ namespace shardlab::graph {
 
 namespace {
 
-int reshape(ir::Program& p, int v, Shape to, const std::string& node) {
-  if (p.shape(v) == to) return v;
-  ir::Attrs a;
-  a.shape = std::move(to);
-  return p.apply1(ir::Op::Reshape, {v}, a, node);
-}
-
-int transpose(ir::Program& p, int v, std::vector<int64_t> perm, const std::string& node) {
-  ir::Attrs a;
-  a.perm = std::move(perm);
-  return p.apply1(ir::Op::Transpose, {v}, a, node);
-}
+using ops::reshape;
+using ops::transpose;
 
 class AttentionLayer : public Layer {
  public:

@@ -24,5 +24,8 @@ std::unique_ptr<Layer> make_patch_embed();
 std::unique_ptr<Layer> make_position_embedding();
 std::unique_ptr<Layer> make_attention();
 std::unique_ptr<Layer> make_mean_pool();
+std::unique_ptr<Layer> make_conv2d();
+std::unique_ptr<Layer> make_max_pool2d();
+std::unique_ptr<Layer> make_avg_pool2d();
 
 }  // namespace shardlab::graph
