@@ -214,6 +214,38 @@ class TestInspector : public QObject {
     VERIFY_CONTAINS(label("shape:output")->text(), "h 28, w 28");
   }
 
+  // A convolution's window fields as a person edits them: strides halve the image and everything
+  // after it follows, VALID drops the padding, and a window the image cannot hold is refused on
+  // the node, naming the field; a pool's window likewise.
+  void convolutionWindowFieldsReshapeTheImage() {
+    open("cnn-fashion.shardlab.json");
+    doc_->setSelection({"conv1"});
+    QCOMPARE(label("nodeTitle")->text(), QString("Conv2D"));
+    QCOMPARE(find<QLineEdit>("field:kernel_size")->text(), QString("3, 3"));
+    VERIFY_CONTAINS(label("shape:output")->text(), "height 28, width 28, channels 32");
+    VERIFY_CONTAINS(label("shape:kernel")->text(), "window_height 3, window_width 3, in_channels 1, channels 32");
+
+    typeInto(find<QLineEdit>("field:strides"), "2, 2");
+    QCOMPARE(node("conv1").params["strides"], Json::array({2, 2}));
+    QCOMPARE(report("conv1")->output.shape, (Shape{128, 14, 14, 32}));
+    VERIFY_CONTAINS(label("shape:output")->text(), "height 14, width 14");
+    QCOMPARE(report("dense1")->params[0].shape, (Shape{3 * 3 * 64, 256}));  // 14 -> 7 -> 3 after the pools
+
+    typeInto(find<QLineEdit>("field:padding"), "VALID");
+    QCOMPARE(report("conv1")->output.shape, (Shape{128, 13, 13, 32}));
+    typeInto(find<QLineEdit>("field:kernel_size"), "30, 3");
+    QVERIFY(shown(label("nodeError")));
+    VERIFY_CONTAINS(label("nodeError")->text(), "kernel_size: a window 30 high (with its dilation) does not fit the height 28");
+    typeInto(find<QLineEdit>("field:padding"), "SAME");
+    QVERIFY(!shown(label("nodeError")));
+
+    doc_->setSelection({"pool1"});
+    QCOMPARE(label("nodeTitle")->text(), QString("AvgPool2D"));
+    typeInto(find<QLineEdit>("field:window"), "3");
+    QCOMPARE(node("pool1").params["window"], Json::array({3}));
+    QCOMPARE(report("pool1")->output.shape, (Shape{128, 4, 4, 32}));  // 14 by windows of 3, 3 apart
+  }
+
   void useBiasRemovesTheBiasParameter() {
     doc_->setSelection({"dense1"});
     QCheckBox* bias = find<QCheckBox>("field:use_bias");

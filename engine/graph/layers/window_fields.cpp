@@ -37,6 +37,7 @@ Window2D conv_window(const Json& p) {
 Window2D pool_window(const Json& p) {
   if (!p.contains("window")) throw Error("window: missing (the window's height and width, e.g. [2, 2])");
   Window2D w;
+  w.field = "window";
   w.size = int_pair(p, "window", {2, 2});
   const bool no_strides = !p.contains("strides") || (p["strides"].is_array() && p["strides"].empty());
   w.strides = no_strides ? w.size : int_pair(p, "strides", w.size);
@@ -69,8 +70,8 @@ std::array<int64_t, 2> Window2D::output(int64_t h, int64_t w) const {
   for (size_t d = 0; d < 2; ++d) {
     const int64_t span = dilation[d] * (size[d] - 1) + 1, padded = in[d] + p[2 * d] + p[2 * d + 1];
     if (span > padded)
-      throw Error(std::string(d ? "the width " : "the height ") + std::to_string(in[d]) + " is smaller than the window (" +
-                  std::to_string(span) + " with its dilation); use padding \"SAME\" or a smaller window");
+      throw Error(field + ": a window " + std::to_string(span) + (d ? " wide" : " high") + " (with its dilation) does not fit the " +
+                  (d ? "width " : "height ") + std::to_string(in[d]) + "; use padding \"SAME\" or a smaller window");
     out[d] = (padded - span) / strides[d] + 1;
   }
   return out;

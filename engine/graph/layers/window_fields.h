@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/graph/layer.h"
@@ -16,6 +17,7 @@ struct Window2D {
   // SAME: out = ceil(in / stride), the padding split with the odd one after (lax.padtype_to_pads);
   // VALID: no padding.
   bool same = false;
+  std::string field = "kernel_size";  // the window's field, which errors name
 
   // {top, bottom, left, right} for an image of h x w.
   std::vector<int64_t> pads(int64_t h, int64_t w) const;
