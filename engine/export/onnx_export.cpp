@@ -130,6 +130,25 @@ class Exporter {
     }
     if (type == "ReLU") return op("Relu", name + "/Relu", {in.at(0)}, name);
     if (type == "Tanh") return op("Tanh", name + "/Tanh", {in.at(0)}, name);
+    if (type == "Sigmoid") return op("Sigmoid", name + "/Sigmoid", {in.at(0)}, name);
+    if (type == "SiLU") {
+      const std::string sig = op("Sigmoid", name + "/Sigmoid", {in.at(0)}, name + "/sigmoid");
+      return op("Mul", name + "/Mul", {in.at(0), sig}, name);
+    }
+    if (type == "Multiply") return op("Mul", name + "/Mul", {in.at(0), in.at(1)}, name);
+    if (type == "RMSNorm") {
+      // x / sqrt(mean(x^2) + eps) * scale: opset 17 has no RMSNormalization.
+      const std::string& x = in.at(0);
+      const std::string sq = op("Mul", name + "/square", {x, x}, name + "/square");
+      const std::string ms = op("ReduceMean", name + "/ReduceMean", {sq}, name + "/mean_square");
+      attr_ints("axes", {-1});
+      attr_int("keepdims", 1);
+      const std::string eps = scalar(name + "/epsilon", field(node, "epsilon").get<float>());
+      const std::string root = op("Sqrt", name + "/Sqrt", {op("Add", name + "/Add", {ms, eps}, name + "/plus_eps")}, name + "/root");
+      if (!has_param(r, "scale")) return op("Div", name + "/Div", {x, root}, name);
+      const std::string y = op("Div", name + "/Div", {x, root}, name + "/normalised");
+      return op("Mul", name + "/Mul", {y, param("scale")}, name);
+    }
     if (type == "GELU") {
       // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), in the engine's order of operations.
       const std::string& x = in.at(0);
@@ -242,17 +261,27 @@ class Exporter {
     const Shape& qs = param_shape(r, "query/kernel");  // (E, H, D)
     const Shape& os = param_shape(r, "out/kernel");    // (H, D, out)
     const int64_t e = qs.at(0), h = qs.at(1), d = qs.at(2), out = os.at(2), s = r.inputs.at(0).shape.at(1);
-    // (batch, S, E) @ (E, H*D) [+ (H, D)] -> (batch, H, S, D); k as (batch, H, D, S), ready for q @ k^T.
+    const int64_t kvh = param_shape(r, "key/kernel").at(1);  // fewer than h: grouped-query attention
+    const bool rope = field(node, "rope").get<bool>();
+    const double theta = field(node, "rope_theta").get<double>();
+    // (batch, S, E) @ (E, n*D) [+ (n, D)] -> (batch, n, S, D), turned by position first where rope is
+    // on; k as (batch, n, D, S), ready for q @ k^T; grouped k and v repeated to the H heads.
     auto project = [&](const std::string& proj, const std::vector<int64_t>& perm) {
       const std::string base = name + "/" + proj;
+      const int64_t n = proj == "query" ? h : kvh;
       const std::string kernel =
-          op("Reshape", base + "/kernel/Reshape", {param(proj + "/kernel"), shape_const({e, h * d})}, base + "/kernel/flat");
+          op("Reshape", base + "/kernel/Reshape", {param(proj + "/kernel"), shape_const({e, n * d})}, base + "/kernel/flat");
       const std::string y = op("MatMul", base + "/MatMul", {x, kernel}, base + "/MatMul");
-      std::string heads = op("Reshape", base + "/heads", {y, shape_const({0, s, h, d})}, base + "/heads");
+      std::string heads = op("Reshape", base + "/heads", {y, shape_const({0, s, n, d})}, base + "/heads");
       if (has_param(r, proj + "/bias")) heads = op("Add", base + "/Add", {heads, param(proj + "/bias")}, base + "/Add");
-      const std::string t = op("Transpose", base + "/Transpose", {heads}, base);
+      if (rope && proj != "value") heads = rotary(base, heads, s, d, theta);
+      const std::string t = op("Transpose", base + "/Transpose", {heads}, n == h ? base : base + "/grouped");
       attr_ints("perm", perm);
-      return t;
+      if (n == h) return t;
+      const int64_t a = perm[2] == 1 ? s : d, b = perm[3] == 1 ? s : d;
+      const std::string one = op("Reshape", base + "/group", {t, shape_const({0, n, 1, a, b})}, base + "/group");
+      const std::string rep = op("Expand", base + "/Expand", {one, shape_const({1, 1, h / n, 1, 1})}, base + "/repeated");
+      return op("Reshape", base + "/Reshape", {rep, shape_const({0, h, a, b})}, base);
     };
     const std::string q0 = project("query", {0, 2, 1, 3});
     const std::string q = op("Mul", name + "/query/scale", {q0, scalar_exact(1.0 / std::sqrt(double(d)))}, name + "/query/scaled");
@@ -311,6 +340,32 @@ class Exporter {
     return op("Reshape", name + "/squeeze", {nhwc, shape_const({0, r.output.shape.at(1), r.output.shape.at(2)})}, name);
   }
 
+  // Rotary position embedding of (batch, S, n, D) as the engine's Rope computes it: features i and
+  // i + D/2 at position p turn by p * theta^(-2i/D), i.e. t * cos + rotate_half(t) * sin with
+  // tables of (S, 1, D).
+  std::string rotary(const std::string& base, const std::string& t, int64_t s, int64_t d, double theta) {
+    const int64_t half = d / 2;
+    std::vector<float> cs(size_t(s * d)), sn(size_t(s * d));
+    for (int64_t p = 0; p < s; ++p)
+      for (int64_t i = 0; i < d; ++i) {
+        const float inv_freq = 1.0f / std::pow(float(theta), float(2 * (i % half)) / float(d));
+        const float angle = float(p) * inv_freq;
+        cs[size_t(p * d + i)] = std::cos(angle);
+        sn[size_t(p * d + i)] = std::sin(angle);
+      }
+    const std::string key = "const/rope/" + std::to_string(s) + "_" + std::to_string(d) + "_" + std::to_string(int64_t(theta));
+    add_initializer(key + "/cos", {s, 1, d}, cs.data());
+    add_initializer(key + "/sin", {s, 1, d}, sn.data());
+    const std::string lo = op("Slice", base + "/rope/low", {t, shape_const({0}), shape_const({half}), shape_const({3})}, base + "/rope/low");
+    const std::string hi = op("Slice", base + "/rope/high", {t, shape_const({half}), shape_const({d}), shape_const({3})}, base + "/rope/high");
+    const std::string neg = op("Neg", base + "/rope/Neg", {hi}, base + "/rope/neg_high");
+    const std::string rot = op("Concat", base + "/rope/Concat", {neg, lo}, base + "/rope/rotated_half");
+    attr_int("axis", 3);
+    const std::string a = op("Mul", base + "/rope/cos", {t, key + "/cos"}, base + "/rope/t_cos");
+    const std::string b = op("Mul", base + "/rope/sin", {rot, key + "/sin"}, base + "/rope/rot_sin");
+    return op("Add", base + "/rope/Add", {a, b}, base + "/rope");
+  }
+
   // A parameter's shape as the project gives it (one layer's inside a Repeat).
   static const Shape& param_shape(const NodeReport& r, const std::string& pname) {
     for (const graph::ParamInfo& p : r.params)
@@ -336,7 +391,8 @@ class Exporter {
     return Error("node " + in_quotes(r.name) + " (type " + in_quotes(r.type) + "): ONNX export does not support " +
                  (what.empty() ? "this layer type" : what) +
                  " (it exports Input, Dense, ReLU, GELU, Tanh, Softmax, LayerNorm, Add, Flatten, Reshape, Dropout, Embed, "
-                 "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool, Conv2D, MaxPool2D, AvgPool2D and Repeat)");
+                 "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool, Conv2D, MaxPool2D, AvgPool2D, Sigmoid, SiLU, Multiply, "
+                 "RMSNorm and Repeat)");
   }
 
   std::string op(const std::string& type, const std::string& name, const std::vector<std::string>& inputs,

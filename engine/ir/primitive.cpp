@@ -16,6 +16,7 @@ std::vector<Primitive> build_table() {
   register_axis(all);
   register_indexing(all);
   register_windows(all);
+  register_rotary(all);
   register_losses(all);
   register_optimizers(all);
   register_communication(all);

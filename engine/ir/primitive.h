@@ -49,6 +49,7 @@ void register_structural(std::vector<Primitive>&);
 void register_axis(std::vector<Primitive>&);
 void register_indexing(std::vector<Primitive>&);
 void register_windows(std::vector<Primitive>&);
+void register_rotary(std::vector<Primitive>&);
 void register_losses(std::vector<Primitive>&);
 void register_optimizers(std::vector<Primitive>&);
 void register_communication(std::vector<Primitive>&);

@@ -18,11 +18,12 @@ enum class Op {
   BatchMatMul,   // op(a) @ op(b) over the last two dims, one product per index of the leading dims
   // elementwise
   Add, Sub, Mul, Scale,
-  Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad,
+  Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad, Sigmoid, SigmoidGrad,
   Dropout,
   // row broadcasts and reductions over the last dimension
   BiasAdd, MulRow, ReduceRows,
   LayerNorm, LayerNormGrad,
+  RmsNorm, RmsNormGrad,  // x / sqrt(mean(x^2) + eps) over the last dimension (Llama's RMSNorm)
   Softmax, SoftmaxGrad,  // over the last dimension; `causal` masks keys after the query (attention)
   // over one dimension `dim`: sum it away, or broadcast along a new one
   ReduceAxis, Broadcast,
@@ -33,6 +34,10 @@ enum class Op {
   // PatchesGrad adds such windows back into the image (its transpose). ReduceMax takes the largest
   // along `dim`; ReduceMaxGrad routes a cotangent to the first largest (max pooling's gradient).
   Patches, PatchesGrad, ReduceMax, ReduceMaxGrad,
+  // rotary position embedding over (..., seq at `dim`, ..., features): feature i and i + d/2 of the
+  // element at position s turn by s * theta^(-2i/d) (transformers' rotate_half); `rope_inverse`
+  // turns them back (its VJP)
+  Rope,
   // structure
   Reshape, Transpose, Stack, Unstack, Fill,
   Convert,  // to attrs.dtype (mixed precision: parameters to the compute dtype, logits to float32)
@@ -104,6 +109,8 @@ struct Attrs {
   // PatchesGrad's `shape` is the image's.
   std::vector<int64_t> window, strides, dilation, pads;
   bool pad_lowest = false;
+  double rope_theta = 10000.0;  // Rope: the base of its frequencies
+  bool rope_inverse = false;    // Rope: rotate by -angle
   int64_t peer = -1;      // Send: the stage it goes to; Recv: the stage it comes from
   int64_t tag = 0;        // Send/Recv: pairs one send with its recv
 };

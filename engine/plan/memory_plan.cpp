@@ -21,8 +21,9 @@ int inplace_operand(Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Scale: case Op::Relu: case Op::Tanh:
     case Op::Gelu: case Op::Dropout: case Op::BiasAdd: case Op::MulRow: case Op::Reshape: case Op::Softmax:
+    case Op::Sigmoid:
       return 0;
-    case Op::ReluGrad: case Op::TanhGrad: case Op::GeluGrad: case Op::SoftmaxGrad:
+    case Op::ReluGrad: case Op::TanhGrad: case Op::GeluGrad: case Op::SoftmaxGrad: case Op::SigmoidGrad:
       return 1;
     default:
       return -1;
@@ -36,7 +37,7 @@ int64_t planned_bytes(const ir::Program& p, int v) { return (p.bytes(v) + 3) / 4
 Staging staging_of(Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Scale: case Op::Relu: case Op::ReluGrad: case Op::Gelu:
-    case Op::GeluGrad: case Op::Tanh: case Op::TanhGrad:
+    case Op::GeluGrad: case Op::Tanh: case Op::TanhGrad: case Op::Sigmoid: case Op::SigmoidGrad:
       return Staging::Pointwise;
     case Op::BiasAdd: case Op::MulRow:
       return Staging::Rows;

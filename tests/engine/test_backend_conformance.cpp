@@ -187,6 +187,14 @@ Shape layer_norm_rows(Rng& r) {
   return s;
 }
 
+// A row of one RMS-normalises to +-1 but for eps, so its gradient is eps-sized cancellation noise:
+// rows of two or more are well conditioned.
+Shape rms_norm_rows(Rng& r) {
+  Shape s = shape(r);
+  if (s.back() == 1) s.back() = 2;
+  return s;
+}
+
 ir::Attrs layer_norm_eps(Rng&) {
   ir::Attrs a;
   a.eps = 1e-5;
@@ -337,6 +345,17 @@ Instance reduce_max_grad(Rng& r) {
   return in;
 }
 
+// (outer, positions, mid, features) with features even, turned along a random position dim.
+Instance rope(Rng& r) {
+  Shape s = shape(r, 1, 3);
+  s.push_back(2 * int64_t(1 + r() % 9));
+  Instance in;
+  in.operands = {Operand{s}};
+  in.attrs.dim = int64_t(r() % (s.size() - 1));
+  in.attrs.rope_theta = r() % 2 ? 10000.0 : 500000.0;
+  return in;
+}
+
 Instance broadcast(Rng& r) {
   const Shape s = shape(r, 0, 2);
   Instance in;
@@ -394,6 +413,8 @@ std::vector<Case> cases() {
       {"gelu threaded", Op::Gelu, same({N}, {}, threaded)},
       {"gelu_grad", Op::GeluGrad, same({N, N})},
       {"tanh", Op::Tanh, same({N})},
+      {"sigmoid", Op::Sigmoid, same({N})},
+      {"sigmoid_grad", Op::SigmoidGrad, same({N, N})},
       {"tanh_grad", Op::TanhGrad, same({N, N})},
       {"dropout", Op::Dropout, same({N}, dropout_rate), 3},
       {"dropout threaded", Op::Dropout, same({N}, dropout_rate, threaded), 3},
@@ -403,6 +424,9 @@ std::vector<Case> cases() {
       {"reduce_rows", Op::ReduceRows, same({N})},
       {"reduce_rows vector rows", Op::ReduceRows, same({N}, {}, vector_rows)},
       {"layer_norm", Op::LayerNorm, same({N}, layer_norm_eps, layer_norm_rows)},
+      {"rms_norm", Op::RmsNorm, same({N}, layer_norm_eps, rms_norm_rows)},
+      {"rms_norm_grad", Op::RmsNormGrad, same({N, N}, layer_norm_eps, rms_norm_rows)},
+      {"rope", Op::Rope, rope},
       {"layer_norm threaded", Op::LayerNorm, same({N}, layer_norm_eps, threaded)},
       {"layer_norm_grad", Op::LayerNormGrad, same({N, N}, layer_norm_eps, layer_norm_rows)},
       {"reshape", Op::Reshape, reshape},

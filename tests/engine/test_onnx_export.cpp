@@ -10,7 +10,8 @@
 // moved off their initial values, exported by the CLI, passes ONNX's checker and strict shape
 // inference, holds the parameters (a Repeat's layer i its slice i), and runs in onnxruntime to
 // Shardlab's forward pass. The convolution layers (Conv2D, MaxPool2D, AvgPool2D) through
-// tests/reference/cnn-tiny.
+// tests/reference/cnn-tiny, and the Llama layers (RMSNorm, rotary embedding, grouped-query
+// attention, SiLU, Multiply) through tests/reference/llama-tiny.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -703,6 +704,47 @@ class TestOnnxExport : public QObject {
     }
 #endif
     const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 12, 12}, 13, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
+  // The Llama layers through tests/reference/llama-tiny: RMSNorm composed (opset 17 has none),
+  // rotary embedding as t * cos + rotate_half(t) * sin, grouped keys and values expanded to every
+  // query head of their group, SiLU and the gating Multiply.
+  void llamaLayersExportMatchTheForwardPass() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("llama").toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/llama-tiny.shardlab.json"), dir, 500);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(shape_of(g, "blocks/0/attn/key/grouped"), (std::vector<int64_t>{-1, 2, 8, 16}));
+      QCOMPARE(shape_of(g, "blocks/0/attn/key"), (std::vector<int64_t>{-1, 4, 8, 16}));
+      QCOMPARE(shape_of(g, "blocks/1/attn/value"), (std::vector<int64_t>{-1, 4, 16, 8}));
+      QCOMPARE(shape_of(g, "blocks/0/attn/query/rope"), (std::vector<int64_t>{-1, 16, 4, 8}));
+      QCOMPARE(shape_of(g, "norm"), (std::vector<int64_t>{-1, 16, 32}));
+      const std::map<std::string, int> ops = op_counts(g);
+      QCOMPARE(ops.at("Expand"), 4);       // key and value of 2 blocks
+      QCOMPARE(ops.at("Neg"), 4);          // query and key of 2 blocks turn; value does not
+      QCOMPARE(ops.at("Sigmoid"), 2);      // one SiLU a block
+      QCOMPARE(ops.at("ReduceMean"), 5);   // two RMSNorms a block and the final one
+      QCOMPARE(attr_of(node_named(g, "blocks/1/attn/key/rope/Concat"), "axis").i(), int64_t(3));
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      QCOMPARE(init(inits, "const/rope/16_8_10000/cos").shape, (Shape{16, 1, 8}));
+      QCOMPARE(init(inits, "blocks/1/attn/key/kernel").data, slice(e.params.at("blocks/attn/key/kernel"), 1));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    Tensor x({6, 16});
+    std::mt19937 rng(17);
+    for (float& v : x.data) v = float(rng() % 64);
+    const QString skipped = compare_with_onnxruntime(e, x, dir, 1e-5);
     if (!skipped.isEmpty()) {
       qInfo().noquote() << "skipping:" << skipped;
       QSKIP(qPrintable(skipped));

@@ -100,12 +100,16 @@ std::vector<Case> cases() {
       {"relu_grad", Op::ReluGrad, {{3, 4}, {3, 4}}, {Z, N}, {true, true}, {}},
       {"gelu", Op::Gelu, {{3, 4}}, {N}, {true}, {}},
       {"tanh", Op::Tanh, {{3, 4}}, {N}, {true}, {}},
+      {"sigmoid", Op::Sigmoid, {{3, 4}}, {N}, {true}, {}},
       {"tanh_grad", Op::TanhGrad, {{3, 4}, {3, 4}}, {N, N}, {true, true}, {}},
       {"dropout", Op::Dropout, {{4, 8}}, {N}, {true}, with_alpha(0.3)},
       {"bias_add", Op::BiasAdd, {{2, 3, 4}, {4}}, {N, N}, {true, true}, {}},
       {"mul_row", Op::MulRow, {{3, 4}, {4}}, {N, N}, {true, true}, {}},
       {"reduce_rows", Op::ReduceRows, {{2, 3, 4}}, {N}, {true}, {}},
       {"layer_norm", Op::LayerNorm, {{3, 5}}, {N}, {true}, with_eps(1e-5)},
+      {"rms_norm", Op::RmsNorm, {{3, 5}}, {N}, {true}, with_eps(1e-5)},
+      {"rope (batch, seq, heads, features)", Op::Rope, {{2, 5, 3, 6}}, {N}, {true}, along(1)},
+      {"rope, positions last but one", Op::Rope, {{3, 4}}, {N}, {true}, along(0)},
       {"reshape", Op::Reshape, {{2, 6}}, {N}, {true}, with_shape({3, 4})},
       {"stack", Op::Stack, {{2, 3}, {2, 3}, {2, 3}}, {N, N, N}, {true, true, true}, {}},
       {"unstack", Op::Unstack, {{3, 2, 2}}, {N}, {true}, {}},
@@ -144,7 +148,7 @@ std::vector<Case> cases() {
 const std::set<Op> kNotDifferentiable = {Op::GeluGrad,  Op::LayerNormGrad, Op::SoftmaxGrad, Op::SoftmaxXentGrad, Op::MseGrad,
                                          Op::Accuracy,  Op::SgdUpdate,     Op::AdamUpdate,      Op::AllReduce,
                                          Op::AllGather, Op::ReduceScatter, Op::AllToAll,      Op::ShardSlice,
-                                         Op::AllGatherInPlace, Op::Send,    Op::Recv, Op::CountNonFinite, Op::ReduceMaxGrad};
+                                         Op::AllGatherInPlace, Op::Send,    Op::Recv, Op::CountNonFinite, Op::ReduceMaxGrad, Op::SigmoidGrad, Op::RmsNormGrad};
 
 double draw(Gen g, uint64_t key, uint64_t i, int64_t classes) {
   const double u = double(util::mix64(key ^ util::mix64(i)) >> 11) * 0x1.0p-53;

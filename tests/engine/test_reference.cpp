@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/data/npy.h"
+#include "engine/runtime/inference.h"
 #include "engine/runtime/trainer.h"
 
 using namespace shardlab;
@@ -209,6 +210,33 @@ class TestReference : public QObject {
   void cnnTinyMatchesFlaxAfterThreeAdamSteps() { check_against_flax(kRef + "cnn-tiny.shardlab.json", "cnn-tiny"); }
   void cnnTinyShardedOnEightDevicesMatchesFlax() {
     check_against_flax(kRef + "cnn-tiny.shardlab.json", "cnn-tiny", "data=4,model=2", "batch=data,channels=model,in_channels=model,classes=model");
+  }
+  // A tiny Llama against transformers' own FlaxLlamaForCausalLM (make_reference.py's llama-tiny):
+  // RMSNorm, rotary embedding, grouped-query attention (4 query heads on 2 key/value heads) and a
+  // SwiGLU MLP. Its logits at the initial parameters first, then 3 Adam steps, on one device and
+  // on 8 (Megatron over heads, key/value heads and the MLP; FSDP).
+  void llamaTinyLogitsMatchTransformers() {
+    const std::string dir = kRef + "data/llama-tiny/";
+    const project::Project project = project::load_project(kRef + "llama-tiny.shardlab.json");
+    const Tensor x = data::load_npy(dir + "x.npy"), want = data::load_npy(dir + "logits.npy");
+    runtime::Trainer trainer(project, reference_options(x));
+    load_reference_init(trainer, dir);
+    std::map<std::string, Tensor> params;
+    for (const std::string& p : trainer.parameter_paths()) params[p] = trainer.parameter(p);
+    const Tensor got = runtime::predict(project, params, x);
+    QCOMPARE(got.shape, want.shape);
+    double worst = 0;
+    for (size_t i = 0; i < want.data.size(); ++i) worst = std::max(worst, std::abs(double(got.data[i]) - double(want.data[i])));
+    qInfo("llama-tiny logits at the initial parameters: max abs diff %.3g from transformers", worst);
+    QVERIFY2(worst <= 1e-4, qPrintable(QString("logits differ from transformers by %1").arg(worst)));
+  }
+  void llamaTinyMatchesTransformersAfterThreeAdamSteps() { check_against_flax(kRef + "llama-tiny.shardlab.json", "llama-tiny"); }
+  void llamaTinyMegatronOnEightDevicesMatchesTransformers() {
+    check_against_flax(kRef + "llama-tiny.shardlab.json", "llama-tiny", "data=4,model=2",
+                       "batch=data,heads=model,kv_heads=model,mlp=model");
+  }
+  void llamaTinyFsdpOnEightDevicesMatchesTransformers() {
+    check_against_flax(kRef + "llama-tiny.shardlab.json", "llama-tiny", "data=8", "batch=data,embed=data");
   }
   // Mixed precision and TensorFloat-32 matmuls against make_precision_reference.py.
   void fashionMlpInBfloat16MatchesFlax() {

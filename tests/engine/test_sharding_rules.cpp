@@ -144,6 +144,15 @@ std::vector<Case> cases() {
   c.push_back({"reduce_rows", Op::ReduceRows, {arg("x", {B, S, E}, {"batch", "seq", "embed"})}, {{"embed"}}});
   c.push_back({"layer_norm", Op::LayerNorm, {arg("x", {B, S, E}, {"batch", "seq", "embed"})}, {{"batch", "seq", "embed"}},
                attrs([](ir::Attrs& a) { a.eps = 1e-5; })});
+  c.push_back({"rms_norm", Op::RmsNorm, {arg("x", {B, S, E}, {"batch", "seq", "embed"})}, {{"batch", "seq", "embed"}},
+               attrs([](ir::Attrs& a) { a.eps = 1e-6; })});
+  c.push_back({"rms_norm_grad", Op::RmsNormGrad, {arg("x", {B, E}, {"batch", "embed"}), arg("g", {B, E}, {"rows", "cols"})},
+               {{"batch", "embed"}}, attrs([](ir::Attrs& a) { a.eps = 1e-6; })});
+  c.push_back({"rope (batch, seq, heads, kv)", Op::Rope, {arg("q", {B, S, H, M}, {"batch", "seq", "heads", "kv"})},
+               {{"batch", "seq", "heads", "kv"}}, attrs([](ir::Attrs& a) { a.dim = 1; })});
+  c.push_back({"sigmoid", Op::Sigmoid, {arg("x", {B, E}, {"batch", "embed"})}, {{"batch", "embed"}}});
+  c.push_back({"sigmoid_grad", Op::SigmoidGrad, {arg("y", {B, E}, {"batch", "embed"}), arg("g", {B, E}, {"rows", "cols"})},
+               {{"batch", "embed"}}});
   c.push_back({"layer_norm_grad", Op::LayerNormGrad, {arg("x", {B, E}, {"batch", "embed"}), arg("g", {B, E}, {"rows", "cols"})},
                {{"batch", "embed"}},
                attrs([](ir::Attrs& a) { a.eps = 1e-5; })});

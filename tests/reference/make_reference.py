@@ -4,12 +4,18 @@
 For each model this writes, under tests/reference/data/<model>/:
   x.npy              the fixed input batch (float32)
   y.npy              the targets (int32 labels for fashion-mlp, vit-tiny, cnn-fashion and cnn-tiny,
-                     float32 for dot-relu-dot)
+                     int32 (8, 16) per-position targets for llama-tiny, float32 for dot-relu-dot)
   init/<name>.npy    Flax's own model.init parameters (PRNGKey(0)), float32
   step3/<name>.npy   the parameters after 3 optax.adam(1e-3) steps on that batch, float32
+  logits.npy         llama-tiny only: the logits (8, 16, 64) at the init parameters, float32
   losses.json        {"losses": [loss before update 1, 2, 3], "loss_after": loss with step3 params,
                       "jax", "flax", "optax", "numpy" versions, "description", "params": {...},
-                      "checks" for models with extra checks (cnn-tiny: max_pool ties)}
+                      "checks" for models with extra checks (cnn-tiny: max_pool ties);
+                      llama-tiny adds "transformers" (version), "llama_config", "forward_check", ...}
+
+llama-tiny is Hugging Face transformers' own FlaxLlamaForCausalLM (transformers 4.x, which the other
+models don't need: pip install "transformers==4.57.6"); its HF parameter tree is converted to
+Shardlab's names and layouts (llama_to_shardlab).
 
 <name> is Shardlab's parameter path with '/' replaced by '.', e.g. dense1.kernel.npy.
 The model names, shapes and parameter paths are the contract with the C++ side.
@@ -400,8 +406,213 @@ def cnn_tiny_checks(model, params, x):
     return out
 
 
+# ----------------------------------------------------------------------------------------------
+# (f) llama-tiny: Hugging Face transformers' own FlaxLlamaForCausalLM (transformers 4.x; the Flax
+#     classes are gone in 5.x). Imported here only, so the other models don't need transformers.
+# ----------------------------------------------------------------------------------------------
+LLAMA_VOCAB, LLAMA_EMBED, LLAMA_MLP, LLAMA_LAYERS, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_SEQ = 64, 32, 64, 2, 4, 2, 16
+LLAMA_HEAD_DIM = LLAMA_EMBED // LLAMA_HEADS  # 8
+LLAMA_BATCH = 8
+LLAMA_EPS, LLAMA_THETA = 1e-6, 10000.0
+
+
+def llama_config():
+    from transformers import LlamaConfig
+    return LlamaConfig(vocab_size=LLAMA_VOCAB, hidden_size=LLAMA_EMBED, intermediate_size=LLAMA_MLP,
+                       num_hidden_layers=LLAMA_LAYERS, num_attention_heads=LLAMA_HEADS,
+                       num_key_value_heads=LLAMA_KV_HEADS, max_position_embeddings=LLAMA_SEQ,
+                       rms_norm_eps=LLAMA_EPS, rope_theta=LLAMA_THETA, tie_word_embeddings=False,
+                       attention_bias=False, hidden_act="silu")
+
+
+class HFLlama:
+    """transformers' FlaxLlamaForCausalLM behind the init/apply interface that build() uses.
+
+    init: FlaxLlamaForCausalLM(config, seed=SEED) runs init_weights(PRNGKey(SEED), input_shape=(1, 1))
+    in its constructor; init() runs the same call with the key build() passes and checks that it gives the
+    constructor's parameters. apply: the model's own __call__ with the given params, default
+    attention_mask (all ones, so only the causal mask acts) and position_ids (0..S-1), train=False.
+    x holds token ids as float32 whole numbers (Shardlab feeds ids as floats)."""
+
+    def __init__(self):
+        from transformers import FlaxLlamaForCausalLM
+        self.config = llama_config()
+        self.hf = FlaxLlamaForCausalLM(self.config, input_shape=(1, 1), seed=SEED, dtype=jnp.float32)
+
+    def init(self, rng, x):
+        params = self.hf.init_weights(rng, self.hf.input_shape)
+        same = jax.tree_util.tree_map(lambda a, b: bool(np.array_equal(np.asarray(a), np.asarray(b))),
+                                      flax.core.unfreeze(params), flax.core.unfreeze(self.hf.params))
+        if not all(jax.tree_util.tree_leaves(same)):
+            raise SystemExit("llama-tiny: init_weights(PRNGKey(SEED)) differs from the constructor's params")
+        return {"params": params}
+
+    def apply(self, variables, x):
+        ids = jnp.asarray(x).astype(jnp.int32)  # exact: whole numbers < 2^24
+        return self.hf(ids, params=variables["params"]).logits  # (B, S, vocab)
+
+
+def llama_shapes():
+    E, H, KV, D, M, L, V = (LLAMA_EMBED, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_HEAD_DIM, LLAMA_MLP, LLAMA_LAYERS,
+                            LLAMA_VOCAB)
+    return {
+        "embed/embedding": (V, E),
+        "blocks/ln1/scale": (L, E),
+        "blocks/attn/query/kernel": (L, E, H, D),
+        "blocks/attn/key/kernel": (L, E, KV, D),
+        "blocks/attn/value/kernel": (L, E, KV, D),
+        "blocks/attn/out/kernel": (L, H, D, E),
+        "blocks/ln2/scale": (L, E),
+        "blocks/gate/kernel": (L, E, M),
+        "blocks/up/kernel": (L, E, M),
+        "blocks/down/kernel": (L, M, E),
+        "norm/scale": (E,),
+        "head/kernel": (E, V),
+    }
+
+
+def llama_to_shardlab(flat):
+    """HF Flax Llama params (flattened dict, Dense kernels (in, out)) -> {Shardlab path: array}.
+
+    Per-layer tensors are stacked on a leading layer axis (layer 0 first). q/k/v kernels (E, heads*D) are
+    reshaped to (E, heads, D): output column head*D + d, as FlaxLlamaAttention._split_heads reshapes the
+    projection's last axis to (heads, D). o_proj's kernel (heads*D, E) is reshaped to (heads, D, E), its
+    input row head*D + d being _merge_heads' order. Every HF parameter must be used exactly once."""
+    used = set()
+
+    def get(*key):
+        used.add(key)
+        return np.asarray(flat[key])
+
+    def stacked(sub, reshape=None):
+        arrs = []
+        for i in range(LLAMA_LAYERS):
+            a = get("model", "layers", str(i), *sub)
+            arrs.append(a.reshape(reshape) if reshape else a)
+        return np.stack(arrs)
+
+    E, H, KV, D = LLAMA_EMBED, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_HEAD_DIM
+    out = {
+        "embed/embedding": get("model", "embed_tokens", "embedding"),
+        "blocks/ln1/scale": stacked(("input_layernorm", "weight")),
+        "blocks/attn/query/kernel": stacked(("self_attn", "q_proj", "kernel"), (E, H, D)),
+        "blocks/attn/key/kernel": stacked(("self_attn", "k_proj", "kernel"), (E, KV, D)),
+        "blocks/attn/value/kernel": stacked(("self_attn", "v_proj", "kernel"), (E, KV, D)),
+        "blocks/attn/out/kernel": stacked(("self_attn", "o_proj", "kernel"), (H, D, E)),
+        "blocks/ln2/scale": stacked(("post_attention_layernorm", "weight")),
+        "blocks/gate/kernel": stacked(("mlp", "gate_proj", "kernel")),
+        "blocks/up/kernel": stacked(("mlp", "up_proj", "kernel")),
+        "blocks/down/kernel": stacked(("mlp", "down_proj", "kernel")),
+        "norm/scale": get("model", "norm", "weight"),
+        "head/kernel": get("lm_head", "kernel"),
+    }
+    if used != set(flat):
+        raise SystemExit(f"llama-tiny: HF params {sorted(set(flat) - used)} not converted, "
+                         f"{sorted(used - set(flat))} missing")
+    return out
+
+
+def llama_reference_forward(p, x):
+    """The README's llama-tiny math written directly in jax.numpy on Shardlab-layout params (no HF, no Flax
+    modules): a check of both the description and the parameter conversion against transformers."""
+    E, H, KV, D = LLAMA_EMBED, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_HEAD_DIM
+    f32 = jnp.float32
+
+    def rms(h, w):
+        return w * (h / jnp.sqrt(jnp.mean(h * h, axis=-1, keepdims=True) + f32(LLAMA_EPS)))
+
+    s = x.shape[1]
+    inv_freq = 1.0 / (LLAMA_THETA ** (np.arange(0, D, 2) / D))  # (D/2,), float64
+    ang = (np.arange(s)[:, None] * inv_freq[None, :]).astype(np.float32)  # (S, D/2)
+    ang = np.concatenate([ang, ang], axis=-1)  # (S, D)
+    cos, sin = jnp.asarray(np.cos(ang))[:, None, :], jnp.asarray(np.sin(ang))[:, None, :]  # (S, 1, D)
+
+    def rope(t):  # (B, S, heads, D); rotate_half pairs element i with i + D/2
+        rot = jnp.concatenate([-t[..., D // 2:], t[..., :D // 2]], axis=-1)
+        return t * cos + rot * sin
+
+    causal = np.tril(np.ones((s, s), bool))
+    h = jnp.asarray(p["embed/embedding"])[jnp.asarray(x).astype(jnp.int32)]  # (B, S, E)
+    for i in range(LLAMA_LAYERS):
+        a = rms(h, p["blocks/ln1/scale"][i])
+        q = rope(jnp.einsum("bse,ehd->bshd", a, p["blocks/attn/query/kernel"][i]))
+        k = rope(jnp.einsum("bse,ehd->bshd", a, p["blocks/attn/key/kernel"][i]))
+        v = jnp.einsum("bse,ehd->bshd", a, p["blocks/attn/value/kernel"][i])
+        kv_of = np.arange(H) // (H // KV)  # query head h uses kv head h // (H / KV) (repeat_kv's order)
+        k, v = k[:, :, kv_of], v[:, :, kv_of]
+        sc = jnp.einsum("bqhd,bkhd->bhqk", q / jnp.sqrt(f32(D)), k)
+        sc = jnp.where(causal, sc, -jnp.inf)
+        att = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(sc, axis=-1), v)
+        h = h + jnp.einsum("bqhd,hde->bqe", att, p["blocks/attn/out/kernel"][i])
+        m = rms(h, p["blocks/ln2/scale"][i])
+        g = m @ p["blocks/gate/kernel"][i]
+        h = h + (g * jax.nn.sigmoid(g) * (m @ p["blocks/up/kernel"][i])) @ p["blocks/down/kernel"][i]
+    return rms(h, p["norm/scale"]) @ p["head/kernel"]
+
+
+def llama_tiny():
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, LLAMA_VOCAB, size=(LLAMA_BATCH, LLAMA_SEQ)).astype(np.float32)  # ids as floats
+    y = rng.integers(0, LLAMA_VOCAB, size=(LLAMA_BATCH, LLAMA_SEQ), dtype=np.int32)  # same rng, after x
+    model = HFLlama()
+    description = (
+        "llama-tiny: transformers' FlaxLlamaForCausalLM with LlamaConfig(vocab_size=64, hidden_size=32, "
+        "intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, "
+        "max_position_embeddings=16, rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False, "
+        "attention_bias=False, hidden_act='silu'), dtype float32, its own init (seed 0: "
+        "init_weights(PRNGKey(0), (1,1)); normal(0.02) embedding and kernels, ones RMSNorm weights). "
+        "x float32 (8,16) = default_rng(6).integers(0,64) token ids as floats; y int32 (8,16) = same rng "
+        ".integers(0,64), drawn after x, the target at each position (not shifted). Default position_ids "
+        "0..15 and attention_mask all ones (causal mask only). logits (8,16,64); loss = "
+        "mean(optax.softmax_cross_entropy_with_integer_labels(logits, y)) over all 128 tokens; 3 x "
+        "optax.adam(1e-3) steps on HF's param tree, converted to Shardlab's names afterwards (stacked "
+        "blocks/..., layer 0 first; q/k/v kernels (32, heads, 8), out kernel (4, 8, 32), Dense kernels (in, "
+        "out)). logits.npy: the logits at the init params. float32, jax_default_matmul_precision=highest, CPU."
+    )
+    return model, x, y, softmax_xent_loss(model), llama_to_shardlab, llama_shapes(), description
+
+
+def llama_tiny_extra(model, init_params, final_params, init_flat, step_flat, x, y, loss_after):
+    """logits.npy at the init params, the transformers version and config, and a check of the README's
+    math (llama_reference_forward on the converted init and step-3 params) against transformers."""
+    import transformers
+    logits = np.asarray(model.apply({"params": init_params}, jnp.asarray(x)), dtype=np.float32)
+    ref_logits = np.asarray(llama_reference_forward(init_flat, jnp.asarray(x)))
+    ref_after = np.asarray(llama_reference_forward(step_flat, jnp.asarray(x)))
+    ref_loss_after = float(jnp.mean(optax.softmax_cross_entropy_with_integer_labels(ref_after, jnp.asarray(y))))
+    check = {
+        "reference_forward_logits_max_abs_diff": float(np.abs(ref_logits - logits).max()),
+        "reference_forward_loss_after": ref_loss_after,
+        "reference_forward_loss_after_rel_diff": abs(ref_loss_after - loss_after) / abs(loss_after),
+    }
+    print(f"llama-tiny: check of the README math on Shardlab-layout params: {check}")
+    if check["reference_forward_logits_max_abs_diff"] > 1e-5 or check["reference_forward_loss_after_rel_diff"] > 1e-5:
+        raise SystemExit("llama-tiny: the plain jax.numpy forward pass disagrees with transformers")
+    cfg = model.config
+    meta = {
+        "transformers": transformers.__version__,
+        "hf_model_class": type(model.hf).__name__,
+        "llama_config": {k: getattr(cfg, k) for k in (
+            "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta", "tie_word_embeddings",
+            "attention_bias", "hidden_act", "initializer_range")},
+        "logits": {"file": "logits.npy", "shape": list(logits.shape), "dtype": str(logits.dtype),
+                   "params": "init"},
+        "forward_check": check,
+        # Rows of embed/embedding whose id is not in x: exactly zero gradient, unchanged by Adam.
+        "embedding_rows_not_in_x": sorted(set(range(LLAMA_VOCAB)) - set(int(t) for t in x.ravel())),
+    }
+    return {"logits.npy": logits}, meta
+
+
 MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny,
-          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny}
+          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny}
+
+# Extra files and losses.json entries, computed after training:
+#   f(model, init_params, final_params, init_flat, step_flat, x, y, loss_after) -> ({file: array}, {key: value}).
+#   llama-tiny: logits.npy (the logits at the init params), the transformers version, the LlamaConfig,
+#   and a check of the README's math against transformers.
+EXTRA = {"llama-tiny": llama_tiny_extra}
 
 # Per-step checks on the parameters before each update (the first is model.init's); each returns a
 # JSON-able dict, recorded in losses.json under "checks" with the step number, and printed.
@@ -424,11 +635,17 @@ ZERO_GRADIENT = {"vit-tiny": ["blocks/attn/key/bias"]}
 def flatten_params(params, paths, shapes):
     """Flax params dict -> {shardlab_path: float32 ndarray}; checks that the mapping is exact."""
     flat = flax.traverse_util.flatten_dict(flax.core.unfreeze(params))
-    if set(flat) != set(paths):
-        raise SystemExit(f"Flax params {sorted(flat)} don't match the expected {sorted(paths)}")
+    if callable(paths):  # a converter (llama-tiny): flat Flax dict -> {shardlab_path: array}
+        named = paths(flat)
+    else:
+        if set(flat) != set(paths):
+            raise SystemExit(f"Flax params {sorted(flat)} don't match the expected {sorted(paths)}")
+        named = {ours: flat[key] for key, ours in paths.items()}
+    if set(named) != set(shapes):
+        raise SystemExit(f"params {sorted(named)} don't match the expected {sorted(shapes)}")
     out = {}
-    for key, ours in paths.items():
-        a = np.ascontiguousarray(np.asarray(flat[key]))
+    for ours, a in named.items():
+        a = np.ascontiguousarray(np.asarray(a))
         if a.dtype != np.float32:
             raise SystemExit(f"{ours}: dtype {a.dtype}, expected float32")
         if a.shape != shapes[ours]:
@@ -446,6 +663,7 @@ def save_params(d: Path, flat):
 def build(name: str, out_root: Path):
     model, x, y, loss_fn, paths, shapes, description = MODELS[name]()
     params = model.init(jax.random.PRNGKey(SEED), jnp.asarray(x))["params"]
+    init_params = params
     init_flat = flatten_params(params, paths, shapes)
 
     tx = optax.adam(LR)
@@ -470,6 +688,9 @@ def build(name: str, out_root: Path):
         params = optax.apply_updates(params, updates)
     loss_after = float(loss_fn(params, xj, yj))
     step_flat = flatten_params(params, paths, shapes)
+    extra_files, extra_meta = {}, {}
+    if name in EXTRA:
+        extra_files, extra_meta = EXTRA[name](model, init_params, params, init_flat, step_flat, x, y, loss_after)
 
     d = out_root / name
     if d.exists():
@@ -479,6 +700,8 @@ def build(name: str, out_root: Path):
     np.save(d / "y.npy", np.ascontiguousarray(y))
     save_params(d / "init", init_flat)
     save_params(d / "step3", step_flat)
+    for fname, a in extra_files.items():
+        np.save(d / fname, np.ascontiguousarray(a))
     meta = {
         "losses": losses,
         "loss_after": loss_after,
@@ -486,6 +709,7 @@ def build(name: str, out_root: Path):
         "flax": flax.__version__,
         "optax": optax.__version__,
         "numpy": np.__version__,
+        **({"transformers": extra_meta.pop("transformers")} if "transformers" in extra_meta else {}),
         "description": description,
         "optimizer": {"name": "adam", "learning_rate": LR, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
         "steps": STEPS,
@@ -495,6 +719,7 @@ def build(name: str, out_root: Path):
         **({"checks": checks} if checks else {}),
         "x": {"shape": list(x.shape), "dtype": str(x.dtype)},
         "y": {"shape": list(y.shape), "dtype": str(y.dtype)},
+        **extra_meta,
     }
     (d / "losses.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"{name}: losses {losses}, loss_after {loss_after} -> {d}")
@@ -508,7 +733,14 @@ def main(argv=None):
                     help="only this model (repeatable); default: all")
     args = ap.parse_args(argv)
     assert jax.default_backend() == "cpu", jax.default_backend()
-    for name in args.model or list(MODELS):
+    names = args.model or list(MODELS)
+    if "llama-tiny" in names:
+        try:
+            import transformers  # noqa: F401
+        except ImportError:
+            raise SystemExit('llama-tiny needs Hugging Face transformers 4.x (pip install "transformers==4.57.6"), '
+                             "which requirements.txt does not list; or pick the other models with --model")
+    for name in names:
         build(name, args.out)
     return 0
 

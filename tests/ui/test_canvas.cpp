@@ -187,7 +187,13 @@ class CanvasTest : public QObject {
           // Its shape label sits clear of every node.
           const QRectF label = edge->mapRectToScene(edge->labelRect());
           for (NodeItem* n : c->scene()->nodes())
-            if (!n->spec().expanded) QVERIFY2(!label.intersects(n->sceneBoundingRect()), qPrintable(n->path() + " covers the label into " + to));
+            if (!n->spec().expanded)
+              QVERIFY2(!label.intersects(n->sceneBoundingRect()),
+                       qPrintable(QString("%1 at (%2, %3, %4 x %5) covers the label into %6 at (%7, %8, %9 x %10), from %11 at (%12, %13)")
+                                      .arg(n->path()).arg(n->sceneBoundingRect().x()).arg(n->sceneBoundingRect().y())
+                                      .arg(n->sceneBoundingRect().width()).arg(n->sceneBoundingRect().height()).arg(to)
+                                      .arg(label.x()).arg(label.y()).arg(label.width()).arg(label.height())
+                                      .arg(source->path()).arg(source->scenePos().x()).arg(source->scenePos().y())));
           if (e.from.node != graph::kCarryNode) QCOMPARE(edge->label(), expectedShape(c->doc.design(), edge->from()->node()->path()));
           else QVERIFY(edge->label().startsWith("(batch "));
         }

@@ -84,14 +84,14 @@ class PaletteTest : public QObject {
     palette.show();
     QTest::keyClicks(palette.filterEdit(), "norm");
     // (the ready-made transformer block's summary names its LayerNorms)
-    QCOMPARE(visibleLayers(palette), QStringList({"LayerNorm", "TransformerBlock"}));
+    QCOMPARE(visibleLayers(palette), QStringList({"LayerNorm", "RMSNorm", "TransformerBlock"}));
     QCOMPARE(palette.view()->currentIndex().data(LayerModel::TypeRole).toString(), QStringLiteral("LayerNorm"));
     palette.filterEdit()->clear();
     QCOMPARE(visibleLayers(palette).size(), int(graph::layer_catalog().size()));
     // A category name keeps its whole group; a summary word finds its layer.
     // "activation" names a group and is a word of Dropout's summary.
     QTest::keyClicks(palette.filterEdit(), "activation");
-    QCOMPARE(visibleLayers(palette), QStringList({"ReLU", "GELU", "Tanh", "Softmax", "Dropout"}));
+    QCOMPARE(visibleLayers(palette), QStringList({"ReLU", "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "Dropout"}));
     palette.filterEdit()->clear();
     QTest::keyClicks(palette.filterEdit(), "residual");
     QCOMPARE(visibleLayers(palette), QStringList({"Add", "TransformerBlock"}));

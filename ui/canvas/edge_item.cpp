@@ -62,9 +62,20 @@ void EdgeItem::updatePath() {
   // An edge into a node wholly below its source's node, going back left, is a folded chain's turn
   // to the next row: it runs through the middle of the room above the target's row, where the
   // layout leaves nothing, instead of cutting across both rows.
+  // The room is above the target's row, not above the target: a target lower in its column (the
+  // second branch of a fork) is reached over the row's top, clear of the nodes beside it.
   const NodeItem* source = from_->node();
-  const double sourceBottom = mapFromScene(source->mapToScene(QPointF(0, source->size().height()))).y();
-  const double runY = mapFromScene(to_->node()->scenePos()).y() - layout::kRowGap / 2;
+  const double sourceBottomScene = source->mapToScene(QPointF(0, source->size().height())).y();
+  const double sourceBottom = mapFromScene(QPointF(0, sourceBottomScene)).y();
+  double rowTop = to_->node()->scenePos().y();
+  const QGraphicsItem* graph = to_->node()->parentItem();
+  const QList<QGraphicsItem*> siblings = graph ? graph->childItems() : (scene() ? scene()->items() : QList<QGraphicsItem*>{});
+  for (const QGraphicsItem* item : siblings)
+    if (const auto* n = dynamic_cast<const NodeItem*>(item); n && n->parentItem() == graph) {
+      const double y = n->scenePos().y();
+      if (y > sourceBottomScene && y < rowTop) rowTop = y;
+    }
+  const double runY = mapFromScene(QPointF(0, rowTop)).y() - layout::kRowGap / 2;
   const bool turn = b.x() < a.x() && runY > std::max(a.y() + 30, sourceBottom + 10) && b.y() > runY + 30;
   path_ = turn ? folded(a, b, runY) : curve(a, b);
   labelRect_ = QRectF();

@@ -338,6 +338,64 @@ void layer_norm(const KernelArgs<T>& a, double eps, bool grad) {
   });
 }
 
+// RMSNorm: y = x * r, r = 1 / sqrt(mean(x^2) + eps); its gradient dx = r * g - x * r^3 * mean(g * x).
+template <class T>
+void rms_norm(const KernelArgs<T>& a, double eps, bool grad) {
+  const Shape& s = *a.in_shapes[0];
+  const int64_t n = s.back(), rows = numel(s) / n;
+  const T* x = a.in[0];
+  const T* g = grad ? a.in[1] : nullptr;
+  T* y = a.out[0];
+  for_rows(rows, n, [&](int64_t r) {
+    const T* xr = x + r * n;
+    T ms = 0;
+    for (int64_t j = 0; j < n; ++j) ms += xr[j] * xr[j];
+    const T rs = T(1) / std::sqrt(ms / T(n) + T(eps));
+    T* yr = y + r * n;
+    if (!grad) {
+      for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] * rs;
+      return;
+    }
+    const T* gr = g + r * n;
+    T mgx = 0;
+    for (int64_t j = 0; j < n; ++j) mgx += gr[j] * xr[j];
+    mgx /= T(n);
+    for (int64_t j = 0; j < n; ++j) yr[j] = rs * gr[j] - xr[j] * rs * rs * rs * mgx;
+  });
+}
+
+// Rope: feature pair (i, i + d/2) of the element at position p turns by p * theta^(-2i/d), the
+// angles computed in float32 as transformers computes them.
+template <class T>
+void rope(const ir::Attrs& at, const KernelArgs<T>& a) {
+  const AroundDim g = around(*a.in_shapes[0], at.dim);
+  const int64_t d = a.in_shapes[0]->back(), half = d / 2, mid = g.inner / d;
+  std::vector<T> cs(size_t(g.len * half)), sn(size_t(g.len * half));
+  for (int64_t p = 0; p < g.len; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const float inv_freq = 1.0f / std::pow(float(at.rope_theta), float(2 * i) / float(d));
+      const float angle = float(p) * inv_freq;
+      cs[size_t(p * half + i)] = T(std::cos(angle));
+      sn[size_t(p * half + i)] = T(at.rope_inverse ? -std::sin(angle) : std::sin(angle));
+    }
+  const T* x = a.in[0];
+  T* y = a.out[0];
+  for_rows(g.outer * g.len, g.inner, [&](int64_t row) {
+    const int64_t p = row % g.len;
+    const T* c = cs.data() + p * half;
+    const T* sv = sn.data() + p * half;
+    for (int64_t m = 0; m < mid; ++m) {
+      const T* xv = x + (row * mid + m) * d;
+      T* yv = y + (row * mid + m) * d;
+      for (int64_t i = 0; i < half; ++i) {
+        const T x1 = xv[i], x2 = xv[i + half];
+        yv[i] = x1 * c[i] - x2 * sv[i];
+        yv[i + half] = x2 * c[i] + x1 * sv[i];
+      }
+    }
+  });
+}
+
 template <class T>
 int64_t label_at(const T* labels, int64_t r, int64_t classes) {
   const int64_t c = int64_t(labels[r]);
@@ -475,6 +533,8 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     case Op::GeluGrad: for_each(n, [=](int64_t i) { y[i] = x1[i] * gelu_derivative(x[i]); }); return;
     case Op::Tanh: for_each(n, [=](int64_t i) { y[i] = std::tanh(x[i]); }); return;
     case Op::TanhGrad: for_each(n, [=](int64_t i) { y[i] = x1[i] * (T(1) - x[i] * x[i]); }); return;
+    case Op::Sigmoid: for_each(n, [=](int64_t i) { y[i] = T(1) / (T(1) + std::exp(-x[i])); }); return;
+    case Op::SigmoidGrad: for_each(n, [=](int64_t i) { y[i] = x1[i] * x[i] * (T(1) - x[i]); }); return;
     case Op::Dropout: {
       const double rate = ins.attrs.alpha;
       const T keep_scale = T(1.0 / (1.0 - rate));
@@ -514,6 +574,9 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
     }
     case Op::LayerNorm: layer_norm(a, ins.attrs.eps, false); return;
     case Op::LayerNormGrad: layer_norm(a, ins.attrs.eps, true); return;
+    case Op::RmsNorm: rms_norm(a, ins.attrs.eps, false); return;
+    case Op::RmsNormGrad: rms_norm(a, ins.attrs.eps, true); return;
+    case Op::Rope: rope(ins.attrs, a); return;
     case Op::Reshape:
       if (y != x) std::memcpy(y, x, size_t(n) * sizeof(T));
       return;

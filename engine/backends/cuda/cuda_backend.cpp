@@ -653,6 +653,8 @@ class CudaExecutable final : public Executable {
       case Op::GeluGrad: ew(Elementwise::GeluGrad); return;
       case Op::Tanh: ew(Elementwise::Tanh); return;
       case Op::TanhGrad: ew(Elementwise::TanhGrad); return;
+      case Op::Sigmoid: ew(Elementwise::Sigmoid); return;
+      case Op::SigmoidGrad: ew(Elementwise::SigmoidGrad); return;
       case Op::BiasAdd: ew(Elementwise::BiasAdd); return;
       case Op::MulRow: ew(Elementwise::MulRow); return;
       case Op::Fill: {
@@ -707,6 +709,26 @@ class CudaExecutable final : public Executable {
                         typed<T>(d, ins.out[0]), ins.attrs.eps, s);
         });
         return;
+      case Op::RmsNorm:
+      case Op::RmsNormGrad:
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          rms_norm<T>(rows, cols, typed<T>(d, ins.in[0]), ins.op == Op::RmsNormGrad ? typed<T>(d, ins.in[1]) : nullptr,
+                      typed<T>(d, ins.out[0]), ins.attrs.eps, s);
+        });
+        return;
+      case Op::Rope: {
+        int64_t outer = 1, positions = s0[size_t(ins.attrs.dim)], mid = 1;
+        for (size_t i = 0; i < s0.size(); ++i)
+          if (int64_t(i) < ins.attrs.dim) outer *= s0[i];
+          else if (int64_t(i) > ins.attrs.dim && i + 1 < s0.size()) mid *= s0[i];
+        typed_op([&](auto z) {
+          using T = decltype(z);
+          rope<T>(outer, positions, mid, s0.back(), ins.attrs.rope_theta, ins.attrs.rope_inverse, typed<T>(d, ins.in[0]),
+                  typed<T>(d, ins.out[0]), s);
+        });
+        return;
+      }
       case Op::Reshape: copy(raw_out(0), raw_in(0), n, size, s); return;
       case Op::Stack: {
         const int64_t part = numel(program_.shape(ins.in[0]));

@@ -51,6 +51,8 @@ __device__ __forceinline__ float elementwise_at(Elementwise op, int64_t i, const
       case Elementwise::GeluGrad: v = ld(x1, i) * gelu_derivative(ld(x, i)); break;
       case Elementwise::Tanh: v = tanhf(ld(x, i)); break;
       case Elementwise::TanhGrad: v = ld(x1, i) * (1.f - ld(x, i) * ld(x, i)); break;
+      case Elementwise::Sigmoid: v = 1.f / (1.f + expf(-ld(x, i))); break;
+      case Elementwise::SigmoidGrad: v = ld(x1, i) * ld(x, i) * (1.f - ld(x, i)); break;
       case Elementwise::Fill: v = alpha; break;
       case Elementwise::BiasAdd: v = ld(x, i) + ld(x1, i % cols); break;
       case Elementwise::MulRow: v = ld(x, i) * ld(x1, i % cols); break;
@@ -287,6 +289,27 @@ __global__ void layer_norm_kernel(int64_t rows, int64_t n, const T* x, const T* 
     mg /= float(n);
     mgx /= float(n);
     for (int64_t j = 0; j < n; ++j) st(yr, j, rstd * (ld(gr, j) - mg - (ld(xr, j) - mean) * rstd * mgx));
+  }
+}
+
+// One thread per row, as the CPU's rms_norm.
+template <class T>
+__global__ void rms_norm_kernel(int64_t rows, int64_t n, const T* x, const T* g, T* y, float eps) {
+  FOR_EACH(r, rows) {
+    const T* xr = x + r * n;
+    float ms = 0.f;
+    for (int64_t j = 0; j < n; ++j) ms += ld(xr, j) * ld(xr, j);
+    const float rs = 1.f / sqrtf(ms / float(n) + eps);
+    T* yr = y + r * n;
+    if (!g) {
+      for (int64_t j = 0; j < n; ++j) st(yr, j, ld(xr, j) * rs);
+      continue;
+    }
+    const T* gr = g + r * n;
+    float mgx = 0.f;
+    for (int64_t j = 0; j < n; ++j) mgx += ld(gr, j) * ld(xr, j);
+    mgx /= float(n);
+    for (int64_t j = 0; j < n; ++j) st(yr, j, rs * ld(gr, j) - ld(xr, j) * rs * rs * rs * mgx);
   }
 }
 
@@ -565,6 +588,11 @@ void layer_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double
   if (rows > 0) layer_norm_kernel<T><<<blocks_for(rows), kThreads, 0, s>>>(rows, cols, x, g, y, float(eps));
 }
 
+template <class T>
+void rms_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double eps, cudaStream_t s) {
+  if (rows > 0) rms_norm_kernel<T><<<blocks_for(rows), kThreads, 0, s>>>(rows, cols, x, g, y, float(eps));
+}
+
 void softmax_xent(int64_t rows, int64_t classes, const float* z, Labels labels, float* out, double* row_scratch,
                   int* bad_row, cudaStream_t s) {
   xent_rows_kernel<<<blocks_for(rows), kThreads, 0, s>>>(rows, classes, z, labels, row_scratch, bad_row);
@@ -629,6 +657,7 @@ void sum_ranks(int64_t n, const T* const* src, int ranks, T* out, cudaStream_t s
   template void reduce_rows<T>(int64_t, int64_t, const T*, T*, float*, cudaStream_t);                               \
   template void relu_grad_reduce_rows<T>(int64_t, int64_t, const T*, const T*, T*, T*, float*, cudaStream_t);       \
   template void layer_norm<T>(int64_t, int64_t, const T*, const T*, T*, double, cudaStream_t);                      \
+  template void rms_norm<T>(int64_t, int64_t, const T*, const T*, T*, double, cudaStream_t);                        \
   template void count_non_finite<T>(int64_t, const T*, unsigned long long*, cudaStream_t);                          \
   template void sgd<T>(int64_t, T*, const T*, float*, float, bool, float, LossScaling, cudaStream_t);               \
   template void adam<T>(int64_t, T*, const T*, float*, float*, float, float, float, float, float, float, float,     \

@@ -24,7 +24,7 @@ using bf16 = __nv_bfloat16;
 using f16 = __half;
 
 // Elementwise primitives, y[i] from x[i] (and x1[i]); BiasAdd and MulRow read x1[i % cols].
-enum class Elementwise : int { Add, Sub, Mul, Scale, Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad, Fill, BiasAdd, MulRow };
+enum class Elementwise : int { Add, Sub, Mul, Scale, Relu, ReluGrad, Gelu, GeluGrad, Tanh, TanhGrad, Sigmoid, SigmoidGrad, Fill, BiasAdd, MulRow };
 
 template <class T>
 void elementwise(Elementwise op, int64_t n, const T* x, const T* x1, T* y, float alpha, int64_t cols, cudaStream_t s);
@@ -57,6 +57,9 @@ void relu_grad_reduce_rows(int64_t rows, int64_t cols, const T* x, const T* dy, 
 // Normalises each row (g null) or, with g, its gradient.
 template <class T>
 void layer_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double eps, cudaStream_t s);
+// RMSNorm of each row (g null) or, with g, its gradient.
+template <class T>
+void rms_norm(int64_t rows, int64_t cols, const T* x, const T* g, T* y, double eps, cudaStream_t s);
 
 // Losses and metrics (float32 predictions: mixed precision converts them first). A label that is not a class index stores its row (the smallest such) in
 // *bad_row, which the caller set to kNoBadRow beforehand (cudaMemset of 0x7f bytes) and checks.

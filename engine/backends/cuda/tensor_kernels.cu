@@ -121,6 +121,20 @@ __global__ void broadcast_axis_kernel(int64_t outer, int64_t len, int64_t inner,
   }
 }
 
+// One thread per feature pair.
+template <class T>
+__global__ void rope_kernel(int64_t outer, int64_t positions, int64_t mid, int64_t d, float theta, bool inverse, const T* x, T* y) {
+  const int64_t half = d / 2;
+  FOR_EACH(e, outer * positions * mid * half) {
+    const int64_t i = e % half, vec = e / half, p = (vec / mid) % positions;
+    const float angle = float(p) * (1.f / powf(theta, float(2 * i) / float(d)));
+    const float c = cosf(angle), sn = inverse ? -sinf(angle) : sinf(angle);
+    const float x1 = float(x[vec * d + i]), x2 = float(x[vec * d + i + half]);
+    y[vec * d + i] = T(x1 * c - x2 * sn);
+    y[vec * d + i + half] = T(x2 * c + x1 * sn);
+  }
+}
+
 // Id i as a row of a table of `rows` rows, or -1 (the CPU's row_of: a whole number in range).
 __device__ int64_t row_of(RowIds ids, int64_t i, int64_t rows) {
   if (ids.int32) {
@@ -244,7 +258,14 @@ void scatter_add_rows(int64_t n, RowIds ids, int64_t rows, int64_t width, const 
   if constexpr (!std::is_same_v<T, float>) convert<float, T>(rows * width, acc, y, s);
 }
 
+template <class T>
+void rope(int64_t outer, int64_t positions, int64_t mid, int64_t d, double theta, bool inverse, const T* x, T* y, cudaStream_t s) {
+  const int64_t n = outer * positions * mid * (d / 2);
+  if (n > 0) rope_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(outer, positions, mid, d, float(theta), inverse, x, y);
+}
+
 #define SHARDLAB_FOR_TYPE(T)                                                                              \
+  template void rope<T>(int64_t, int64_t, int64_t, int64_t, double, bool, const T*, T*, cudaStream_t);  \
   template void transpose<T>(int, const int64_t*, const int64_t*, const T*, T*, cudaStream_t);           \
   template void softmax_rows<T>(int64_t, int64_t, int64_t, bool, const T*, T*, cudaStream_t);            \
   template void softmax_grad_rows<T>(int64_t, int64_t, const T*, const T*, T*, cudaStream_t);            \

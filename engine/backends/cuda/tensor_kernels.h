@@ -35,6 +35,11 @@ void reduce_axis(int64_t outer, int64_t len, int64_t inner, const T* x, T* y, cu
 template <class T>
 void broadcast_axis(int64_t outer, int64_t len, int64_t inner, const T* x, T* y, cudaStream_t s);
 
+// Rope over (outer, positions, mid, d): pair (i, i + d/2) at position p turns by
+// p * theta^(-2i/d) (by minus that where inverse), the angles in float32 as the CPU computes them.
+template <class T>
+void rope(int64_t outer, int64_t positions, int64_t mid, int64_t d, double theta, bool inverse, const T* x, T* y, cudaStream_t s);
+
 // Row ids into a table: int32, or whole numbers in float32.
 struct RowIds {
   const void* data = nullptr;

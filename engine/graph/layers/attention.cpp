@@ -2,7 +2,10 @@
 // value projections (embed -> heads x kv), softmax(q k^T / sqrt(kv)) per head (optionally causal,
 // optionally with dropout on the weights), the weighted values, and an output projection back to
 // the input's features. Parameters keep Flax's names and shapes: query/kernel (embed, heads, kv),
-// out/kernel (heads, kv, embed), so a `heads` rule splits them Megatron-style.
+// out/kernel (heads, kv, embed), so a `heads` rule splits them Megatron-style. Llama's variants:
+// fewer key/value heads than query heads (grouped-query attention: key/kernel (embed, kv_heads,
+// kv), kv head j serving query heads j*g .. j*g + g - 1 as transformers' repeat_kv does) and
+// rotary position embedding of the queries and keys.
 #include <cmath>
 
 #include "engine/graph/layers/common_fields.h"
@@ -32,13 +35,22 @@ class AttentionLayer : public Layer {
             {"causal", K::Bool, false, false, "each position attends to itself and earlier ones only"},
             rate,
             {"use_bias", K::Bool, true, false, "biases on the four projections"},
+            {"num_kv_heads", K::Int, 0, false, "key/value heads, dividing num_heads (grouped-query attention; 0: num_heads)"},
+            {"rope", K::Bool, false, false, "rotary position embedding of the queries and keys (Llama)"},
+            {"rope_theta", K::Number, 10000.0, false, "the rotary embedding's base"},
             {"kernel_init", K::Init, "lecun_normal", false, "projection kernels' initializer"},
             {"bias_init", K::Init, "zeros", false, "projection biases' initializer"}};
   }
   void configure(const Node& node) override {
     const Json& p = node.params;
-    fields::only(p, {"num_heads", "qkv_features", "out_features", "causal", "dropout_rate", "use_bias", "kernel_init", "bias_init"});
+    fields::only(p, {"num_heads", "qkv_features", "out_features", "causal", "dropout_rate", "use_bias", "kernel_init", "bias_init",
+                     "num_kv_heads", "rope", "rope_theta"});
     heads_ = fields::positive_int(p, "num_heads");
+    kv_heads_ = p.contains("num_kv_heads") && p["num_kv_heads"] != 0 ? fields::positive_int(p, "num_kv_heads") : heads_;
+    if (heads_ % kv_heads_)
+      throw Error("num_kv_heads: " + std::to_string(kv_heads_) + " does not divide num_heads " + std::to_string(heads_));
+    rope_ = fields::boolean(p, "rope", false);
+    rope_theta_ = fields::number(p, "rope_theta", 10000.0, 1.0, 1e12);
     qkv_ = p.contains("qkv_features") && p["qkv_features"] != 0 ? fields::positive_int(p, "qkv_features") : 0;
     out_ = p.contains("out_features") && p["out_features"] != 0 ? fields::positive_int(p, "out_features") : 0;
     causal_ = fields::boolean(p, "causal", false);
@@ -58,13 +70,18 @@ class AttentionLayer : public Layer {
       throw Error("num_heads: " + std::to_string(heads_) + " does not divide the " + std::to_string(qkv) +
                   " query/key/value features" + (qkv_ ? "" : " (the input's; set qkv_features)"));
     const int64_t kv = qkv / heads_;
+    if (rope_ && kv % 2) throw Error("rope: the per-head features (" + std::to_string(kv) + ") must be even: they turn in pairs");
     const std::string embed = x.axes.size() == 3 ? x.axes[2] : "embed";
     InitSpec kernel = kernel_init_;
     for (const char* proj : {"query", "key", "value"}) {
       const std::string k = std::string(proj) + "/kernel", b = std::string(proj) + "/bias";
+      // Grouped keys and values have heads of their own, named apart so that a rule can tell them.
+      const bool grouped = proj != std::string("query") && kv_heads_ != heads_;
+      const int64_t n = grouped ? kv_heads_ : heads_;
+      const char* heads_axis = grouped ? "kv_heads" : "heads";
       kernel.in_dims = 1;  // fan-in: the input features, as Flax initialises (embed, heads * kv)
-      params.push_back({k, {e, heads_, kv}, fields::param_axes(overrides_, k, {embed, "heads", "kv"}, 3), kernel});
-      if (use_bias_) params.push_back({b, {heads_, kv}, fields::param_axes(overrides_, b, {"heads", "kv"}, 2), bias_init_});
+      params.push_back({k, {e, n, kv}, fields::param_axes(overrides_, k, {embed, heads_axis, "kv"}, 3), kernel});
+      if (use_bias_) params.push_back({b, {n, kv}, fields::param_axes(overrides_, b, {heads_axis, "kv"}, 2), bias_init_});
     }
     kernel.in_dims = 2;  // fan-in: heads * kv
     params.push_back({"out/kernel", {heads_, kv, out}, fields::param_axes(overrides_, "out/kernel", {"heads", "kv", embed}, 3), kernel});
@@ -89,11 +106,26 @@ class AttentionLayer : public Layer {
     const int x = ctx.cast(in.at(0));
     const Shape xs = p.shape(x);
     const int64_t b = xs[0], s = xs[1], e = xs[2], qkv = qkv_ ? qkv_ : e, kv = qkv / heads_, out = out_ ? out_ : e;
-    // (batch, seq, embed) @ (embed, heads * kv) -> (batch, heads, seq, kv)
+    // (batch, seq, embed) @ (embed, n * kv) -> (batch, n, seq, kv), the queries and keys turned
+    // by their position first where rope is on; grouped keys and values repeated to every head of
+    // their group: (batch, kv_heads, seq, kv) -> (batch, kv_heads, group, seq, kv) -> (batch, heads, seq, kv).
     auto project = [&](const std::string& name) {
-      int y = p.apply1(ir::Op::MatMul, {x, reshape(p, ctx.cast(ctx.param(name + "/kernel")), {e, qkv}, node)}, {}, node);
-      if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, reshape(p, ctx.cast(ctx.param(name + "/bias")), {qkv}, node)}, {}, node);
-      return transpose(p, reshape(p, y, {b, s, heads_, kv}, node), {0, 2, 1, 3}, node);
+      const int64_t n = name == "query" ? heads_ : kv_heads_;
+      int y = p.apply1(ir::Op::MatMul, {x, reshape(p, ctx.cast(ctx.param(name + "/kernel")), {e, n * kv}, node)}, {}, node);
+      if (use_bias_) y = p.apply1(ir::Op::BiasAdd, {y, reshape(p, ctx.cast(ctx.param(name + "/bias")), {n * kv}, node)}, {}, node);
+      y = reshape(p, y, {b, s, n, kv}, node);
+      if (rope_ && name != "value") {
+        ir::Attrs turn;
+        turn.dim = 1;
+        turn.rope_theta = rope_theta_;
+        y = p.apply1(ir::Op::Rope, {y}, turn, node);
+      }
+      y = transpose(p, y, {0, 2, 1, 3}, node);
+      if (n == heads_) return y;
+      ir::Attrs repeat;
+      repeat.dim = 2;
+      repeat.shape = {b, n, heads_ / n, s, kv};
+      return reshape(p, p.apply1(ir::Op::Broadcast, {y}, repeat, node), {b, heads_, s, kv}, node);
     };
     ir::Attrs scale;
     scale.alpha = 1.0 / std::sqrt(double(kv));
@@ -122,9 +154,9 @@ class AttentionLayer : public Layer {
   }
 
  private:
-  int64_t heads_ = 4, qkv_ = 0, out_ = 0;
-  bool causal_ = false, use_bias_ = true;
-  double rate_ = 0.0;
+  int64_t heads_ = 4, kv_heads_ = 4, qkv_ = 0, out_ = 0;
+  bool causal_ = false, use_bias_ = true, rope_ = false;
+  double rate_ = 0.0, rope_theta_ = 10000.0;
   InitSpec kernel_init_, bias_init_;
   Node overrides_;
 };

@@ -27,5 +27,9 @@ std::unique_ptr<Layer> make_mean_pool();
 std::unique_ptr<Layer> make_conv2d();
 std::unique_ptr<Layer> make_max_pool2d();
 std::unique_ptr<Layer> make_avg_pool2d();
+std::unique_ptr<Layer> make_sigmoid();
+std::unique_ptr<Layer> make_silu();
+std::unique_ptr<Layer> make_multiply();
+std::unique_ptr<Layer> make_rms_norm();
 
 }  // namespace shardlab::graph

@@ -7,12 +7,15 @@ namespace shardlab::graph {
 namespace {
 using Factory = std::unique_ptr<Layer> (*)();
 const std::pair<const char*, Factory> kLayers[] = {
-    {"Input", make_input},     {"Dense", make_dense},         {"ReLU", make_relu},       {"GELU", make_gelu},
-    {"Tanh", make_tanh},       {"LayerNorm", make_layer_norm}, {"Dropout", make_dropout}, {"Add", make_add},
-    {"Flatten", make_flatten}, {"Repeat", make_repeat},   {"Softmax", make_softmax}, {"Reshape", make_reshape},
-    {"Embed", make_embed},     {"PatchEmbed", make_patch_embed}, {"PositionEmbedding", make_position_embedding},
-    {"MultiHeadAttention", make_attention}, {"MeanPool", make_mean_pool},
-    {"Conv2D", make_conv2d},   {"MaxPool2D", make_max_pool2d}, {"AvgPool2D", make_avg_pool2d},
+    {"Input", make_input},       {"Dense", make_dense},          {"ReLU", make_relu},
+    {"GELU", make_gelu},         {"Tanh", make_tanh},            {"Sigmoid", make_sigmoid},
+    {"SiLU", make_silu},         {"LayerNorm", make_layer_norm}, {"RMSNorm", make_rms_norm},
+    {"Dropout", make_dropout},   {"Add", make_add},              {"Multiply", make_multiply},
+    {"Flatten", make_flatten},   {"Repeat", make_repeat},        {"Softmax", make_softmax},
+    {"Reshape", make_reshape},   {"Embed", make_embed},          {"PatchEmbed", make_patch_embed},
+    {"PositionEmbedding", make_position_embedding},              {"MultiHeadAttention", make_attention},
+    {"MeanPool", make_mean_pool}, {"Conv2D", make_conv2d},       {"MaxPool2D", make_max_pool2d},
+    {"AvgPool2D", make_avg_pool2d},
 };
 }  // namespace
 

@@ -119,6 +119,14 @@ void register_elementwise(std::vector<Primitive>& t) {
   };
   t.push_back(tanh_grad);
 
+  Primitive sigmoid = ew(Op::Sigmoid, "sigmoid", 1);
+  sigmoid.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
+    return Cotangents{p.apply1(Op::SigmoidGrad, {ins.out[0], *ct[0]}, {}, ins.node)};
+  };
+  t.push_back(sigmoid);
+  // sigmoid_grad(y, g) = g * y * (1 - y); backward only
+  t.push_back(ew(Op::SigmoidGrad, "sigmoid_grad", 2));
+
   // Inverted dropout; the mask is a pure function of (seed, step, element), so the VJP regenerates it.
   Primitive dropout = ew(Op::Dropout, "dropout", 1);
   // Its mask is indexed by global element: each device masks its own block, told where the block

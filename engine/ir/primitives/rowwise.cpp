@@ -130,6 +130,27 @@ void register_rowwise(std::vector<Primitive>& t) {
   ln_grad.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 10.0 * double(numel(in[0])); };
   t.push_back(ln_grad);
 
+  Primitive rms;
+  rms.op = Op::RmsNorm;
+  rms.name = "rms_norm";
+  rms.num_inputs = 1;
+  rms.shapes = ln.shapes;
+  rms.partition = layer_norm_rule;
+  rms.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 3.0 * double(numel(in[0])); };
+  rms.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
+    return Cotangents{p.apply1(Op::RmsNormGrad, {ins.in[0], *ct[0]}, ins.attrs, ins.node)};
+  };
+  t.push_back(rms);
+
+  Primitive rms_grad;  // backward only: recomputes the row's mean square
+  rms_grad.op = Op::RmsNormGrad;
+  rms_grad.name = "rms_norm_grad";
+  rms_grad.num_inputs = 2;
+  rms_grad.shapes = same_shape_as_first;
+  rms_grad.partition = layer_norm_rule;
+  rms_grad.flops = [](const std::vector<Shape>& in, const std::vector<Shape>&, const Attrs&) { return 6.0 * double(numel(in[0])); };
+  t.push_back(rms_grad);
+
   Primitive softmax;
   softmax.op = Op::Softmax;
   softmax.name = "softmax";

@@ -1,4 +1,5 @@
-// Add: the residual connection; both inputs must have the same shape.
+// Add and Multiply: two inputs of one shape combined elementwise: the residual connection, and the
+// gate of a gated MLP (Llama's silu(gate) * up).
 #include "engine/graph/layers/layers.h"
 #include "engine/util/error.h"
 
@@ -6,9 +7,12 @@ namespace shardlab::graph {
 
 namespace {
 
-class AddLayer : public Layer {
+class BinaryLayer : public Layer {
  public:
-  std::string summary() const override { return "a + b, the residual connection"; }
+  explicit BinaryLayer(ir::Op op) : op_(op) {}
+  std::string summary() const override {
+    return op_ == ir::Op::Add ? "a + b, the residual connection" : "a * b elementwise, a gate (silu(gate) * up)";
+  }
   std::string category() const override { return "Structure"; }
   std::vector<std::string> input_ports() const override { return {"a", "b"}; }
   void configure(const Node& node) override { fields::only(node.params, {}); }
@@ -22,13 +26,17 @@ class AddLayer : public Layer {
   int lower(LowerContext& ctx, const std::vector<int>& in) const override {
     const DType a = ctx.program.dtype(in.at(0)), b = ctx.program.dtype(in.at(1));
     const DType to = a == b ? a : DType::F32;
-    return ctx.program.apply1(ir::Op::Add, {ir::convert_to(ctx.program, in[0], to, ctx.node), ir::convert_to(ctx.program, in[1], to, ctx.node)},
+    return ctx.program.apply1(op_, {ir::convert_to(ctx.program, in[0], to, ctx.node), ir::convert_to(ctx.program, in[1], to, ctx.node)},
                               {}, ctx.node);
   }
+
+ private:
+  ir::Op op_;
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> make_add() { return std::make_unique<AddLayer>(); }
+std::unique_ptr<Layer> make_add() { return std::make_unique<BinaryLayer>(ir::Op::Add); }
+std::unique_ptr<Layer> make_multiply() { return std::make_unique<BinaryLayer>(ir::Op::Mul); }
 
 }  // namespace shardlab::graph
