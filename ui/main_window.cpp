@@ -25,6 +25,7 @@
 #include <QStyle>
 #include <QStyleFactory>
 #include <QTabWidget>
+#include <QThread>
 #include <QToolBar>
 #include <QUndoStack>
 
@@ -337,6 +338,7 @@ void MainWindow::buildActions() {
                                                       tr("Training logs (*.jsonl);;All files (*)"));
     if (!path.isEmpty()) attachToRun(path);
   });
+  file->addAction(tr("&Import Hugging Face Model..."), this, [this] { importModel(); });
   file->addAction(tr("Open &Trace..."), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Trace"), {}, tr("Chrome trace JSON (*.json)"));
     if (!path.isEmpty() && trace_->openTraceFile(path)) showTab(trace_);
@@ -488,6 +490,44 @@ bool MainWindow::openFile(const QString& path) {
   addRecent(doc_->path());
   canvas_->zoomToFit();
   return true;
+}
+
+void MainWindow::importModel() {
+  if (!maybeSave()) return;
+  const QString folder = QFileDialog::getExistingDirectory(
+      this, tr("Import Hugging Face Model (a folder with config.json and safetensors weights)"));
+  if (folder.isEmpty()) return;
+  const QString suggested = QFileInfo(folder).dir().filePath(QFileInfo(folder).fileName() + ".shardlab.json");
+  const QString project = QFileDialog::getSaveFileName(this, tr("Save the Imported Project As"), suggested,
+                                                       tr("Shardlab projects (*.shardlab.json)"));
+  if (project.isEmpty()) return;
+  // Reading and converting the weights and writing the checkpoint take a while for a real model:
+  // never on the UI thread.
+  statusBar()->showMessage(tr("Importing %1…").arg(QFileInfo(folder).fileName()));
+  struct Result {
+    api::ImportedProject imported;
+    QString error;
+  };
+  auto result = std::make_shared<Result>();
+  QThread* worker = QThread::create([result, f = folder.toStdString(), p = project.toStdString()] {
+    try {
+      result->imported = api::import_hf_model(f, p);
+    } catch (const std::exception& e) {
+      result->error = QString::fromStdString(e.what());
+    }
+  });
+  connect(worker, &QThread::finished, this, [this, result] {
+    statusBar()->clearMessage();
+    if (!result->error.isEmpty()) return showError(tr("Import Hugging Face Model"), result->error);
+    if (!openFile(QString::fromStdString(result->imported.project_file))) return;
+    QString message = tr("Imported: its weights are the checkpoint %1; Start continues from them.")
+                          .arg(QString::fromStdString(result->imported.checkpoint));
+    for (const std::string& n : result->imported.notes) message += " " + QString::fromStdString(n) + ".";
+    statusBar()->showMessage(message, 15000);
+    emit modelImported(QString::fromStdString(result->imported.project_file));
+  });
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  worker->start();
 }
 
 bool MainWindow::openDefaultProject() {

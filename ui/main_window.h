@@ -53,6 +53,9 @@ class MainWindow : public QMainWindow {
   // File > Attach to Run and `shardlab --attach`: the Training tab follows a run started
   // elsewhere by its JSONL log (or a folder holding it); false, saying why in that tab, if it cannot.
   bool attachToRun(const QString& path);
+  // File > Import Hugging Face Model: asks for the model folder and the project to write, imports
+  // on a worker thread, then opens the project (modelImported), or says why not.
+  void importModel();
   // Renders the whole window to an image file (the README's screenshot, the tests' artifacts).
   bool saveScreenshot(const QString& file);
   // "Dark" or "Light".
@@ -81,6 +84,10 @@ class MainWindow : public QMainWindow {
   void paste();
   void duplicateSelection();
   void deleteSelection();
+
+ signals:
+  // An import finished and its project is open.
+  void modelImported(const QString& projectFile);
 
  protected:
   void closeEvent(QCloseEvent* e) override;

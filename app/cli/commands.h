@@ -77,6 +77,13 @@ struct CheckpointArgs {
   std::string dtype;  // export: the parameters' (and an ONNX graph's) dtype; "": as stored / float32
 };
 int run_inspect(const CheckpointArgs& a);
+
+struct ImportArgs {
+  std::string path;  // a Hugging Face model folder
+  std::string out;   // the project file to write
+  int64_t seq = 0;   // tokens per example (0: the model's context, at most 256)
+};
+int run_import(const ImportArgs& a);
 int run_export(const CheckpointArgs& a);
 
 struct ShardArgs {

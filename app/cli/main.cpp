@@ -170,6 +170,13 @@ int main(int argc, char** argv) {
                  "and output float32); default: safetensors as the checkpoint stores them, ONNX float32")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16", "f32", "bf16", "f16"}));
 
+  shardlab::cli::ImportArgs import;
+  auto* im = app.add_subcommand("import", "Make a project of a Hugging Face model folder (Llama family: config.json and "
+                                          "safetensors weights), its weights the project's step-0 checkpoint");
+  im->add_option("path", import.path, "the model folder (config.json, model.safetensors or model.safetensors.index.json)")->required();
+  im->add_option("--out", import.out, "the project file to write, e.g. llama.shardlab.json (its weights go to llama.init/)")->required();
+  im->add_option("--seq", import.seq, "tokens per example (default: the model's context, at most 256)")->check(CLI::PositiveNumber);
+
   shardlab::cli::AdviseArgs advise;
   auto* ad = app.add_subcommand("advise", "Rank the meshes and rules a project could use on N devices: memory per device from "
                                           "each partitioned step, predicted step time, what bounds it");
@@ -225,6 +232,7 @@ int main(int argc, char** argv) {
     if (*ca) return shardlab::cli::run_calibrate(calibrate);
     if (*in) return shardlab::cli::run_inspect(inspect);
     if (*ex) return shardlab::cli::run_export(exp);
+    if (*im) return shardlab::cli::run_import(import);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     for (char& ch : msg)

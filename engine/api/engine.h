@@ -6,6 +6,7 @@
 #include "engine/api/advice.h"
 #include "engine/api/data_summary.h"
 #include "engine/api/design.h"
+#include "engine/api/model_import.h"
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/export.h"
 #include "engine/checkpoint/listing.h"

@@ -15,7 +15,13 @@ For each model this writes, under tests/reference/data/<model>/:
 
 llama-tiny is Hugging Face transformers' own FlaxLlamaForCausalLM (transformers 4.x, which the other
 models don't need: pip install "transformers==4.57.6"); its HF parameter tree is converted to
-Shardlab's names and layouts (llama_to_shardlab).
+Shardlab's names and layouts (llama_to_shardlab). The same run writes llama-tiny's init parameters as
+Hugging Face model folders, as PyTorch's save_pretrained lays them out (config.json, safetensors with
+LlamaForCausalLM's state-dict names, nn.Linear weights (out, in)), and reads them back to check them:
+  <hf root>/llama-tiny/          config.json, model.safetensors (float32)
+  <hf root>/llama-tiny-sharded/  config.json, model-0000{1,2}-of-00002.safetensors, model.safetensors.index.json
+  <hf root>/llama-tiny-bf16/     config.json, model.safetensors (bfloat16)
+<hf root> is tests/reference/hf (--hf-out DIR, default: hf next to the --out root).
 
 <name> is Shardlab's parameter path with '/' replaced by '.', e.g. dense1.kernel.npy.
 The model names, shapes and parameter paths are the contract with the C++ side.
@@ -24,6 +30,7 @@ Run from the repository root:
     python3 tests/reference/make_reference.py            # writes tests/reference/data/
     python3 tests/reference/make_reference.py --out DIR  # somewhere else
     python3 tests/reference/make_reference.py --model vit-tiny  # one model only
+    python3 tests/reference/make_reference.py --model llama-tiny  # also writes tests/reference/hf/
 """
 from __future__ import annotations
 
@@ -605,6 +612,309 @@ def llama_tiny_extra(model, init_params, final_params, init_flat, step_flat, x, 
     return {"logits.npy": logits}, meta
 
 
+# ----------------------------------------------------------------------------------------------
+# llama-tiny as Hugging Face model folders: <hf root>/llama-tiny{,-sharded,-bf16}/, written with
+# data/llama-tiny/ (same run, same init parameters) for an importer of Hub checkpoints. They hold
+# LlamaForCausalLM's PyTorch state dict (names and layouts of modeling_llama.py) in safetensors, and
+# config.json, as PyTorch's save_pretrained writes them; neither writing nor checking them needs torch.
+# ----------------------------------------------------------------------------------------------
+LLAMA_HF_SINGLE, LLAMA_HF_SHARDED, LLAMA_HF_BF16 = "llama-tiny", "llama-tiny-sharded", "llama-tiny-bf16"
+# save_pretrained's max_shard_size, applied by huggingface_hub's greedy split in state-dict order: with
+# 46,000 bytes the embedding and layer 0 (45,312 bytes) fill the first shard, layer 1, model.norm and
+# lm_head (45,440) the second.
+LLAMA_HF_MAX_SHARD_SIZE = 46_000
+LLAMA_HF_METADATA = {"format": "pt"}  # what save_pretrained (PyTorch) puts in every safetensors header
+
+
+def llama_hf_shapes():
+    """LlamaForCausalLM's state dict (transformers' modeling_llama.py) in its own order, {name: shape}:
+    model.embed_tokens (nn.Embedding (V, E)), model.layers.<i> (LlamaDecoderLayer registers self_attn,
+    mlp, input_layernorm, post_attention_layernorm, in that order), model.norm, lm_head. nn.Linear weights
+    are (out, in); no biases (attention_bias = mlp_bias = False); the rotary inv_freq buffer is not
+    persistent, so not in the state dict."""
+    E, M, V = LLAMA_EMBED, LLAMA_MLP, LLAMA_VOCAB
+    HD, KVD = LLAMA_HEADS * LLAMA_HEAD_DIM, LLAMA_KV_HEADS * LLAMA_HEAD_DIM
+    shapes = {"model.embed_tokens.weight": (V, E)}
+    for i in range(LLAMA_LAYERS):
+        p = f"model.layers.{i}."
+        shapes.update({
+            p + "self_attn.q_proj.weight": (HD, E),
+            p + "self_attn.k_proj.weight": (KVD, E),
+            p + "self_attn.v_proj.weight": (KVD, E),
+            p + "self_attn.o_proj.weight": (E, HD),
+            p + "mlp.gate_proj.weight": (M, E),
+            p + "mlp.up_proj.weight": (M, E),
+            p + "mlp.down_proj.weight": (E, M),
+            p + "input_layernorm.weight": (E,),
+            p + "post_attention_layernorm.weight": (E,),
+        })
+    shapes["model.norm.weight"] = (E,)
+    shapes["lm_head.weight"] = (V, E)
+    return shapes
+
+
+def llama_flax_to_hf(flat):
+    """HF Flax params (flattened dict) -> LlamaForCausalLM's PyTorch state dict {name: float32 array}, in
+    the state dict's order, by transformers' own Flax -> PyTorch rules (load_flax_weights_in_pytorch_model
+    in modeling_flax_pytorch_utils.py): the path joined with '.', a Dense 'kernel' (in, out) becomes
+    'weight' = kernel.T (out, in), nn.Embed's 'embedding' becomes 'weight' unchanged, and the RMSNorm
+    'weight' (a Flax param of that name) stays."""
+    out = {}
+    for key, a in flat.items():
+        a = np.asarray(a)
+        if a.dtype != np.float32:
+            raise SystemExit(f"llama-tiny HF export: {key} has dtype {a.dtype}, expected float32")
+        if key[-1] == "kernel":
+            key, a = key[:-1] + ("weight",), a.T
+        elif key[-1] == "embedding":
+            key = key[:-1] + ("weight",)
+        elif key[-1] != "weight":
+            raise SystemExit(f"llama-tiny HF export: no PyTorch name for {key}")
+        out[".".join(key)] = np.ascontiguousarray(a)  # safetensors writes the raw buffer: must be C-order
+    shapes = llama_hf_shapes()
+    if set(out) != set(shapes):
+        raise SystemExit(f"llama-tiny HF export: {sorted(set(out) ^ set(shapes))} differ from modeling_llama's names")
+    for name, shape in shapes.items():
+        if out[name].shape != shape:
+            raise SystemExit(f"llama-tiny HF export: {name} has shape {out[name].shape}, expected {shape}")
+    return {name: out[name] for name in shapes}
+
+
+def llama_hf_to_flax(tensors):
+    """The other way, written separately (as transformers' rename_key_and_reshape_tensor for this model):
+    {PyTorch name: array} -> flattened Flax params, float32 (bfloat16 upcast, which is exact)."""
+    import ml_dtypes
+    out = {}
+    for name, a in tensors.items():
+        key, a = tuple(name.split(".")), np.asarray(a)
+        if a.dtype == ml_dtypes.bfloat16:
+            a = a.astype(np.float32)
+        if name == "model.embed_tokens.weight":
+            key = key[:-1] + ("embedding",)
+        elif key[-2].endswith("_proj") or key[-2] == "lm_head":  # nn.Linear: weight (out, in) = kernel.T
+            key, a = key[:-1] + ("kernel",), a.T
+        out[key] = a
+    return out
+
+
+def llama_hf_to_shardlab(tensors):
+    """{PyTorch name: float32 array} -> {Shardlab path: array} directly (the README's table): nn.Linear
+    weights transposed to (in, out), q/k/v then reshaped to (E, heads, D) and o_proj's to (H, D, E) as in
+    llama_to_shardlab; per-layer tensors stacked, layer 0 first; embedding and norm weights as they are."""
+    E, H, KV, D = LLAMA_EMBED, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_HEAD_DIM
+
+    def stacked(sub, reshape=None, transpose=True):
+        arrs = []
+        for i in range(LLAMA_LAYERS):
+            a = tensors[f"model.layers.{i}.{sub}.weight"]
+            a = a.T if transpose else a
+            arrs.append(a.reshape(reshape) if reshape else a)
+        return np.stack(arrs)
+
+    return {
+        "embed/embedding": tensors["model.embed_tokens.weight"],
+        "blocks/ln1/scale": stacked("input_layernorm", transpose=False),
+        "blocks/attn/query/kernel": stacked("self_attn.q_proj", (E, H, D)),
+        "blocks/attn/key/kernel": stacked("self_attn.k_proj", (E, KV, D)),
+        "blocks/attn/value/kernel": stacked("self_attn.v_proj", (E, KV, D)),
+        "blocks/attn/out/kernel": stacked("self_attn.o_proj", (H, D, E)),
+        "blocks/ln2/scale": stacked("post_attention_layernorm", transpose=False),
+        "blocks/gate/kernel": stacked("mlp.gate_proj"),
+        "blocks/up/kernel": stacked("mlp.up_proj"),
+        "blocks/down/kernel": stacked("mlp.down_proj"),
+        "norm/scale": tensors["model.norm.weight"],
+        "head/kernel": tensors["lm_head.weight"].T,
+    }
+
+
+def llama_hf_config_json(torch_dtype):
+    """config.json as save_pretrained writes it for LlamaForCausalLM: config.to_json_file(path) (use_diff=True,
+    json.dumps(indent=2, sort_keys=True) + newline), with "architectures": ["LlamaForCausalLM"] and the
+    weights' dtype under "torch_dtype", the name most configs on the Hub use (transformers 4.57.6 writes it
+    as "dtype" and still reads "torch_dtype")."""
+    cfg = llama_config()
+    cfg.architectures = ["LlamaForCausalLM"]
+    d = cfg.to_diff_dict()
+    d.pop("dtype", None)
+    d["torch_dtype"] = torch_dtype
+    return json.dumps(d, indent=2, sort_keys=True) + "\n"
+
+
+def read_safetensors_raw(path: Path):
+    """A safetensors file parsed by hand, as a C++ reader does: 8-byte little-endian header length, the JSON
+    header, then the data; every tensor's data_offsets must tile the data exactly. Returns (metadata,
+    {name: float32 array}, {name: dtype string}, data bytes); F32 is decoded as little-endian float32, BF16 as
+    the upper 16 bits of a float32."""
+    b = path.read_bytes()
+    n = int.from_bytes(b[:8], "little")
+    header = json.loads(b[8:8 + n])
+    data = b[8 + n:]
+    metadata = header.pop("__metadata__", None)
+    arrays, dtypes, pos = {}, {}, 0
+    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        begin, end = info["data_offsets"]
+        count = int(np.prod(info["shape"], dtype=np.int64))
+        size = {"F32": 4, "BF16": 2}[info["dtype"]]
+        if begin != pos or end - begin != size * count:
+            raise SystemExit(f"{path}: {name} data_offsets {info['data_offsets']} don't tile the data")
+        raw = data[begin:end]
+        if info["dtype"] == "F32":
+            a = np.frombuffer(raw, dtype="<f4")
+        else:
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        arrays[name] = a.astype(np.float32).reshape(info["shape"])
+        dtypes[name] = info["dtype"]
+        pos = end
+    if pos != len(data):
+        raise SystemExit(f"{path}: {len(data) - pos} bytes after the last tensor")
+    return metadata, arrays, dtypes, len(data)
+
+
+def write_llama_hf(hf_root: Path, flat):
+    """Writes the three folders (each replaced wholesale) from the flattened Flax init params."""
+    import ml_dtypes
+    from huggingface_hub import split_state_dict_into_shards_factory
+    from safetensors.numpy import save_file
+
+    sd = llama_flax_to_hf(flat)
+
+    def fresh(name):
+        d = hf_root / name
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        return d
+
+    def save(tensors, path):
+        save_file(tensors, path, metadata=LLAMA_HF_METADATA)
+        path.chmod(0o644)  # safetensors creates its files 0600
+
+    d = fresh(LLAMA_HF_SINGLE)
+    (d / "config.json").write_bytes(llama_hf_config_json("float32").encode())
+    save(sd, d / "model.safetensors")
+
+    # Sharded as save_pretrained(max_shard_size=...) shards: split_torch_state_dict_into_shards is this
+    # factory with the tensors' storage sizes, the file names model-0000k-of-0000n.safetensors.
+    d = fresh(LLAMA_HF_SHARDED)
+    (d / "config.json").write_bytes(llama_hf_config_json("float32").encode())
+    split = split_state_dict_into_shards_factory(sd, get_storage_size=lambda a: a.nbytes,
+                                                 filename_pattern="model{suffix}.safetensors",
+                                                 max_shard_size=LLAMA_HF_MAX_SHARD_SIZE)
+    first = ["model.embed_tokens.weight"] + [n for n in sd if n.startswith("model.layers.0.")]
+    if (list(split.filename_to_tensors) != ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+            or split.filename_to_tensors["model-00001-of-00002.safetensors"] != first):
+        raise SystemExit(f"llama-tiny HF export: unexpected shards {split.filename_to_tensors}")
+    for fname, names in split.filename_to_tensors.items():
+        save({n: sd[n] for n in names}, d / fname)
+    # As save_pretrained (modeling_utils.py of 4.57.6) writes the index: total_parameters and
+    # huggingface_hub's total_size, the bytes of tensor data over all shards.
+    index = {"metadata": {"total_parameters": int(sum(a.size for a in sd.values())), **split.metadata},
+             "weight_map": split.tensor_to_filename}
+    (d / "model.safetensors.index.json").write_bytes((json.dumps(index, indent=2, sort_keys=True) + "\n").encode())
+
+    d = fresh(LLAMA_HF_BF16)
+    (d / "config.json").write_bytes(llama_hf_config_json("bfloat16").encode())
+    save({n: a.astype(ml_dtypes.bfloat16) for n, a in sd.items()}, d / "model.safetensors")
+
+
+def check_llama_hf(hf_root: Path, flat, shardlab_init, hf_model, x, logits):
+    """Reads each folder back and requires its tensors, converted back to Flax's layout, to be the init
+    params: exactly for float32, exactly the init params rounded to bfloat16 (round to nearest even) for
+    bf16. Each file is read twice (by hand as a C++ reader would, and with safetensors), converted twice
+    (llama_hf_to_flax, and transformers' own convert_pytorch_state_dict_to_flax), and the single-file
+    folders are also loaded with FlaxLlamaForCausalLM.from_pretrained (transformers' PyTorch-checkpoint
+    path for safetensors with format "pt"; it has no sharded-safetensors support) and run on x. Each folder's
+    tensors mapped straight to Shardlab's paths (llama_hf_to_shardlab) must also give data/llama-tiny/init/
+    (rounded to bfloat16 for bf16)."""
+    import ml_dtypes
+    from safetensors.numpy import load_file
+    from transformers import FlaxLlamaForCausalLM, LlamaConfig
+    from transformers.utils import logging as hf_logging
+    from transformers.modeling_flax_pytorch_utils import convert_pytorch_state_dict_to_flax
+
+    shapes = llama_hf_shapes()
+    flat = {k: np.asarray(v) for k, v in flat.items()}
+    rounded = {k: v.astype(ml_dtypes.bfloat16).astype(np.float32) for k, v in flat.items()}
+    shardlab_rounded = {k: v.astype(ml_dtypes.bfloat16).astype(np.float32) for k, v in shardlab_init.items()}
+    want_cfg = {k: v for k, v in llama_config().to_diff_dict().items() if k != "transformers_version"}
+
+    def same(got, want, what):
+        if set(got) != set(want):
+            raise SystemExit(f"llama-tiny HF {what}: keys {sorted(set(got) ^ set(want))} differ")
+        for k in want:
+            g = np.asarray(got[k])
+            if g.dtype == ml_dtypes.bfloat16:
+                g = g.astype(np.float32)
+            if g.shape != want[k].shape or not np.array_equal(g, want[k]):
+                raise SystemExit(f"llama-tiny HF {what}: {k} differs")
+
+    report = {}
+    for folder, dtype in ((LLAMA_HF_SINGLE, "float32"), (LLAMA_HF_SHARDED, "float32"), (LLAMA_HF_BF16, "bfloat16")):
+        d = hf_root / folder
+        want = flat if dtype == "float32" else rounded
+        cfg_json = json.loads((d / "config.json").read_text())
+        cfg = LlamaConfig.from_json_file(str(d / "config.json"))
+        got_cfg = cfg.to_diff_dict()
+        if (cfg_json.get("torch_dtype") != dtype or cfg_json.get("architectures") != ["LlamaForCausalLM"]
+                or cfg_json.get("model_type") != "llama" or str(cfg.dtype) != dtype
+                or any(got_cfg.get(k) != v for k, v in want_cfg.items())):
+            raise SystemExit(f"llama-tiny HF {folder}: config.json {cfg_json} is not llama-tiny's config")
+        if folder == LLAMA_HF_SHARDED:
+            index = json.loads((d / "model.safetensors.index.json").read_text())
+            files = sorted(set(index["weight_map"].values()))
+        else:
+            index, files = None, ["model.safetensors"]
+        raw, loaded, data_bytes = {}, {}, 0
+        for f in files:
+            meta, arrays, dtypes, n = read_safetensors_raw(d / f)
+            data_bytes += n
+            if meta != LLAMA_HF_METADATA:
+                raise SystemExit(f"llama-tiny HF {folder}/{f}: metadata {meta}, expected {LLAMA_HF_METADATA}")
+            if set(dtypes.values()) != {"F32" if dtype == "float32" else "BF16"}:
+                raise SystemExit(f"llama-tiny HF {folder}/{f}: dtypes {sorted(set(dtypes.values()))}")
+            lib = load_file(d / f)
+            same(lib, arrays, f"{folder}/{f} (safetensors vs by hand)")
+            if set(arrays) & set(raw) or (index and any(index["weight_map"][k] != f for k in arrays)):
+                raise SystemExit(f"llama-tiny HF {folder}/{f}: tensors in the wrong file")
+            raw.update(arrays)
+            loaded.update(lib)
+        if {k: v.shape for k, v in raw.items()} != {k: tuple(v) for k, v in shapes.items()}:
+            raise SystemExit(f"llama-tiny HF {folder}: names/shapes {({k: v.shape for k, v in raw.items()})}")
+        if index is not None and (index["metadata"]["total_size"] != data_bytes
+                                  or index["metadata"]["total_parameters"] != sum(a.size for a in raw.values())):
+            raise SystemExit(f"llama-tiny HF {folder}: index metadata {index['metadata']}, data {data_bytes} bytes")
+        same(llama_hf_to_flax(raw), want, f"{folder} (llama_hf_to_flax)")
+        same(llama_hf_to_shardlab(raw), shardlab_init if dtype == "float32" else shardlab_rounded,
+             f"{folder} (llama_hf_to_shardlab vs data/llama-tiny/init)")
+        same(flax.traverse_util.flatten_dict(convert_pytorch_state_dict_to_flax(dict(loaded), hf_model)), want,
+             f"{folder} (transformers' convert_pytorch_state_dict_to_flax)")
+        entry = {"files": files, "tensor_bytes": data_bytes,
+                 "max_abs_diff_to_float32_init": float(max(np.abs(want[k] - flat[k]).max() for k in flat))}
+        if index is None:
+            # seed=1: a tensor from_pretrained failed to load would keep a random init unlike the saved one.
+            verbosity = hf_logging.get_verbosity()
+            hf_logging.set_verbosity_error()  # its notice that bf16 weights stay bf16 lists every tensor
+            try:
+                m = FlaxLlamaForCausalLM.from_pretrained(str(d), seed=1, dtype=jnp.float32)
+            finally:
+                hf_logging.set_verbosity(verbosity)
+            same(flax.traverse_util.flatten_dict(flax.core.unfreeze(m.params)), want, f"{folder} (from_pretrained)")
+            p32 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float32), m.params)
+            lg = np.asarray(m(jnp.asarray(x).astype(jnp.int32), params=p32).logits)
+            entry["from_pretrained_logits_max_abs_diff_to_logits_npy"] = float(np.abs(lg - logits).max())
+            if dtype == "float32" and entry["from_pretrained_logits_max_abs_diff_to_logits_npy"] > 1e-6:
+                raise SystemExit(f"llama-tiny HF {folder}: from_pretrained's logits differ from logits.npy")
+        report[folder] = entry
+        print(f"llama-tiny HF {folder}: {entry}")
+    return report
+
+
+def llama_tiny_hf(model, init_params, init_flat, x, extra_files, hf_root: Path):
+    flat = flax.traverse_util.flatten_dict(flax.core.unfreeze(init_params))
+    write_llama_hf(hf_root, flat)
+    check_llama_hf(hf_root, flat, init_flat, model.hf, x, extra_files["logits.npy"])
+
+
 MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny,
           "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny}
 
@@ -613,6 +923,11 @@ MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": 
 #   llama-tiny: logits.npy (the logits at the init params), the transformers version, the LlamaConfig,
 #   and a check of the README's math against transformers.
 EXTRA = {"llama-tiny": llama_tiny_extra}
+
+# Written after data/<model>/, into the --hf-out root:
+#   f(model, init_params, init_flat, x, extra_files, hf_root).
+#   llama-tiny: hf/llama-tiny{,-sharded,-bf16}/, the init params as Hugging Face (PyTorch) model folders.
+HF_EXPORT = {"llama-tiny": llama_tiny_hf}
 
 # Per-step checks on the parameters before each update (the first is model.init's); each returns a
 # JSON-able dict, recorded in losses.json under "checks" with the step number, and printed.
@@ -660,7 +975,7 @@ def save_params(d: Path, flat):
         np.save(d / (path.replace("/", ".") + ".npy"), a)
 
 
-def build(name: str, out_root: Path):
+def build(name: str, out_root: Path, hf_root: Path):
     model, x, y, loss_fn, paths, shapes, description = MODELS[name]()
     params = model.init(jax.random.PRNGKey(SEED), jnp.asarray(x))["params"]
     init_params = params
@@ -723,12 +1038,18 @@ def build(name: str, out_root: Path):
     }
     (d / "losses.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(f"{name}: losses {losses}, loss_after {loss_after} -> {d}")
+    if name in HF_EXPORT:
+        HF_EXPORT[name](model, init_params, init_flat, x, extra_files, hf_root)
+        print(f"{name}: Hugging Face folders -> {hf_root}")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "data",
                     help="output root (default: tests/reference/data next to this script)")
+    ap.add_argument("--hf-out", type=Path, default=None,
+                    help="root of llama-tiny's Hugging Face folders (default: hf next to the output root, "
+                         "i.e. tests/reference/hf)")
     ap.add_argument("--model", choices=sorted(MODELS), action="append",
                     help="only this model (repeatable); default: all")
     args = ap.parse_args(argv)
@@ -740,8 +1061,9 @@ def main(argv=None):
         except ImportError:
             raise SystemExit('llama-tiny needs Hugging Face transformers 4.x (pip install "transformers==4.57.6"), '
                              "which requirements.txt does not list; or pick the other models with --model")
+    hf_root = args.hf_out if args.hf_out is not None else args.out.resolve().parent / "hf"
     for name in names:
-        build(name, args.out)
+        build(name, args.out, hf_root)
     return 0
 
 

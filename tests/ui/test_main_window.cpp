@@ -17,6 +17,7 @@
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -85,6 +86,30 @@ class TestMainWindow : public QObject {
     VERIFY_CONTAINS(w.windowTitle(), name + ".shardlab.json");
     QVERIFY(!w.isWindowModified());
     QCOMPARE(w.recentFiles().first(), QFileInfo(example(name)).absoluteFilePath());
+  }
+
+  // File > Import Hugging Face Model…: the model folder and the project file picked in Qt's own
+  // dialogs, the import on a worker thread, then the imported project open (a Llama: its blocks,
+  // their grouped-query attention) and the status bar naming the checkpoint Start continues from.
+  void importHuggingFaceModelOpensItsProject() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTemporaryDir dir;
+    const QString project = dir.filePath("imported.shardlab.json");
+    QSignalSpy imported(&w, &MainWindow::modelImported);
+    shardlab::testing::answerFileDialogs({SHARDLAB_SOURCE_DIR "/tests/reference/hf/llama-tiny", project});
+    QAction* import = shardlab::testing::fileAction(w, "Import Hugging Face Model...");
+    QVERIFY(import);
+    import->trigger();
+    QVERIFY(imported.wait(60000));
+    QCOMPARE(QFileInfo(w.document()->path()).absoluteFilePath(), QFileInfo(project).absoluteFilePath());
+    const graph::Node* blocks = w.document()->project().graph.find("blocks");
+    QVERIFY(blocks && blocks->body && blocks->body->find("attn"));
+    QCOMPARE(blocks->body->find("attn")->params["num_kv_heads"].get<int>(), 2);
+    QVERIFY(w.document()->design().ok());
+    VERIFY_CONTAINS(w.statusBar()->currentMessage(), "imported.init/step_000000");
+    QVERIFY(QFileInfo::exists(dir.filePath("imported.init/step_000000")));
   }
 
   void defaultProjectIsFashionMlpUntitled() {

@@ -38,4 +38,23 @@ inline void answerNextFileDialog(const QString& path) {
   });
 }
 
+// Answers the file dialogs that open one after another (a folder, then a file to save) with
+// `paths` in order.
+inline void answerFileDialogs(QStringList paths) {
+  if (paths.isEmpty()) return;
+  QTimer::singleShot(0, [paths] {
+    QStringList rest = paths;
+    const QString path = rest.takeFirst();
+    for (int i = 0; i < 300; ++i) {
+      if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+        dialog->selectFile(path);
+        answerFileDialogs(rest);  // waits for the next dialog once this one has gone
+        static_cast<QDialog*>(dialog)->accept();
+        return;
+      }
+      QTest::qWait(10);
+    }
+  });
+}
+
 }  // namespace shardlab::testing

@@ -1,0 +1,188 @@
+// shardlab-cli import on Hugging Face model folders as the Hub has them (tests/reference/hf/, written by
+// make_reference.py from transformers' own FlaxLlamaForCausalLM: PyTorch names and (out, in)
+// layouts, one file, two shards with an index, bfloat16): the project it writes computes the logits
+// transformers computes for llama-tiny's tokens, from the step-0 checkpoint it writes beside it, and
+// `train --continue` starts from that checkpoint. What it cannot map is refused naming the file and
+// the field or tensor.
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/checkpoint/safetensors.h"
+#include "engine/data/npy.h"
+#include "engine/runtime/inference.h"
+#include "engine/runtime/trainer.h"
+#include "engine/tensor/convert.h"
+#include "tests/engine/cli_runner.h"
+#include "tests/engine/test_support.h"
+
+using namespace shardlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kHf = fs::path(SHARDLAB_SOURCE_DIR) / "tests/reference/hf";
+const fs::path kRef = fs::path(SHARDLAB_SOURCE_DIR) / "tests/reference/data/llama-tiny";
+
+std::string npy_name(std::string path) {
+  std::replace(path.begin(), path.end(), '/', '.');
+  return path + ".npy";
+}
+
+// The parameters of an imported project as its checkpoint holds them.
+std::map<std::string, Tensor> imported_params(const project::Project& p, const fs::path& step) {
+  runtime::Trainer t(p);
+  t.restore_checkpoint(step.string());
+  std::map<std::string, Tensor> params;
+  for (const std::string& path : t.parameter_paths()) params[path] = t.parameter(path);
+  return params;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) m = std::max(m, std::abs(double(a.data[i]) - double(b.data[i])));
+  return m;
+}
+
+void copy_folder(const fs::path& from, const fs::path& to) {
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), to / e.path().filename(), fs::copy_options::overwrite_existing);
+}
+
+nlohmann::json read_json(const fs::path& f) { return nlohmann::json::parse(std::ifstream(f)); }
+void write_json(const fs::path& f, const nlohmann::json& j) { std::ofstream(f) << j.dump(2); }
+
+}  // namespace
+
+class TestHfImport : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+  fs::path tmp(const std::string& name) const { return fs::path(dir_.path().toStdString()) / name; }
+  // The CLI's error for importing `folder`, which must fail.
+  QString refusal(const fs::path& folder, const std::string& out) {
+    const testing::CliResult r = testing::run_cli({"import", QString::fromStdString(folder.string()), "--out",
+                                                   QString::fromStdString(tmp(out).string())});
+    [&] { QVERIFY2(r.exit_code == 1, qPrintable("exit " + QString::number(r.exit_code) + ": " + r.out + r.err)); }();
+    return r.err;
+  }
+
+ private slots:
+  void initTestCase() { QVERIFY(dir_.isValid()); }
+
+  // One file, two shards with their index, and bfloat16 weights: each imported project computes
+  // transformers' logits for llama-tiny's tokens (the bfloat16 weights: exactly their float32 values).
+  void importedLlamaComputesTransformersLogits_data() {
+    QTest::addColumn<QString>("folder");
+    QTest::newRow("one file") << "llama-tiny";
+    QTest::newRow("two shards and an index") << "llama-tiny-sharded";
+    QTest::newRow("bfloat16") << "llama-tiny-bf16";
+  }
+  void importedLlamaComputesTransformersLogits() {
+    QFETCH(QString, folder);
+    const fs::path out = tmp(folder.toStdString() + "/llama.shardlab.json");
+    fs::create_directories(out.parent_path());
+    const testing::CliResult r =
+        testing::run_cli({"import", QString::fromStdString((kHf / folder.toStdString()).string()), "--out", QString::fromStdString(out.string())});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    VERIFY_CONTAINS(r.out, "22688 parameters in 12 arrays");
+    const fs::path step = out.parent_path() / "llama.init" / "step_000000";
+    QVERIFY2(fs::is_directory(step), step.c_str());
+    const project::Project p = project::load_project(out);
+    QCOMPARE(p.training.checkpoint->dir, std::string("llama.init"));
+    const std::map<std::string, Tensor> params = imported_params(p, step);
+    const bool bf16 = folder.endsWith("bf16");
+    if (bf16) VERIFY_CONTAINS(r.out, "bfloat16 were converted to float32");
+    // Every parameter is transformers' initial value (rounded to bfloat16 where the folder holds that).
+    for (const auto& [path, got] : params) {
+      Tensor want = data::load_npy((kRef / "init" / npy_name(path)).string());
+      if (bf16)
+        for (float& v : want.data) v = round_to_bf16(v);
+      QCOMPARE(got.shape, want.shape);
+      QVERIFY2(max_abs_diff(got, want) == 0.0, qPrintable(QString::fromStdString(path)));
+    }
+    if (bf16) return;  // transformers' logits are of the float32 weights
+    const Tensor x = data::load_npy((kRef / "x.npy").string()), want = data::load_npy((kRef / "logits.npy").string());
+    const Tensor got = runtime::predict(p, params, x);
+    const double diff = max_abs_diff(got, want);
+    qInfo("%s: logits %.3g from transformers'", qPrintable(folder), diff);
+    QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
+  }
+
+  // The project trains on from its imported weights: `train --continue` continues the run its
+  // checkpoint folder holds, at step 0.
+  void trainContinuesFromTheImportedWeights() {
+    const fs::path out = tmp("trained/llama.shardlab.json");
+    fs::create_directories(out.parent_path());
+    QCOMPARE(testing::run_cli({"import", QString::fromStdString((kHf / "llama-tiny").string()), "--out", QString::fromStdString(out.string()),
+                               "--seq", "16"})
+                 .exit_code,
+             0);
+    const testing::CliResult r = testing::run_cli({"train", QString::fromStdString(out.string()), "--continue", "--steps", "2"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    const fs::path init = out.parent_path() / "llama.init";
+    QVERIFY(fs::is_directory(init / "step_000002"));
+    // Two AdamW steps of lr 1e-4 move each weight by at most 2e-4 from where it started: from the
+    // imported weights, not from a fresh initialisation.
+    const project::Project p = project::load_project(out);
+    const std::map<std::string, Tensor> before = imported_params(p, init / "step_000000"), after = imported_params(p, init / "step_000002");
+    double moved = 0;
+    for (const auto& [path, t] : after) moved = std::max(moved, max_abs_diff(t, before.at(path)));
+    qInfo("two steps moved the imported weights by at most %.3g", moved);
+    QVERIFY(moved > 0 && moved <= 2e-4 * 1.01);
+  }
+
+  void refusesWhatItCannotMap() {
+    VERIFY_CONTAINS(refusal(tmp("nowhere"), "a.shardlab.json"), "not a folder");
+
+    const fs::path gpt = tmp("gpt2");
+    copy_folder(kHf / "llama-tiny", gpt);
+    nlohmann::json c = read_json(gpt / "config.json");
+    c["model_type"] = "gpt2";
+    write_json(gpt / "config.json", c);
+    VERIFY_CONTAINS(refusal(gpt, "b.shardlab.json"), "config.json: model_type: 'gpt2' is not supported");
+
+    const fs::path scaled = tmp("scaled");
+    copy_folder(kHf / "llama-tiny", scaled);
+    c = read_json(scaled / "config.json");
+    c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+    write_json(scaled / "config.json", c);
+    VERIFY_CONTAINS(refusal(scaled, "c.shardlab.json"), "rope_scaling");
+
+    // A tensor missing, then one of the wrong shape: each named.
+    const fs::path missing = tmp("missing");
+    copy_folder(kHf / "llama-tiny", missing);
+    checkpoint::SafetensorsFile f = checkpoint::read_safetensors(missing / "model.safetensors");
+    std::erase_if(f.tensors, [](const checkpoint::StoredTensor& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
+    checkpoint::write_safetensors(missing / "model.safetensors", f);
+    VERIFY_CONTAINS(refusal(missing, "d.shardlab.json"), "tensor 'model.layers.1.mlp.up_proj.weight' is missing");
+
+    const fs::path wrong = tmp("wrong");
+    copy_folder(kHf / "llama-tiny", wrong);
+    f = checkpoint::read_safetensors(wrong / "model.safetensors");
+    for (checkpoint::StoredTensor& t : f.tensors)
+      if (t.name == "model.norm.weight") t = checkpoint::from_tensor(t.name, Tensor({16}));
+    checkpoint::write_safetensors(wrong / "model.safetensors", f);
+    const QString e = refusal(wrong, "e.shardlab.json");
+    VERIFY_CONTAINS(e, "tensor 'model.norm.weight' is (16,), the config needs (32,)");
+
+    const fs::path none = tmp("no-weights");
+    fs::create_directories(none);
+    fs::copy_file(kHf / "llama-tiny" / "config.json", none / "config.json");
+    VERIFY_CONTAINS(refusal(none, "f.shardlab.json"), "no model.safetensors or model.safetensors.index.json");
+
+    // An earlier import's checkpoint is never overwritten.
+    const fs::path out = tmp("twice/llama.shardlab.json");
+    fs::create_directories(out.parent_path());
+    QCOMPARE(testing::run_cli({"import", QString::fromStdString((kHf / "llama-tiny").string()), "--out", QString::fromStdString(out.string())})
+                 .exit_code,
+             0);
+    VERIFY_CONTAINS(refusal(kHf / "llama-tiny", "twice/llama.shardlab.json"), "llama.init: already holds a checkpoint");
+  }
+};
+
+QTEST_APPLESS_MAIN(TestHfImport)
+#include "test_hf_import.moc"
