@@ -9,7 +9,7 @@ ImportedProject import_hf_model(const std::string& folder, const std::string& pr
   ImportedProject r;
   r.notes = m.notes;
   r.project_file = project_file;
-  r.checkpoint = importer::write_imported(std::move(m), project_file).string();
+  r.checkpoint = importer::write_imported(std::move(m), project_file, /*overwrite_project=*/true).string();
   return r;
 }
 

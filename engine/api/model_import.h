@@ -13,7 +13,8 @@ struct ImportedProject {
   std::vector<std::string> notes;  // what was converted on the way
 };
 
-// Throws Error naming the file and field or tensor at fault; writes nothing then.
+// Throws Error naming the file and field or tensor at fault. The project file is replaced if it
+// exists (the save dialog asked); a checkpoint already beside it is refused.
 ImportedProject import_hf_model(const std::string& folder, const std::string& project_file);
 
 }  // namespace shardlab::api

@@ -121,8 +121,9 @@ Json llama_project(const LlamaConfig& l, const std::string& name, int64_t seq, c
           {"name", name},
           {"description", "Imported from the Hugging Face Llama model in " + source + ": " + std::to_string(l.layers) + " blocks, hidden " +
                               std::to_string(l.hidden) + ", " + std::to_string(l.heads) + " heads (" + std::to_string(l.kv_heads) +
-                              " key/value heads), vocabulary " + std::to_string(l.vocab) + ". Its weights are the step-0 checkpoint in " +
-                              name + ".init/ (train --continue starts from them). The data is a synthetic stand-in: set your own."},
+                              " key/value heads), vocabulary " + std::to_string(l.vocab) +
+                              ". Its weights are the step-0 checkpoint in the checkpoint folder (train --continue starts from them). "
+                              "The data is a synthetic stand-in: set your own."},
           {"graph", {{"nodes", nodes}, {"edges", edges}}},
           {"loss", {{"type", "softmax_cross_entropy"}, {"output", "head"}}},
           {"optimizer", {{"type", "adamw"}, {"learning_rate", 1e-4}, {"weight_decay", 0.0}}},
@@ -289,7 +290,7 @@ ImportedModel import_hf_folder(const fs::path& folder, const ImportOptions& opti
   return m;
 }
 
-fs::path write_imported(ImportedModel model, const fs::path& project_file) {
+fs::path write_imported(ImportedModel model, const fs::path& project_file, bool overwrite_project) {
   std::string stem = project_file.filename().string();  // "llama.shardlab.json" -> "llama"
   for (const std::string suffix : {".json", ".shardlab"})
     if (stem.size() > suffix.size() && stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
@@ -299,6 +300,8 @@ fs::path write_imported(ImportedModel model, const fs::path& project_file) {
   doc["name"] = stem;
   project::Project p = project::parse_project(doc.dump(), project_file.filename().string());
   const fs::path init = (project_file.has_parent_path() ? project_file.parent_path() : fs::path(".")) / (stem + ".init");
+  if (!overwrite_project && fs::exists(project_file))
+    throw Error(project_file.string() + ": already exists; write the imported project under another name");
   if (fs::exists(init) && !fs::is_empty(init))
     throw Error(init.string() + ": already holds a checkpoint; remove it or import to another project name");
   project::save_project(p, project_file);

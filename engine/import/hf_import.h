@@ -35,7 +35,8 @@ ImportedModel import_hf_folder(const std::filesystem::path& folder, const Import
 // Writes the project to `project_file` and the weights beside it as a step-0 checkpoint in
 // "<project stem>.init/", which the project names as its checkpoint folder, so that
 // `train PROJECT --continue` starts from them and `export` reads them. Returns the checkpoint's
-// step folder.
-std::filesystem::path write_imported(ImportedModel model, const std::filesystem::path& project_file);
+// step folder. An existing project file is replaced only where `overwrite_project` says so (the
+// window's save dialog asked); an existing checkpoint there never is.
+std::filesystem::path write_imported(ImportedModel model, const std::filesystem::path& project_file, bool overwrite_project = false);
 
 }  // namespace shardlab::importer

@@ -174,13 +174,16 @@ class TestHfImport : public QObject {
     fs::copy_file(kHf / "llama-tiny" / "config.json", none / "config.json");
     VERIFY_CONTAINS(refusal(none, "f.shardlab.json"), "no model.safetensors or model.safetensors.index.json");
 
-    // An earlier import's checkpoint is never overwritten.
+    // An earlier import's project and checkpoint are never overwritten.
     const fs::path out = tmp("twice/llama.shardlab.json");
     fs::create_directories(out.parent_path());
     QCOMPARE(testing::run_cli({"import", QString::fromStdString((kHf / "llama-tiny").string()), "--out", QString::fromStdString(out.string())})
                  .exit_code,
              0);
+    VERIFY_CONTAINS(refusal(kHf / "llama-tiny", "twice/llama.shardlab.json"), "llama.shardlab.json: already exists");
+    fs::remove(out);
     VERIFY_CONTAINS(refusal(kHf / "llama-tiny", "twice/llama.shardlab.json"), "llama.init: already holds a checkpoint");
+    QVERIFY(!fs::exists(out));  // refused before anything was written
   }
 };
 
