@@ -131,6 +131,84 @@ Json llama_project(const LlamaConfig& l, const std::string& name, int64_t seq, c
           {"training", {{"batch_size", 8}, {"steps", 10}, {"seed", 0}, {"checkpoint", {{"dir", name + ".init"}}}}}};
 }
 
+struct Gpt2Config {
+  int64_t vocab = 0, embed = 0, layers = 0, heads = 0, positions = 0, inner = 0;
+  double eps = 1e-5;
+};
+
+Gpt2Config gpt2_config(const Json& c, const fs::path& file) {
+  const std::string where = file.string();
+  auto integer = [&](const char* key, int64_t fallback) {
+    if (!c.contains(key) || c[key].is_null()) {
+      if (fallback > 0) return fallback;
+      throw Error(where + ": " + key + ": missing (a positive integer is required)");
+    }
+    if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0)
+      throw Error(where + ": " + key + ": bad value " + c[key].dump() + " (expected a positive integer)");
+    return c[key].get<int64_t>();
+  };
+  const std::string act = c.value("activation_function", std::string("gelu_new"));
+  if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+    throw Error(where + ": activation_function: '" + act + "' is not supported (Shardlab's GELU is the tanh approximation, gelu_new)");
+  for (const char* key : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"})
+    if (c.contains(key) && c[key].is_boolean() && c[key].get<bool>()) throw Error(where + ": " + key + ": true is not supported");
+  if (c.contains("scale_attn_weights") && c["scale_attn_weights"] == false)
+    throw Error(where + ": scale_attn_weights: false is not supported (attention scores are scaled by 1/sqrt(head size))");
+  Gpt2Config g;
+  g.vocab = integer("vocab_size", 0);
+  g.embed = integer("n_embd", 0);
+  g.layers = integer("n_layer", 0);
+  g.heads = integer("n_head", 0);
+  g.positions = integer("n_positions", 1024);
+  g.inner = integer("n_inner", 4 * g.embed);
+  if (g.embed % g.heads) throw Error(where + ": n_head: " + std::to_string(g.heads) + " does not divide n_embd " + std::to_string(g.embed));
+  if (c.contains("layer_norm_epsilon") && c["layer_norm_epsilon"].is_number()) g.eps = c["layer_norm_epsilon"].get<double>();
+  return g;
+}
+
+// tokens -> Embed + learned positions -> Repeat of pre-norm blocks (LayerNorm, attention with
+// biases, LayerNorm, GELU MLP) -> LayerNorm -> LM head.
+Json gpt2_project(const Gpt2Config& g, const std::string& name, int64_t seq, const std::string& source) {
+  Json ln = {{"epsilon", g.eps}};
+  Json body = {
+      {"nodes", Json::array({{{"name", "ln1"}, {"type", "LayerNorm"}, {"params", ln}},
+                             {{"name", "attn"}, {"type", "MultiHeadAttention"}, {"params", {{"num_heads", g.heads}, {"causal", true}}}},
+                             {{"name", "res1"}, {"type", "Add"}},
+                             {{"name", "ln2"}, {"type", "LayerNorm"}, {"params", ln}},
+                             {{"name", "mlp1"}, {"type", "Dense"}, {"params", {{"features", g.inner}}}, {"param_axes", {{"kernel", {"embed", "mlp"}}, {"bias", {"mlp"}}}}},
+                             {{"name", "gelu"}, {"type", "GELU"}},
+                             {{"name", "mlp2"}, {"type", "Dense"}, {"params", {{"features", g.embed}}}, {"param_axes", {{"kernel", {"mlp", "embed"}}, {"bias", {"embed"}}}}},
+                             {{"name", "res2"}, {"type", "Add"}}})},
+      {"edges", Json::array({{{"from", "@in.out"}, {"to", "ln1.in"}}, {{"from", "ln1.out"}, {"to", "attn.in"}},
+                             {{"from", "@in.out"}, {"to", "res1.a"}}, {{"from", "attn.out"}, {"to", "res1.b"}},
+                             {{"from", "res1.out"}, {"to", "ln2.in"}}, {{"from", "ln2.out"}, {"to", "mlp1.in"}},
+                             {{"from", "mlp1.out"}, {"to", "gelu.in"}}, {{"from", "gelu.out"}, {"to", "mlp2.in"}},
+                             {{"from", "res1.out"}, {"to", "res2.a"}}, {{"from", "mlp2.out"}, {"to", "res2.b"}}})},
+      {"output", "res2"}};
+  Json nodes = Json::array({{{"name", "tokens"}, {"type", "Input"}, {"params", {{"shape", {seq}}, {"axes", {"seq"}}}}},
+                            {{"name", "embed"}, {"type", "Embed"}, {"params", {{"num_embeddings", g.vocab}, {"features", g.embed}}}},
+                            {{"name", "pos"}, {"type", "PositionEmbedding"}},
+                            {{"name", "blocks"}, {"type", "Repeat"}, {"params", {{"count", g.layers}}}, {"body", body}},
+                            {{"name", "norm"}, {"type", "LayerNorm"}, {"params", ln}},
+                            {{"name", "head"}, {"type", "Dense"}, {"params", {{"features", g.vocab}, {"use_bias", false}}},
+                             {"param_axes", {{"kernel", {"embed", "vocab"}}}}}});
+  Json edges = Json::array({{{"from", "tokens.out"}, {"to", "embed.in"}}, {{"from", "embed.out"}, {"to", "pos.in"}},
+                            {{"from", "pos.out"}, {"to", "blocks.in"}}, {{"from", "blocks.out"}, {"to", "norm.in"}},
+                            {{"from", "norm.out"}, {"to", "head.in"}}});
+  return {{"format", "shardlab.project"},
+          {"version", 1},
+          {"name", name},
+          {"description", "Imported from the Hugging Face GPT-2 model in " + source + ": " + std::to_string(g.layers) + " blocks, n_embd " +
+                              std::to_string(g.embed) + ", " + std::to_string(g.heads) + " heads, vocabulary " + std::to_string(g.vocab) +
+                              ". Its weights are the step-0 checkpoint in the checkpoint folder (train --continue starts from them). "
+                              "The data is a synthetic stand-in: set your own."},
+          {"graph", {{"nodes", nodes}, {"edges", edges}}},
+          {"loss", {{"type", "softmax_cross_entropy"}, {"output", "head"}}},
+          {"optimizer", {{"type", "adamw"}, {"learning_rate", 1e-4}, {"weight_decay", 0.0}}},
+          {"data", {{"type", "synthetic"}, {"kind", "copy"}, {"feature_shape", {seq}}, {"classes", g.vocab}, {"examples", 256}}},
+          {"training", {{"batch_size", 8}, {"steps", 10}, {"seed", 0}, {"checkpoint", {{"dir", name + ".init"}}}}}};
+}
+
 // Every tensor of the folder, by name, and the file each came from.
 struct Weights {
   std::map<std::string, checkpoint::StoredTensor> tensors;
@@ -198,6 +276,7 @@ class Mapper {
       for (int64_t i = 0; i < in; ++i) k.data[size_t(i * out + o)] = t.data[size_t(o * in + i)];
     return k;
   }
+  bool has(const std::string& name) const { return w_.tensors.count(name) > 0; }
   std::vector<std::string> left() const {
     std::vector<std::string> names;
     for (const auto& [name, t] : w_.tensors) names.push_back(name);
@@ -226,22 +305,41 @@ const char* dtype_word(checkpoint::StoredDType d) {
   return d == checkpoint::StoredDType::BF16 ? "bfloat16" : d == checkpoint::StoredDType::F16 ? "float16" : checkpoint::dtype_name(d);
 }
 
-}  // namespace
+// Columns [from, from + n) of a (rows, cols) matrix.
+Tensor columns(const Tensor& t, int64_t from, int64_t n) {
+  const int64_t rows = t.shape.at(0), cols = t.shape.at(1);
+  Tensor out({rows, n});
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(t.data.begin() + ptrdiff_t(r * cols + from), n, out.data.begin() + ptrdiff_t(r * n));
+  return out;
+}
 
-ImportedModel import_hf_folder(const fs::path& folder, const ImportOptions& options) {
-  const fs::path config_file = folder / "config.json";
-  if (!fs::is_directory(folder)) throw Error(folder.string() + ": not a folder (expected a Hugging Face model folder)");
-  if (!fs::exists(config_file)) throw Error(folder.string() + ": no config.json (expected a Hugging Face model folder)");
-  const Json config = read_json(config_file);
-  const std::string type = config.value("model_type", std::string());
-  if (type != "llama")
-    throw Error(config_file.string() + ": model_type: '" + type +
-                "' is not supported (Shardlab imports the Llama family, model_type \"llama\", for now)");
+Tensor transposed(const Tensor& t) {
+  const int64_t rows = t.shape.at(0), cols = t.shape.at(1);
+  Tensor out({cols, rows});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out.data[size_t(c * rows + r)] = t.data[size_t(r * cols + c)];
+  return out;
+}
+
+void note_dtypes(ImportedModel& m, const Weights& w) {
+  for (checkpoint::StoredDType dt : w.dtypes)
+    if (dt != checkpoint::StoredDType::F32)
+      m.notes.push_back(std::string("weights stored as ") + dtype_word(dt) + " were converted to float32 (exactly)");
+}
+
+// Anything left is a weight the architecture does not use: said, not dropped silently. `buffers`:
+// name fragments of non-weights some exports include (recomputed, or masks).
+void check_all_used(const Mapper& map, const Weights& w, const std::vector<std::string>& buffers) {
+  for (const std::string& n : map.left())
+    if (std::none_of(buffers.begin(), buffers.end(), [&](const std::string& b) { return n.find(b) != std::string::npos; }))
+      throw Error(w.file_of.at(n).string() + ": tensor '" + n + "' has no place in the layout this config describes");
+}
+
+ImportedModel import_llama(const Json& config, const fs::path& config_file, const fs::path& folder, const std::string& name,
+                           const ImportOptions& options) {
   const LlamaConfig l = llama_config(config, config_file);
   const int64_t seq = options.seq > 0 ? options.seq : std::min<int64_t>(l.max_positions, 256);
-  std::string name = options.name.empty() ? fs::absolute(folder).lexically_normal().filename().string() : options.name;
-  if (name.empty()) name = "imported";
-
   ImportedModel m;
   m.project = project::parse_project(llama_project(l, name, seq, folder.filename().string()).dump(), name + ".shardlab.json");
   Weights w = read_weights(folder);
@@ -268,26 +366,89 @@ ImportedModel import_hf_folder(const fs::path& folder, const ImportOptions& opti
       {"down/kernel", {f, e}}};
   for (auto& [path, layers] : per_layer) m.params["blocks/" + path] = stacked(layers, shapes.at(path));
   m.params["norm/scale"] = map.take("model.norm.weight", {e});
-  if (l.tied) {
-    const Tensor& emb = m.params["embed/embedding"];
-    Tensor head({e, l.vocab});
-    for (int64_t v = 0; v < l.vocab; ++v)
-      for (int64_t i = 0; i < e; ++i) head.data[size_t(i * l.vocab + v)] = emb.data[size_t(v * e + i)];
-    m.params["head/kernel"] = head;
+  if (l.tied && !map.has("lm_head.weight")) {
+    m.params["head/kernel"] = transposed(m.params["embed/embedding"]);
     m.notes.push_back("tie_word_embeddings: the LM head starts as the embedding's transpose and is trained apart from it "
                       "(Shardlab does not tie parameters yet)");
   } else {
     m.params["head/kernel"] = map.take_linear("lm_head.weight", l.vocab, e);
   }
-  for (checkpoint::StoredDType dt : w.dtypes)
-    if (dt != checkpoint::StoredDType::F32)
-      m.notes.push_back(std::string("weights stored as ") + dtype_word(dt) + " were converted to float32 (exactly)");
-  // Anything left is a weight the architecture does not use: say so rather than drop it silently.
-  const std::vector<std::string> left = map.left();
-  for (const std::string& n : left)
-    if (n.find("rotary_emb.inv_freq") == std::string::npos)  // a buffer some exports include; recomputed from rope_theta
-      throw Error(w.file_of.at(n).string() + ": tensor '" + n + "' has no place in the Llama layout this config describes");
+  note_dtypes(m, w);
+  check_all_used(map, w, {"rotary_emb.inv_freq"});
   return m;
+}
+
+// GPT-2's Conv1D weights are already (in, out); c_attn holds q, k and v side by side.
+ImportedModel import_gpt2(const Json& config, const fs::path& config_file, const fs::path& folder, const std::string& name,
+                          const ImportOptions& options) {
+  const Gpt2Config g = gpt2_config(config, config_file);
+  const int64_t seq = options.seq > 0 ? options.seq : std::min<int64_t>(g.positions, 256);
+  if (seq > g.positions)
+    throw Error(config_file.string() + ": n_positions: " + std::to_string(g.positions) + " positions, fewer than the " +
+                std::to_string(seq) + " tokens asked for (--seq)");
+  ImportedModel m;
+  m.project = project::parse_project(gpt2_project(g, name, seq, folder.filename().string()).dump(), name + ".shardlab.json");
+  Weights w = read_weights(folder);
+  Mapper map(w, folder);
+  const int64_t e = g.embed, h = g.heads, d = e / h, f = g.inner;
+  // Checkpoints saved from GPT2LMHeadModel prefix the body with "transformer."; GPT2Model's do not.
+  const std::string t = map.has("transformer.wte.weight") ? "transformer." : "";
+  m.params["embed/embedding"] = map.take(t + "wte.weight", {g.vocab, e});
+  const Tensor wpe = map.take(t + "wpe.weight", {g.positions, e});
+  m.params["pos/embedding"] = Tensor({seq, e}, std::vector<float>(wpe.data.begin(), wpe.data.begin() + seq * e));
+  std::map<std::string, std::vector<Tensor>> per_layer;
+  for (int64_t i = 0; i < g.layers; ++i) {
+    const std::string p = t + "h." + std::to_string(i) + ".";
+    per_layer["ln1/scale"].push_back(map.take(p + "ln_1.weight", {e}));
+    per_layer["ln1/bias"].push_back(map.take(p + "ln_1.bias", {e}));
+    const Tensor qkv = map.take(p + "attn.c_attn.weight", {e, 3 * e}), qkv_bias = map.take(p + "attn.c_attn.bias", {3 * e});
+    const char* parts[] = {"query", "key", "value"};
+    for (int64_t k = 0; k < 3; ++k) {
+      per_layer[std::string("attn/") + parts[k] + "/kernel"].push_back(columns(qkv, k * e, e));
+      per_layer[std::string("attn/") + parts[k] + "/bias"].push_back(
+          Tensor({e}, std::vector<float>(qkv_bias.data.begin() + k * e, qkv_bias.data.begin() + (k + 1) * e)));
+    }
+    per_layer["attn/out/kernel"].push_back(map.take(p + "attn.c_proj.weight", {e, e}));
+    per_layer["attn/out/bias"].push_back(map.take(p + "attn.c_proj.bias", {e}));
+    per_layer["ln2/scale"].push_back(map.take(p + "ln_2.weight", {e}));
+    per_layer["ln2/bias"].push_back(map.take(p + "ln_2.bias", {e}));
+    per_layer["mlp1/kernel"].push_back(map.take(p + "mlp.c_fc.weight", {e, f}));
+    per_layer["mlp1/bias"].push_back(map.take(p + "mlp.c_fc.bias", {f}));
+    per_layer["mlp2/kernel"].push_back(map.take(p + "mlp.c_proj.weight", {f, e}));
+    per_layer["mlp2/bias"].push_back(map.take(p + "mlp.c_proj.bias", {e}));
+  }
+  const std::map<std::string, Shape> shapes = {
+      {"ln1/scale", {e}},          {"ln1/bias", {e}},           {"attn/query/kernel", {e, h, d}}, {"attn/query/bias", {h, d}},
+      {"attn/key/kernel", {e, h, d}}, {"attn/key/bias", {h, d}}, {"attn/value/kernel", {e, h, d}}, {"attn/value/bias", {h, d}},
+      {"attn/out/kernel", {h, d, e}}, {"attn/out/bias", {e}},    {"ln2/scale", {e}},              {"ln2/bias", {e}},
+      {"mlp1/kernel", {e, f}},     {"mlp1/bias", {f}},          {"mlp2/kernel", {f, e}},         {"mlp2/bias", {e}}};
+  for (auto& [path, layers] : per_layer) m.params["blocks/" + path] = stacked(layers, shapes.at(path));
+  m.params["norm/scale"] = map.take(t + "ln_f.weight", {e});
+  m.params["norm/bias"] = map.take(t + "ln_f.bias", {e});
+  // GPT-2 ties its LM head to the token embedding; a checkpoint may still carry the copy.
+  if (map.has("lm_head.weight")) map.take("lm_head.weight", {g.vocab, e});
+  m.params["head/kernel"] = transposed(m.params["embed/embedding"]);
+  m.notes.push_back("GPT-2 ties its LM head to the token embedding: the head starts as the embedding's transpose and is "
+                    "trained apart from it (Shardlab does not tie parameters yet)");
+  note_dtypes(m, w);
+  check_all_used(map, w, {".attn.bias", ".attn.masked_bias"});  // old checkpoints' causal-mask buffers
+  return m;
+}
+
+}  // namespace
+
+ImportedModel import_hf_folder(const fs::path& folder, const ImportOptions& options) {
+  const fs::path config_file = folder / "config.json";
+  if (!fs::is_directory(folder)) throw Error(folder.string() + ": not a folder (expected a Hugging Face model folder)");
+  if (!fs::exists(config_file)) throw Error(folder.string() + ": no config.json (expected a Hugging Face model folder)");
+  const Json config = read_json(config_file);
+  std::string name = options.name.empty() ? fs::absolute(folder).lexically_normal().filename().string() : options.name;
+  if (name.empty()) name = "imported";
+  const std::string type = config.value("model_type", std::string());
+  if (type == "llama") return import_llama(config, config_file, folder, name, options);
+  if (type == "gpt2") return import_gpt2(config, config_file, folder, name, options);
+  throw Error(config_file.string() + ": model_type: '" + type +
+              "' is not supported (Shardlab imports the Llama family, model_type \"llama\", and GPT-2, \"gpt2\")");
 }
 
 fs::path write_imported(ImportedModel model, const fs::path& project_file, bool overwrite_project) {

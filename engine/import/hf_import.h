@@ -1,9 +1,10 @@
 // A Hugging Face model folder as a Shardlab project: config.json says the architecture, and
 // model.safetensors (or the shards a model.safetensors.index.json names) holds its weights under
 // PyTorch's names and layouts. The Llama family (LlamaForCausalLM: RMSNorm, rotary embedding,
-// grouped-query attention, SwiGLU) maps onto Shardlab's layers; its weights become the project's
-// parameters (renamed, (out, in) matrices transposed to (in, out), heads split out, layers stacked
-// for the Repeat), in float32.
+// grouped-query attention, SwiGLU) and GPT-2 (GPT2LMHeadModel: learned positions, pre-LayerNorm
+// blocks, GELU MLP, the LM head tied to the embedding) map onto Shardlab's layers; their weights
+// become the project's parameters (renamed, (out, in) matrices transposed to (in, out), heads split
+// out, layers stacked for the Repeat), in float32.
 #pragma once
 
 #include <filesystem>

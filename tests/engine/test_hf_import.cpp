@@ -1,6 +1,6 @@
 // shardlab-cli import on Hugging Face model folders as the Hub has them (tests/reference/hf/, written by
-// make_reference.py from transformers' own FlaxLlamaForCausalLM: PyTorch names and (out, in)
-// layouts, one file, two shards with an index, bfloat16): the project it writes computes the logits
+// make_reference.py from transformers' own FlaxLlamaForCausalLM and FlaxGPT2LMHeadModel: PyTorch
+// names and layouts; for Llama one file, two shards with an index, and bfloat16): the project it writes computes the logits
 // transformers computes for llama-tiny's tokens, from the step-0 checkpoint it writes beside it, and
 // `train --continue` starts from that checkpoint. What it cannot map is refused naming the file and
 // the field or tensor.
@@ -112,6 +112,62 @@ class TestHfImport : public QObject {
     QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
   }
 
+  // GPT-2 (transformers' own FlaxGPT2LMHeadModel, written as the Hub has it: Conv1D weights (in,
+  // out), q, k and v side by side in c_attn, the LM head tied to the token embedding): the imported
+  // project computes transformers' logits.
+  void importedGpt2ComputesTransformersLogits() {
+    const fs::path out = tmp("gpt2/gpt.shardlab.json");
+    fs::create_directories(out.parent_path());
+    const testing::CliResult r =
+        testing::run_cli({"import", QString::fromStdString((kHf / "gpt2-tiny").string()), "--out", QString::fromStdString(out.string())});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    VERIFY_CONTAINS(r.out, "ties its LM head to the token embedding");
+    const project::Project p = project::load_project(out);
+    const std::map<std::string, Tensor> params = imported_params(p, out.parent_path() / "gpt.init" / "step_000000");
+    const fs::path ref = fs::path(SHARDLAB_SOURCE_DIR) / "tests/reference/data/gpt2-tiny";
+    const Tensor x = data::load_npy((ref / "x.npy").string()), want = data::load_npy((ref / "logits.npy").string());
+    const Tensor got = runtime::predict(p, params, x);
+    QCOMPARE(got.shape, want.shape);
+    const double diff = max_abs_diff(got, want);
+    qInfo("gpt2-tiny: logits %.3g from transformers'", diff);
+    QVERIFY2(diff <= 1e-5, qPrintable(QString::number(diff)));
+  }
+
+  // At that initialisation every bias is 0 and every LayerNorm scale 1, which logits cannot tell
+  // from a mapping that drops them: here they are random, and each lands where GPT-2 keeps it (the
+  // key bias is c_attn's second third, split into heads).
+  void gpt2BiasesAndNormsLandWhereGpt2KeepsThem() {
+    const fs::path folder = tmp("gpt2-biased");
+    copy_folder(kHf / "gpt2-tiny", folder);
+    checkpoint::SafetensorsFile f = checkpoint::read_safetensors(folder / "model.safetensors");
+    std::map<std::string, Tensor> written;
+    uint32_t seed = 1;
+    for (checkpoint::StoredTensor& t : f.tensors)
+      if (t.shape.size() == 1) {
+        Tensor v(t.shape);
+        for (float& x : v.data) x = float(int(seed = seed * 1103515245u + 12345u) % 1000) / 1000.0f;
+        written[t.name] = v;
+        t = checkpoint::from_tensor(t.name, v);
+      }
+    checkpoint::write_safetensors(folder / "model.safetensors", f);
+    const fs::path out = tmp("gpt2-biased-project/gpt.shardlab.json");
+    fs::create_directories(out.parent_path());
+    QCOMPARE(testing::run_cli({"import", QString::fromStdString(folder.string()), "--out", QString::fromStdString(out.string())}).exit_code, 0);
+    const std::map<std::string, Tensor> params = imported_params(project::load_project(out), out.parent_path() / "gpt.init" / "step_000000");
+    auto layer = [](const Tensor& stacked, int64_t i) {
+      const size_t n = stacked.data.size() / size_t(stacked.shape[0]);
+      return std::vector<float>(stacked.data.begin() + ptrdiff_t(i * n), stacked.data.begin() + ptrdiff_t((i + 1) * n));
+    };
+    const std::vector<float>& qkv = written.at("transformer.h.1.attn.c_attn.bias").data;
+    QCOMPARE(layer(params.at("blocks/attn/key/bias"), 1), std::vector<float>(qkv.begin() + 32, qkv.begin() + 64));
+    QCOMPARE(layer(params.at("blocks/attn/value/bias"), 1), std::vector<float>(qkv.begin() + 64, qkv.end()));
+    QCOMPARE(layer(params.at("blocks/ln2/scale"), 0), written.at("transformer.h.0.ln_2.weight").data);
+    QCOMPARE(layer(params.at("blocks/ln1/bias"), 1), written.at("transformer.h.1.ln_1.bias").data);
+    QCOMPARE(layer(params.at("blocks/mlp2/bias"), 0), written.at("transformer.h.0.mlp.c_proj.bias").data);
+    QCOMPARE(layer(params.at("blocks/attn/out/bias"), 1), written.at("transformer.h.1.attn.c_proj.bias").data);
+    QCOMPARE(params.at("norm/bias").data, written.at("transformer.ln_f.bias").data);
+  }
+
   // The project trains on from its imported weights: `train --continue` continues the run its
   // checkpoint folder holds, at step 0.
   void trainContinuesFromTheImportedWeights() {
@@ -138,12 +194,12 @@ class TestHfImport : public QObject {
   void refusesWhatItCannotMap() {
     VERIFY_CONTAINS(refusal(tmp("nowhere"), "a.shardlab.json"), "not a folder");
 
-    const fs::path gpt = tmp("gpt2");
-    copy_folder(kHf / "llama-tiny", gpt);
-    nlohmann::json c = read_json(gpt / "config.json");
-    c["model_type"] = "gpt2";
-    write_json(gpt / "config.json", c);
-    VERIFY_CONTAINS(refusal(gpt, "b.shardlab.json"), "config.json: model_type: 'gpt2' is not supported");
+    const fs::path t5 = tmp("t5");
+    copy_folder(kHf / "llama-tiny", t5);
+    nlohmann::json c = read_json(t5 / "config.json");
+    c["model_type"] = "t5";
+    write_json(t5 / "config.json", c);
+    VERIFY_CONTAINS(refusal(t5, "b.shardlab.json"), "config.json: model_type: 't5' is not supported");
 
     const fs::path scaled = tmp("scaled");
     copy_folder(kHf / "llama-tiny", scaled);

@@ -23,6 +23,11 @@ LlamaForCausalLM's state-dict names, nn.Linear weights (out, in)), and reads the
   <hf root>/llama-tiny-bf16/     config.json, model.safetensors (bfloat16)
 <hf root> is tests/reference/hf (--hf-out DIR, default: hf next to the --out root).
 
+gpt2-tiny is transformers' own FlaxGPT2LMHeadModel, forward only (no Adam steps): it writes
+tests/reference/data/gpt2-tiny/{x.npy, logits.npy (the logits at its init params), meta.json} and those init
+params as a Hugging Face GPT2LMHeadModel folder, <hf root>/gpt2-tiny/ (config.json, model.safetensors: GPT-2's
+Conv1D weights (in, out), no lm_head.weight since it is tied to transformer.wte.weight), and reads it back.
+
 <name> is Shardlab's parameter path with '/' replaced by '.', e.g. dense1.kernel.npy.
 The model names, shapes and parameter paths are the contract with the C++ side.
 
@@ -31,6 +36,7 @@ Run from the repository root:
     python3 tests/reference/make_reference.py --out DIR  # somewhere else
     python3 tests/reference/make_reference.py --model vit-tiny  # one model only
     python3 tests/reference/make_reference.py --model llama-tiny  # also writes tests/reference/hf/
+    python3 tests/reference/make_reference.py --model gpt2-tiny   # data/gpt2-tiny/ and hf/gpt2-tiny/ only
 """
 from __future__ import annotations
 
@@ -915,6 +921,343 @@ def llama_tiny_hf(model, init_params, init_flat, x, extra_files, hf_root: Path):
     check_llama_hf(hf_root, flat, init_flat, model.hf, x, extra_files["logits.npy"])
 
 
+# ----------------------------------------------------------------------------------------------
+# (g) gpt2-tiny: Hugging Face transformers' own FlaxGPT2LMHeadModel, forward only (no Adam steps): x, the
+#     logits at the model's own init parameters, and those parameters as a Hugging Face GPT2LMHeadModel
+#     folder, <hf root>/gpt2-tiny/ (config.json, model.safetensors as the Hub's GPT-2 checkpoints hold
+#     them), for an importer of GPT-2 checkpoints. Writes data/gpt2-tiny/{x.npy, logits.npy, meta.json}.
+# ----------------------------------------------------------------------------------------------
+GPT2_VOCAB, GPT2_POSITIONS, GPT2_EMBED, GPT2_LAYERS, GPT2_HEADS = 64, 16, 32, 2, 4
+GPT2_HEAD_DIM = GPT2_EMBED // GPT2_HEADS  # 8
+GPT2_MLP = 4 * GPT2_EMBED  # n_inner None: 4 * n_embd = 128
+GPT2_BATCH, GPT2_SEQ = 8, 16
+GPT2_EPS = 1e-5
+GPT2_HF = "gpt2-tiny"  # the folder under the hf root
+GPT2_HF_METADATA = {"format": "pt"}  # what save_pretrained (PyTorch) puts in the safetensors header
+
+
+def gpt2_config():
+    from transformers import GPT2Config
+    return GPT2Config(vocab_size=GPT2_VOCAB, n_positions=GPT2_POSITIONS, n_embd=GPT2_EMBED, n_layer=GPT2_LAYERS,
+                      n_head=GPT2_HEADS, activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0,
+                      attn_pdrop=0.0, layer_norm_epsilon=GPT2_EPS)
+
+
+def gpt2_hf_shapes():
+    """GPT2LMHeadModel's state dict (transformers' modeling_gpt2.py) as the Hub's checkpoints hold it, in the
+    state dict's order, {name: shape}: transformer.wte and transformer.wpe (nn.Embedding, (rows, E)),
+    transformer.h.<i> (GPT2Block registers ln_1, attn (c_attn, c_proj), ln_2, mlp (c_fc, c_proj), in that
+    order), transformer.ln_f. GPT-2's projections are pytorch_utils.Conv1D, whose weight is (in, out)
+    (torch.empty(nx, nf); forward: addmm(bias, x, weight) = x @ weight + bias), NOT nn.Linear's (out, in).
+    No lm_head.weight: it is tied to transformer.wte.weight (_tied_weights_keys) and save_pretrained leaves it
+    out; no attn.bias / attn.masked_bias (non-persistent buffers; some old Hub checkpoints still hold them)."""
+    E, M, V, P = GPT2_EMBED, GPT2_MLP, GPT2_VOCAB, GPT2_POSITIONS
+    shapes = {"transformer.wte.weight": (V, E), "transformer.wpe.weight": (P, E)}
+    for i in range(GPT2_LAYERS):
+        p = f"transformer.h.{i}."
+        shapes.update({
+            p + "ln_1.weight": (E,), p + "ln_1.bias": (E,),
+            p + "attn.c_attn.weight": (E, 3 * E), p + "attn.c_attn.bias": (3 * E,),
+            p + "attn.c_proj.weight": (E, E), p + "attn.c_proj.bias": (E,),
+            p + "ln_2.weight": (E,), p + "ln_2.bias": (E,),
+            p + "mlp.c_fc.weight": (E, M), p + "mlp.c_fc.bias": (M,),
+            p + "mlp.c_proj.weight": (M, E), p + "mlp.c_proj.bias": (E,),
+        })
+    shapes.update({"transformer.ln_f.weight": (E,), "transformer.ln_f.bias": (E,)})
+    return shapes
+
+
+def gpt2_flax_to_hf(flat):
+    """HF Flax GPT-2 params (flattened dict) -> GPT2LMHeadModel's PyTorch state dict {name: float32 array}, in
+    the state dict's order, by transformers' own Flax -> PyTorch rules (load_flax_weights_in_pytorch_model):
+    the path joined with '.', a 2-D 'kernel' becomes 'weight' = kernel.T, 'scale' (LayerNorm) and 'embedding'
+    (nn.Embed) become 'weight' unchanged, 'bias' stays. FlaxConv1D stores its kernel as (out, in) (param shape
+    (features, in), transposed before the product), so kernel.T is (in, out): exactly Conv1D's weight."""
+    out = {}
+    for key, a in flat.items():
+        a = np.asarray(a)
+        if a.dtype != np.float32:
+            raise SystemExit(f"gpt2-tiny HF export: {key} has dtype {a.dtype}, expected float32")
+        if key[-1] == "kernel" and a.ndim == 2:
+            key, a = key[:-1] + ("weight",), a.T
+        elif key[-1] in ("scale", "embedding"):
+            key = key[:-1] + ("weight",)
+        elif key[-1] != "bias":
+            raise SystemExit(f"gpt2-tiny HF export: no PyTorch name for {key}")
+        out[".".join(key)] = np.ascontiguousarray(a)  # safetensors writes the raw buffer: must be C-order
+    shapes = gpt2_hf_shapes()
+    if set(out) != set(shapes):
+        raise SystemExit(f"gpt2-tiny HF export: {sorted(set(out) ^ set(shapes))} differ from modeling_gpt2's names")
+    for name, shape in shapes.items():
+        if out[name].shape != shape:
+            raise SystemExit(f"gpt2-tiny HF export: {name} has shape {out[name].shape}, expected {shape}")
+    return {name: out[name] for name in shapes}
+
+
+def gpt2_hf_to_flax(tensors):
+    """The other way, written separately: {PyTorch name: array} -> flattened FlaxGPT2LMHeadModel params.
+    LayerNorm weight -> scale, wte/wpe weight -> embedding, Conv1D weight (in, out) -> FlaxConv1D kernel
+    (out, in) = weight.T, biases unchanged."""
+    out = {}
+    for name, a in tensors.items():
+        key, a = tuple(name.split(".")), np.asarray(a, dtype=np.float32)
+        if key[-2] in ("wte", "wpe"):
+            key = key[:-1] + ("embedding",)
+        elif key[-2] in ("ln_1", "ln_2", "ln_f") and key[-1] == "weight":
+            key = key[:-1] + ("scale",)
+        elif key[-2] in ("c_attn", "c_proj", "c_fc") and key[-1] == "weight":
+            key, a = key[:-1] + ("kernel",), a.T
+        elif key[-1] != "bias":
+            raise SystemExit(f"gpt2-tiny HF: no Flax name for {name}")
+        out[key] = a
+    return out
+
+
+def gpt2_hf_config_json():
+    """config.json as save_pretrained writes it for GPT2LMHeadModel (see llama_hf_config_json):
+    "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", the weights' dtype as "torch_dtype"."""
+    cfg = gpt2_config()
+    cfg.architectures = ["GPT2LMHeadModel"]
+    d = cfg.to_diff_dict()
+    d.pop("dtype", None)
+    d["torch_dtype"] = "float32"
+    return json.dumps(d, indent=2, sort_keys=True) + "\n"
+
+
+def gpt2_reference_forward(sd, x, xp=jnp, **variant):
+    """The README's gpt2-tiny math written directly on the PyTorch-layout tensors of model.safetensors (no HF,
+    no Flax modules), in jax.numpy float32 (xp=jnp) or NumPy float64 (xp=np). variant flags (jax.numpy only)
+    change one detail each, to measure how much the logits depend on it."""
+    E, H, D, L = GPT2_EMBED, GPT2_HEADS, GPT2_HEAD_DIM, GPT2_LAYERS
+    dt = jnp.float32 if xp is jnp else np.float64
+    t = {k: xp.asarray(np.asarray(v), dtype=dt) for k, v in sd.items()}
+    eps = variant.get("eps", GPT2_EPS)
+    use_bias = not variant.get("biases_ignored")
+    use_affine = not variant.get("layernorm_affine_ignored")
+
+    def ln(h, name):
+        mu = xp.mean(h, axis=-1, keepdims=True)
+        var = xp.mean((h - mu) ** 2, axis=-1, keepdims=True)  # biased (divide by E)
+        y = (h - mu) / xp.sqrt(var + dt(eps))
+        if variant.get("layernorm_weight_bias_swapped"):
+            return y * t[name + ".bias"] + t[name + ".weight"]
+        return y * t[name + ".weight"] + t[name + ".bias"] if use_affine else y
+
+    def conv1d(h, name, transpose=False):  # Conv1D: x @ weight (in, out) + bias
+        w = t[name + ".weight"]
+        y = h @ (w.T if transpose else w)
+        return y + t[name + ".bias"] if use_bias else y
+
+    def gelu(z):
+        if variant.get("gelu_exact"):
+            return 0.5 * z * (1 + jax.scipy.special.erf(z / np.sqrt(2.0).astype(np.float32)))
+        return dt(0.5) * z * (dt(1) + xp.tanh(dt(np.sqrt(2 / np.pi)) * (z + dt(0.044715) * z ** 3)))
+
+    ids = np.asarray(x).astype(np.int64)  # exact: whole numbers
+    B, S = ids.shape
+    h = t["transformer.wte.weight"][ids]
+    if not variant.get("no_position_embedding"):
+        h = h + t["transformer.wpe.weight"][np.arange(S)][None]
+    causal = np.tril(np.ones((S, S), bool)) | bool(variant.get("not_causal"))
+    for i in range(L):
+        p = f"transformer.h.{i}."
+        a = ln(h, p + "ln_1")
+        qkv = conv1d(a, p + "attn.c_attn")  # (B, S, 3E)
+        if variant.get("qkv_per_head"):  # the fused layout (H, 3, D) of GPT-NeoX / BLOOM: wrong for GPT-2
+            qkv = qkv.reshape(B, S, H, 3, D)
+            q, k, v = qkv[..., 0, :], qkv[..., 1, :], qkv[..., 2, :]
+        else:
+            q, k, v = (qkv[..., j * E:(j + 1) * E] for j in range(3))
+
+            def split(u):
+                if variant.get("heads_d_major"):  # (D, H): head h = columns h, h + H, ...: wrong
+                    return u.reshape(B, S, D, H).transpose(0, 1, 3, 2)
+                return u.reshape(B, S, H, D)  # head h = columns h*D .. h*D + D-1
+            q, k, v = split(q), split(k), split(v)
+        sc = xp.einsum("bqhd,bkhd->bhqk", q, k)
+        if not variant.get("no_attention_scale"):
+            sc = sc / xp.sqrt(dt(D))
+        sc = xp.where(causal, sc, -xp.inf)
+        sc = xp.exp(sc - xp.max(sc, axis=-1, keepdims=True))
+        w = sc / xp.sum(sc, axis=-1, keepdims=True)
+        o = xp.einsum("bhqk,bkhd->bqhd", w, v).reshape(B, S, E)  # merge heads: column h*D + d
+        h = h + conv1d(o, p + "attn.c_proj", transpose=bool(variant.get("attn_c_proj_as_linear")))
+        m = ln(h, p + "ln_2")
+        h = h + conv1d(gelu(conv1d(m, p + "mlp.c_fc")), p + "mlp.c_proj")
+    if not variant.get("no_final_layernorm"):
+        h = ln(h, "transformer.ln_f")
+    return h @ t["transformer.wte.weight"].T  # tied head: logits = h @ wte^T, no bias
+
+
+GPT2_VARIANTS = {  # name: flags for gpt2_reference_forward, each one plausible importer mistake
+    "gelu_exact_erf_instead_of_tanh": {"gelu_exact": True},
+    "qkv_fused_per_head_(H,3,D)": {"qkv_per_head": True},
+    "heads_split_(D,H)": {"heads_d_major": True},
+    "attn_c_proj_read_as_linear_(out,in)": {"attn_c_proj_as_linear": True},
+    "no_attention_scale": {"no_attention_scale": True},
+    "not_causal": {"not_causal": True},
+    "no_position_embedding": {"no_position_embedding": True},
+    "no_final_layernorm": {"no_final_layernorm": True},
+    "layernorm_eps_1e-6": {"eps": 1e-6},
+    "layernorm_weight_bias_swapped": {"layernorm_weight_bias_swapped": True},
+    "biases_ignored": {"biases_ignored": True},
+    "layernorm_affine_ignored": {"layernorm_affine_ignored": True},
+}
+
+
+def check_gpt2_hf(d: Path, flat, model, x, logits):
+    """Reads hf/gpt2-tiny/ back: config.json must be gpt2-tiny's config; model.safetensors is parsed by hand
+    (read_safetensors_raw, as a C++ reader) and with safetensors, must hold exactly gpt2_hf_shapes()'s names
+    and shapes, F32, metadata {"format": "pt"}; mapped back to the Flax tree twice (gpt2_hf_to_flax, and
+    transformers' convert_pytorch_state_dict_to_flax) it must be the init params exactly, and both those
+    params and FlaxGPT2LMHeadModel.from_pretrained(folder) (transformers' PyTorch-safetensors path, no torch)
+    must give logits.npy bit for bit."""
+    from safetensors.numpy import load_file
+    from transformers import FlaxGPT2LMHeadModel, GPT2Config
+    from transformers.modeling_flax_pytorch_utils import convert_pytorch_state_dict_to_flax
+
+    flat = {k: np.asarray(v) for k, v in flat.items()}
+    ids = jnp.asarray(x).astype(jnp.int32)
+
+    def same(got, want, what):
+        if set(got) != set(want):
+            raise SystemExit(f"gpt2-tiny HF {what}: keys {sorted(set(got) ^ set(want))} differ")
+        for k in want:
+            g = np.asarray(got[k])
+            if g.dtype != np.float32 or g.shape != want[k].shape or not np.array_equal(g, want[k]):
+                raise SystemExit(f"gpt2-tiny HF {what}: {k} differs")
+
+    def same_logits(params, what):
+        lg = np.asarray(model(ids, params=params).logits)
+        if not np.array_equal(lg, logits):
+            raise SystemExit(f"gpt2-tiny HF {what}: logits differ from logits.npy by {np.abs(lg - logits).max()}")
+
+    want_cfg = {k: v for k, v in gpt2_config().to_diff_dict().items() if k != "transformers_version"}
+    cfg_json = json.loads((d / "config.json").read_text())
+    got_cfg = GPT2Config.from_json_file(str(d / "config.json")).to_diff_dict()
+    if (cfg_json.get("torch_dtype") != "float32" or cfg_json.get("architectures") != ["GPT2LMHeadModel"]
+            or cfg_json.get("model_type") != "gpt2" or any(got_cfg.get(k) != v for k, v in want_cfg.items())):
+        raise SystemExit(f"gpt2-tiny HF: config.json {cfg_json} is not gpt2-tiny's config")
+    meta, raw, dtypes, data_bytes = read_safetensors_raw(d / "model.safetensors")
+    if meta != GPT2_HF_METADATA or set(dtypes.values()) != {"F32"}:
+        raise SystemExit(f"gpt2-tiny HF: metadata {meta}, dtypes {sorted(set(dtypes.values()))}")
+    loaded = load_file(d / "model.safetensors")
+    same(loaded, raw, "model.safetensors (safetensors vs by hand)")
+    if {k: v.shape for k, v in raw.items()} != {k: tuple(v) for k, v in gpt2_hf_shapes().items()}:
+        raise SystemExit(f"gpt2-tiny HF: names/shapes {({k: v.shape for k, v in raw.items()})}")
+    back = gpt2_hf_to_flax(raw)
+    same(back, flat, "gpt2_hf_to_flax")
+    same_logits(flax.traverse_util.unflatten_dict(back), "gpt2_hf_to_flax params")
+    same(flax.traverse_util.flatten_dict(convert_pytorch_state_dict_to_flax(dict(loaded), model)), flat,
+         "transformers' convert_pytorch_state_dict_to_flax")
+    # seed=1: a tensor from_pretrained failed to load would keep a random init unlike the saved one.
+    m = FlaxGPT2LMHeadModel.from_pretrained(str(d), seed=1, dtype=jnp.float32)
+    same(flax.traverse_util.flatten_dict(flax.core.unfreeze(m.params)), flat, "from_pretrained params")
+    lg = np.asarray(m(ids).logits)
+    if not np.array_equal(lg, logits):
+        raise SystemExit(f"gpt2-tiny HF: from_pretrained's logits differ from logits.npy by {np.abs(lg - logits).max()}")
+    return {"file_bytes": (d / "model.safetensors").stat().st_size, "tensor_bytes": data_bytes,
+            "tensors": len(raw), "parameters": int(sum(a.size for a in raw.values())),
+            "read_back_to_flax_params": "exact (gpt2_hf_to_flax and convert_pytorch_state_dict_to_flax)",
+            "from_pretrained_logits": "bit-identical to logits.npy"}
+
+
+def gpt2_tiny(out_root: Path, hf_root: Path):
+    import jaxlib
+    import ml_dtypes
+    import safetensors
+    import transformers
+    from safetensors.numpy import save_file
+    from transformers import FlaxGPT2LMHeadModel
+
+    cfg = gpt2_config()
+    model = FlaxGPT2LMHeadModel(cfg, input_shape=(1, 1), seed=SEED, dtype=jnp.float32)
+    params = model.init_weights(jax.random.PRNGKey(SEED), (1, 1))
+    flat = flax.traverse_util.flatten_dict(flax.core.unfreeze(params))
+    ctor = flax.traverse_util.flatten_dict(flax.core.unfreeze(model.params))
+    if set(flat) != set(ctor) or not all(np.array_equal(np.asarray(flat[k]), np.asarray(ctor[k])) for k in flat):
+        raise SystemExit("gpt2-tiny: init_weights(PRNGKey(SEED)) differs from the constructor's params")
+
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, GPT2_VOCAB, size=(GPT2_BATCH, GPT2_SEQ)).astype(np.float32)  # ids as floats
+    ids = jnp.asarray(x).astype(jnp.int32)  # exact: whole numbers < 2^24
+    logits = np.asarray(model(ids, params=params).logits, dtype=np.float32)  # defaults, train=False
+    explicit = np.asarray(model(ids, attention_mask=jnp.ones_like(ids),
+                                position_ids=jnp.broadcast_to(jnp.arange(GPT2_SEQ), ids.shape),
+                                params=params, train=False).logits)
+    if logits.shape != (GPT2_BATCH, GPT2_SEQ, GPT2_VOCAB) or not np.array_equal(logits, explicit):
+        raise SystemExit("gpt2-tiny: the default call is not attention_mask ones, position_ids 0..15")
+
+    # hf/gpt2-tiny/, written from the init params and read back.
+    sd = gpt2_flax_to_hf(flat)
+    d = hf_root / GPT2_HF
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    (d / "config.json").write_bytes(gpt2_hf_config_json().encode())
+    save_file(sd, d / "model.safetensors", metadata=GPT2_HF_METADATA)
+    (d / "model.safetensors").chmod(0o644)  # safetensors creates its files 0600
+    hf_report = check_gpt2_hf(d, flat, model, x, logits)
+    print(f"gpt2-tiny HF {GPT2_HF}: {hf_report}")
+
+    # The README's math on the safetensors tensors, in float32 (jax.numpy) and float64 (NumPy).
+    ref32 = np.asarray(gpt2_reference_forward(sd, x))
+    ref64 = gpt2_reference_forward(sd, x, xp=np)
+    forward_check = {
+        "reference_forward_float32_max_abs_diff": float(np.abs(ref32 - logits).max()),
+        "reference_forward_float64_max_abs_diff": float(np.abs(ref64 - logits.astype(np.float64)).max()),
+    }
+    print(f"gpt2-tiny: check of the README math on model.safetensors' tensors: {forward_check}")
+    if max(forward_check.values()) > 1e-6:
+        raise SystemExit("gpt2-tiny: the plain forward pass on the safetensors tensors disagrees with transformers")
+    sensitivity = {name: float(np.abs(np.asarray(gpt2_reference_forward(sd, x, **flags)) - ref32).max())
+                   for name, flags in GPT2_VARIANTS.items()}
+    print(f"gpt2-tiny: max |logit change| of each variant: {sensitivity}")
+
+    out = out_root / "gpt2-tiny"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    np.save(out / "x.npy", np.ascontiguousarray(x))
+    np.save(out / "logits.npy", np.ascontiguousarray(logits))
+    max_abs = float(np.abs(logits).max())
+    meta = {
+        "versions": {"python": sys.version.split()[0], "jax": jax.__version__, "jaxlib": jaxlib.__version__, "flax": flax.__version__,
+                     "numpy": np.__version__, "transformers": transformers.__version__,
+                     "safetensors": safetensors.__version__, "ml_dtypes": ml_dtypes.__version__},
+        "description": (
+            "gpt2-tiny: transformers' FlaxGPT2LMHeadModel with GPT2Config(vocab_size=64, n_positions=16, n_embd=32, "
+            "n_layer=2, n_head=4, activation_function='gelu_new', resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, "
+            "layer_norm_epsilon=1e-5) (n_inner None: MLP 128; tie_word_embeddings True), dtype float32, its own "
+            "init (seed 0: init_weights(PRNGKey(0), (1,1)); normal(0.02) wte, wpe and Conv1D kernels, zero "
+            "biases, LayerNorm scale ones and bias zeros). x float32 (8,16) = default_rng(7).integers(0,64) token "
+            "ids as floats. logits.npy: float32 (8,16,64), model(x, params=init).logits with the defaults "
+            "(position_ids 0..15, attention_mask all ones, train=False). No training. The same init params are "
+            "hf/gpt2-tiny/ (config.json, model.safetensors with GPT2LMHeadModel's state-dict names; Conv1D "
+            "weights (in, out); no lm_head.weight, tied to transformer.wte.weight). float32, "
+            "jax_default_matmul_precision=highest, CPU."),
+        "hf_model_class": type(model).__name__,
+        "gpt2_config": {k: getattr(cfg, k) for k in (
+            "vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner", "activation_function",
+            "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "initializer_range",
+            "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+            "tie_word_embeddings", "add_cross_attention")},
+        "init_seed": SEED,
+        "x": {"file": "x.npy", "shape": list(x.shape), "dtype": str(x.dtype),
+              "generator": "np.random.default_rng(7).integers(0, 64, size=(8, 16)).astype(np.float32)"},
+        "logits": {"file": "logits.npy", "shape": list(logits.shape), "dtype": str(logits.dtype), "params": "init",
+                   "max_abs": max_abs},
+        "max_abs_logit": max_abs,
+        "hf_folder": {"path": f"hf/{GPT2_HF}", "files": ["config.json", "model.safetensors"],
+                      **hf_report, "tensor_shapes": {k: list(v) for k, v in gpt2_hf_shapes().items()}},
+        "forward_check": forward_check,
+        "variant_max_abs_logit_change": sensitivity,
+        "tokens_not_in_x": sorted(set(range(GPT2_VOCAB)) - set(int(t) for t in x.ravel())),
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"gpt2-tiny: max |logit| {max_abs} -> {out}; Hugging Face folder -> {d}")
+
+
 MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny,
           "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny}
 
@@ -928,6 +1271,10 @@ EXTRA = {"llama-tiny": llama_tiny_extra}
 #   f(model, init_params, init_flat, x, extra_files, hf_root).
 #   llama-tiny: hf/llama-tiny{,-sharded,-bf16}/, the init params as Hugging Face (PyTorch) model folders.
 HF_EXPORT = {"llama-tiny": llama_tiny_hf}
+
+# Models with no training run, written by their own function f(out_root, hf_root) instead of build():
+#   gpt2-tiny: data/gpt2-tiny/{x.npy, logits.npy, meta.json} and hf/gpt2-tiny/.
+FORWARD_ONLY = {"gpt2-tiny": gpt2_tiny}
 
 # Per-step checks on the parameters before each update (the first is model.init's); each returns a
 # JSON-able dict, recorded in losses.json under "checks" with the step number, and printed.
@@ -1048,22 +1395,26 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "data",
                     help="output root (default: tests/reference/data next to this script)")
     ap.add_argument("--hf-out", type=Path, default=None,
-                    help="root of llama-tiny's Hugging Face folders (default: hf next to the output root, "
-                         "i.e. tests/reference/hf)")
-    ap.add_argument("--model", choices=sorted(MODELS), action="append",
+                    help="root of llama-tiny's and gpt2-tiny's Hugging Face folders (default: hf next to the "
+                         "output root, i.e. tests/reference/hf)")
+    ap.add_argument("--model", choices=sorted([*MODELS, *FORWARD_ONLY]), action="append",
                     help="only this model (repeatable); default: all")
     args = ap.parse_args(argv)
     assert jax.default_backend() == "cpu", jax.default_backend()
-    names = args.model or list(MODELS)
-    if "llama-tiny" in names:
+    names = args.model or [*MODELS, *FORWARD_ONLY]
+    if "llama-tiny" in names or "gpt2-tiny" in names:
         try:
             import transformers  # noqa: F401
         except ImportError:
-            raise SystemExit('llama-tiny needs Hugging Face transformers 4.x (pip install "transformers==4.57.6"), '
-                             "which requirements.txt does not list; or pick the other models with --model")
+            raise SystemExit('llama-tiny and gpt2-tiny need Hugging Face transformers 4.x (pip install '
+                             '"transformers==4.57.6"), which requirements.txt does not list; or pick the other '
+                             "models with --model")
     hf_root = args.hf_out if args.hf_out is not None else args.out.resolve().parent / "hf"
     for name in names:
-        build(name, args.out, hf_root)
+        if name in FORWARD_ONLY:
+            FORWARD_ONLY[name](args.out, hf_root)
+        else:
+            build(name, args.out, hf_root)
     return 0
 
 
