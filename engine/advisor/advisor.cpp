@@ -104,10 +104,11 @@ std::vector<Layout> layouts(const project::Project& p, const graph::GraphReport&
       with_preset("2-D (hidden -> model)", "model_parallel", mesh);
       if (d >= 2) set_rule(with_preset("FSDP + Megatron", "megatron", mesh)->rules, "embed", {"data"});
     }
-  // Megatron splits heads and widths over model: where none of the sizes dividing N divides them
-  // (25 heads on 64 devices), the sizes that do (5, 25) on as many devices as they can use.
+  // Megatron splits heads, widths and a convolution's output channels over model: where none of
+  // the sizes dividing N divides them (25 heads on 64 devices), the sizes that do (5, 25) on as
+  // many devices as they can use.
   std::vector<std::string> megatron_names;
-  for (const char* name : {"mlp", "hidden", "heads"})
+  for (const char* name : {"mlp", "hidden", "heads", "channels"})
     if (std::find(names.begin(), names.end(), name) != names.end()) megatron_names.push_back(name);
   const int64_t split = common_size(report, megatron_names);
   for (int64_t m = 2; m <= std::min(split, n); ++m)

@@ -75,8 +75,8 @@ const std::vector<Preset>& presets() {
        "Two-dimensional, as in the Flax pjit guide: batch -> data, hidden -> model, embed -> None, layer -> None "
        "on a data x model mesh (2 x 4 for 8 devices)."},
       {"megatron", "Megatron",
-       "Tensor parallel in Megatron's style: batch -> data; mlp, hidden and heads -> model; embed, kv and "
-       "layer -> None, on a data x model mesh."},
+       "Tensor parallel in Megatron's style: batch -> data; mlp, hidden, heads and a convolution's output "
+       "channels -> model; embed, kv and layer -> None, on a data x model mesh."},
       {"fsdp", "FSDP",
        "Fully sharded data parallel: batch -> data and embed -> data on a one-axis mesh data=N, so "
        "parameters, gradients and optimizer state are split along data too."},
@@ -121,7 +121,8 @@ void apply_preset(const std::string& id, const std::vector<std::string>& names, 
   } else if (id == "megatron") {
     mesh = data_model_mesh(p);
     rules = {{"batch", data, When::Always}, {"mlp", model, When::Group}, {"hidden", model, When::Group},
-             {"heads", model, When::Group}, {"kv", {}, When::IfUsed},    {"embed", {}, When::Always},
+             {"heads", model, When::Group}, {"channels", model, When::IfUsed}, {"kv", {}, When::IfUsed},
+             {"embed", {}, When::Always},
              {"layer", {}, When::IfUsed}};
   } else if (id == "fsdp") {
     mesh = data_mesh(p);

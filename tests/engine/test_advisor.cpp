@@ -427,6 +427,22 @@ class TestAdvisor : public QObject {
     }
     QVERIFY(megatron >= 2);
   }
+  // A convolutional network's Megatron splits its convolutions' output channels and its MLP over
+  // model (a ViT's patch embedding names its input channels apart, so they are left whole), and
+  // runs.
+  void convolutionMegatronSplitsTheChannels() {
+    const auto ranked = advisor::advise(load("cnn-fashion"), 8, two_cores(), 1e12);
+    const auto megatron = std::find_if(ranked.begin(), ranked.end(), [](const advisor::Candidate& c) {
+      return c.strategy == "Megatron" && c.mesh == "data=4,model=2";
+    });
+    QVERIFY(megatron != ranked.end());
+    VERIFY_CONTAINS(QString::fromStdString(megatron->rules), "channels=model");
+    VERIFY_CONTAINS(QString::fromStdString(megatron->rules), "mlp=model");
+    QVERIFY2(megatron->runs(), megatron->error.c_str());
+    for (const advisor::Candidate& c : advisor::advise(load("vit-fashion"), 8, two_cores(), 1e12))
+      QVERIFY2(c.rules.find("channels=model") == std::string::npos, c.rules.c_str());
+  }
+
   // vit-fashion's 4 heads on 6 devices: model = 2 leaves data = 3, which its batch of 128 does not
   // divide, and model = 3 or 6 splits no head evenly. The meshes of the sizes that divide them are
   // tried on the devices they can use, and so is data parallelism on the most devices that divide

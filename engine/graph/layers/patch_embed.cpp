@@ -43,7 +43,7 @@ class PatchEmbedLayer : public Layer {
                     std::to_string(x.shape[d]));
     const int64_t channels = x.shape.size() == 4 ? x.shape[3] : 1;
     params.push_back({"kernel", {patch_, patch_, channels, features_},
-                      fields::param_axes(overrides_, "kernel", {"patch_height", "patch_width", "channels", "embed"}, 4), kernel_init_});
+                      fields::param_axes(overrides_, "kernel", {"patch_height", "patch_width", "in_channels", "embed"}, 4), kernel_init_});
     const std::vector<std::string> kaxes = params.back().axes;
     if (use_bias_) params.push_back({"bias", {features_}, fields::param_axes(overrides_, "bias", {kaxes[3]}, 1), bias_init_});
     return ArrayInfo{{x.shape[0], (x.shape[1] / patch_) * (x.shape[2] / patch_), features_},
