@@ -34,17 +34,20 @@ struct LlamaConfig {
   bool tied = false;
 };
 
+// A positive integer setting of config.json, or `fallback` (0: required) where it is absent.
+int64_t config_integer(const Json& c, const std::string& where, const char* key, int64_t fallback) {
+  if (!c.contains(key) || c[key].is_null()) {
+    if (fallback > 0) return fallback;
+    throw Error(where + ": " + key + ": missing (a positive integer is required)");
+  }
+  if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0)
+    throw Error(where + ": " + key + ": bad value " + c[key].dump() + " (expected a positive integer)");
+  return c[key].get<int64_t>();
+}
+
 LlamaConfig llama_config(const Json& c, const fs::path& file) {
   const std::string where = file.string();
-  auto integer = [&](const char* key, int64_t fallback) {
-    if (!c.contains(key) || c[key].is_null()) {
-      if (fallback > 0) return fallback;
-      throw Error(where + ": " + key + ": missing (a positive integer is required)");
-    }
-    if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0)
-      throw Error(where + ": " + key + ": bad value " + c[key].dump() + " (expected a positive integer)");
-    return c[key].get<int64_t>();
-  };
+  auto integer = [&](const char* key, int64_t fallback) { return config_integer(c, where, key, fallback); };
   auto number = [&](const char* key, double fallback) {
     if (!c.contains(key) || c[key].is_null()) return fallback;
     if (!c[key].is_number() || c[key].get<double>() <= 0)
@@ -138,15 +141,7 @@ struct Gpt2Config {
 
 Gpt2Config gpt2_config(const Json& c, const fs::path& file) {
   const std::string where = file.string();
-  auto integer = [&](const char* key, int64_t fallback) {
-    if (!c.contains(key) || c[key].is_null()) {
-      if (fallback > 0) return fallback;
-      throw Error(where + ": " + key + ": missing (a positive integer is required)");
-    }
-    if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0)
-      throw Error(where + ": " + key + ": bad value " + c[key].dump() + " (expected a positive integer)");
-    return c[key].get<int64_t>();
-  };
+  auto integer = [&](const char* key, int64_t fallback) { return config_integer(c, where, key, fallback); };
   const std::string act = c.value("activation_function", std::string("gelu_new"));
   if (act != "gelu_new" && act != "gelu_pytorch_tanh")
     throw Error(where + ": activation_function: '" + act + "' is not supported (Shardlab's GELU is the tanh approximation, gelu_new)");
