@@ -1,5 +1,6 @@
 // shardlab-cli: everything but looking, from a terminal or a cluster node without a display.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -239,9 +240,12 @@ int main(int argc, char** argv) {
       if (ch == '\n') ch = ';';
     if (processes) {
       // One process's error ends every process of the run at once: none is left waiting for it.
-      std::cerr << "shardlab-cli: error (process " << processes->rank() << " of " << processes->size() << "): " << msg
-                << "\n";
-      std::cerr.flush();
+      // One write: std::cerr writes each piece apart, and mpirun's own notice of the abort could
+      // land between them in the forwarded output.
+      const std::string line = "shardlab-cli: error (process " + std::to_string(processes->rank()) + " of " +
+                               std::to_string(processes->size()) + "): " + msg + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fflush(stderr);
       processes->abort(1);
     }
     std::cerr << "shardlab-cli: error: " << msg << "\n";

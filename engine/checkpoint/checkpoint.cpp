@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "engine/checkpoint/blocks.h"
 #include "engine/checkpoint/checkpoint_meta.h"
 #include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/listing.h"
@@ -164,7 +165,8 @@ fs::path begin_save(const fs::path& root, int64_t step, nlohmann::ordered_json& 
     throw Error(root.string() + ": cannot save a checkpoint of step " + std::to_string(step) + " (steps are 0 .. " +
                 std::to_string(kMaxStep) + ")");
   if (!meta.contains("format")) meta["format"] = kMetaFormat;
-  if (!meta.contains("version")) meta["version"] = kMetaVersion;
+  // Whole arrays stay version 1, which older builds read; only blocks need version 2.
+  if (!meta.contains("version")) meta["version"] = meta.contains("blocks") ? kMetaVersion : 1;
   meta["step"] = step;
   validate_meta(meta, (final_dir / kMetaFile).string(), step);
   std::error_code ec;
@@ -236,7 +238,17 @@ std::optional<fs::path> latest(const fs::path& root) {
   return all.back().second;
 }
 
-CheckedModel read_checked(const fs::path& dir) {
+std::vector<std::pair<std::string, Shape>> block_arrays(const nlohmann::ordered_json& meta) {
+  std::vector<std::pair<std::string, Shape>> out;
+  if (!meta.contains("blocks")) return out;
+  for (const auto& [name, shape] : meta["blocks"].items()) out.push_back({name, shape.get<Shape>()});
+  return out;
+}
+
+namespace {
+
+// Everything read_checked() checks, reading the data of the tensors `want` accepts only.
+CheckedModel read_verified(const fs::path& dir, const TensorFilter& want) {
   if (!fs::is_directory(dir)) {
     for (const Leftover& l : leftovers(dir.parent_path()))
       if (l.restorable && l.step == step_of(dir)) throw Error(dir.string() + ": no such checkpoint directory; " + describe_restorable(l));
@@ -249,7 +261,7 @@ CheckedModel read_checked(const fs::path& dir) {
   out.meta = read_meta(dir / kMetaFile, step_from_dir_name(dir), fields);
   out.step = fields.step;
   out.data_position = fields.data_position;
-  out.model = read_model(dir, &out.where);  // checksums verified file by file
+  out.model = read_model(dir, &out.where, want);  // checksums verified file by file
   const SafetensorsFile& f = out.model;
   // Shardlab's writer marks every tensor file it writes: one without the mark (another tool's
   // file put in its place) holds tensors nothing vouches for.
@@ -260,7 +272,15 @@ CheckedModel read_checked(const fs::path& dir) {
     throw Error((dir / out.where.files.front()).string() + ": __metadata__ step '" + it->second +
                 "' does not match " + kMetaFile + "'s step " + std::to_string(out.step) +
                 " (files of two checkpoints mixed?)");
+  if (out.meta.contains("blocks")) {
+    std::map<std::string, Shape> shapes;
+    for (auto& [name, shape] : block_arrays(out.meta)) shapes[name] = shape;
+    std::vector<std::pair<std::string, Shape>> blocks;
+    for (const StoredTensor& t : f.tensors) blocks.push_back({t.name, t.shape});
+    check_tiling(shapes, blocks, dir.string());
+  }
   for (const StoredTensor& t : f.tensors) {
+    if (t.skipped) continue;
     // A diverged run's checkpoint must not be resumed (nor exported) as if it were fine.
     const Tensor x = to_tensor(t);
     for (size_t i = 0; i < x.data.size(); ++i)
@@ -272,6 +292,44 @@ CheckedModel read_checked(const fs::path& dir) {
   // Last: a file that reads well on its own but was changed since the commit (a data_position,
   // an index of another step).
   verify_commit_record(dir);
+  return out;
+}
+
+}  // namespace
+
+CheckedModel read_checked(const fs::path& dir) {
+  CheckedModel out = read_verified(dir, TensorFilter{});
+  if (const auto arrays = block_arrays(out.meta); !arrays.empty()) {
+    // Whole arrays from the blocks; each array's file is its first block's.
+    std::map<std::string, std::string> file_of;
+    for (const StoredTensor& t : out.model.tensors) {
+      BlockRef r;
+      if (parse_block_name(t.name, r) && !file_of.count(r.array)) file_of[r.array] = out.where.file_of[t.name];
+    }
+    out.model = assemble_blocks(out.model, arrays, dir.string());
+    out.where.file_of = std::move(file_of);
+  }
+  return out;
+}
+
+LoadedBlocks load_blocks(const fs::path& dir, const BlockFilter& want) {
+  CheckedModel c = read_verified(dir, [&](const std::string& name, const Shape& shape) {
+    BlockRef r;
+    return parse_block_name(name, r) && want(r.array, r.start, shape);
+  });
+  LoadedBlocks out;
+  out.arrays = block_arrays(c.meta);
+  if (out.arrays.empty()) throw Error(dir.string() + ": holds whole arrays, not the blocks of a checkpoint saved over processes");
+  out.dir = dir;
+  out.step = c.step;
+  out.data_position = c.data_position;
+  out.meta = std::move(c.meta);
+  for (StoredTensor& t : c.model.tensors) {
+    BlockRef r;
+    parse_block_name(t.name, r);  // checked by the tiling
+    out.dtypes[r.array] = t.dtype;
+    if (!t.skipped) out.blocks.push_back(std::move(t));
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -81,6 +82,26 @@ struct CheckedModel {
   ModelFiles where;  // which file holds each tensor
 };
 CheckedModel read_checked(const std::filesystem::path& dir);
+
+// A checkpoint saved over several processes holds blocks (blocks.h): its arrays and their global
+// shapes, in the order checkpoint.json lists them; empty for a checkpoint of whole arrays. load()
+// and read_checked() assemble such a checkpoint's whole arrays.
+std::vector<std::pair<std::string, Shape>> block_arrays(const nlohmann::ordered_json& meta);
+
+// What one process of a run restores from a checkpoint of blocks: only the blocks it wants (those
+// overlapping its devices' parts), read and checked as load() checks everything, and the tiling of
+// all of them checked from the files' headers.
+struct LoadedBlocks {
+  std::filesystem::path dir;
+  int64_t step = 0;
+  int64_t data_position = 0;
+  nlohmann::ordered_json meta;
+  std::vector<std::pair<std::string, Shape>> arrays;  // every array and its global shape
+  std::vector<StoredTensor> blocks;                   // the blocks read
+  std::map<std::string, StoredDType> dtypes;          // every array's stored dtype (its blocks share it)
+};
+using BlockFilter = std::function<bool(const std::string& array, const Shape& start, const Shape& size)>;
+LoadedBlocks load_blocks(const std::filesystem::path& dir, const BlockFilter& want);
 
 // Removes all but the newest `keep` committed checkpoints, and puts leftovers of interrupted saves
 // right (recovery.h: recover()); call it as the directory's lock holder, with no save in flight.

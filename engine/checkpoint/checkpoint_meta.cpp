@@ -119,6 +119,17 @@ MetaFields validate_meta(const Json& meta, const std::string& file, int64_t dir_
     c.fail("mesh", brief(meta["mesh"]) + " is " + type_of(meta["mesh"]) + ", not a string");
   if (c.has("shardings")) c.object_of("shardings", [](const Json& x) { return x.is_string(); }, "string");
   if (c.has("metrics")) c.object_of("metrics", [](const Json& x) { return x.is_number(); }, "number");
+  if (c.has("blocks")) {
+    if (meta["version"].get<int64_t>() < 2) c.fail("blocks", "is a version 2 field, and this file says version 1");
+    c.object_of("blocks", [](const Json& x) {
+      if (!x.is_array()) return false;
+      for (const Json& d : x)
+        if (!non_negative_integer(d)) return false;
+      return true;
+    }, "shape (an array of non-negative integers)");
+  } else if (meta["version"].get<int64_t>() == 2) {
+    c.fail("blocks", "missing (a version 2 checkpoint lists its arrays' shapes there)");
+  }
   if (c.has("loss_scale")) c.object_of("loss_scale", [](const Json& x) { return x.is_number() && x.get<double>() >= 0; }, "non-negative number");
   return out;
 }

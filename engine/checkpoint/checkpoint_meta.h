@@ -12,6 +12,11 @@
 //   mesh           string
 //   shardings      object of array name -> PartitionSpec string
 //   metrics        object of name -> number
+//   blocks         object of array name -> its shape (array of non-negative integers); version 2
+//                  only: the tensor files hold blocks (blocks.h), written by several processes
+//
+// Version 1 is a checkpoint of whole arrays; version 2 one of blocks (an older build, which
+// would not know what to do with its tensors, refuses it as too new).
 //
 // Other keys are kept and not checked (a later build of this version may add some). Every error
 // names the file and the field: "<dir>/checkpoint.json: data_position: -100 is negative ...".
@@ -26,7 +31,7 @@
 namespace shardlab::checkpoint {
 
 inline constexpr const char* kMetaFormat = "shardlab.checkpoint";
-inline constexpr int64_t kMetaVersion = 1;
+inline constexpr int64_t kMetaVersion = 2;
 // Steps and positions stay exact in a double (JSON readers in other languages), and far from
 // overflowing anything that adds to them.
 inline constexpr int64_t kMaxStep = int64_t(1) << 53;

@@ -176,8 +176,14 @@ const StoredTensor* SafetensorsFile::find(const std::string& name) const {
 
 namespace {
 
-// `who` starts every error message: the file being written, or "safetensors" for bytes in memory.
-std::string serialise(const SafetensorsFile& f, const std::string& who) {
+// The file's pieces in order: the 8-byte length and header, then every tensor's bytes (views of
+// f's). `who` starts every error message: the file being written, or "safetensors" for bytes in
+// memory.
+struct Pieces {
+  std::string head;
+  std::vector<std::string_view> all;  // head first
+};
+void serialise(const SafetensorsFile& f, const std::string& who, Pieces& out) {
   auto fail = [&](const std::string& why) { throw Error(who + ": " + why); };
 
   std::set<std::string_view> names;
@@ -231,24 +237,31 @@ std::string serialise(const SafetensorsFile& f, const std::string& who) {
   // The data buffer starts right after the header; pad so that it is 8-byte aligned.
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  std::string out;
-  out.reserve(8 + text.size() + offset);
-  out.resize(8);
-  store_le(reinterpret_cast<uint8_t*>(out.data()), text.size(), 8);
-  out += text;
+  out.head.resize(8);
+  store_le(reinterpret_cast<uint8_t*>(out.head.data()), text.size(), 8);
+  out.head += text;
+  out.all.push_back(out.head);
   for (size_t i : order) {
     const auto& b = f.tensors[i].bytes;
-    out.append(reinterpret_cast<const char*>(b.data()), b.size());
+    out.all.push_back(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
   }
-  return out;
 }
 
 }  // namespace
 
-std::string to_safetensors_bytes(const SafetensorsFile& f) { return serialise(f, "safetensors"); }
+std::string to_safetensors_bytes(const SafetensorsFile& f) {
+  Pieces p;
+  serialise(f, "safetensors", p);
+  std::string out(p.head);
+  for (size_t i = 1; i < p.all.size(); ++i) out.append(p.all[i]);
+  return out;
+}
 
 void write_safetensors(const std::filesystem::path& path, const SafetensorsFile& f) {
-  util::write_file_atomically(path, serialise(f, path.string()));
+  // Streamed piece by piece: a checkpoint's file is never held twice in memory.
+  Pieces p;
+  serialise(f, path.string(), p);
+  util::write_file_atomically(path, p.all);
 }
 
 // ---------------------------------------------------------------------------------------- reading
@@ -407,7 +420,7 @@ Header parse_header(std::string_view text, uint64_t buffer_size, const std::stri
 
 // The tensors' data, read by `read(entry, destination)`, then checked against their checksums.
 template <typename ReadData>
-SafetensorsFile assemble(Header h, const Fail& fail, ReadData read) {
+SafetensorsFile assemble(Header h, const Fail& fail, ReadData read, const TensorFilter& want = {}) {
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   out.tensors.reserve(h.entries.size());
@@ -416,11 +429,15 @@ SafetensorsFile assemble(Header h, const Fail& fail, ReadData read) {
     t.name = std::move(e.name);
     t.dtype = e.dtype;
     t.shape = std::move(e.shape);
-    t.bytes.resize(size_t(e.end - e.begin));
-    read(e, t.bytes.data());
+    t.skipped = want && !want(t.name, t.shape);
+    if (!t.skipped) {
+      t.bytes.resize(size_t(e.end - e.begin));
+      read(e, t.bytes.data());
+    }
     out.tensors.push_back(std::move(t));
   }
   for (const StoredTensor& t : out.tensors) {
+    if (t.skipped) continue;
     auto it = out.metadata.find(kChecksumPrefix + t.name);
     if (it == out.metadata.end()) continue;  // written before checksums, or by another tool (see check_checksum_coverage)
     const std::string& v = it->second;
@@ -480,7 +497,9 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
                   });
 }
 
-SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+SafetensorsFile read_safetensors(const std::filesystem::path& path) { return read_safetensors(path, TensorFilter{}); }
+
+SafetensorsFile read_safetensors(const std::filesystem::path& path, const TensorFilter& want) {
   const std::string who = path.string();
   const Fail fail = [&](const std::string& why) { throw Error(who + ": " + why); };
   const RegularFile file(path);  // refuses FIFOs, devices and directories without blocking
@@ -494,7 +513,7 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   const uint64_t buffer_start = 8 + n;
   Header h = parse_header(text, file.size() - buffer_start, who, fail);
   return assemble(std::move(h), fail,
-                  [&](const Entry& e, uint8_t* dst) { file.read_at(buffer_start + e.begin, dst, e.end - e.begin); });
+                  [&](const Entry& e, uint8_t* dst) { file.read_at(buffer_start + e.begin, dst, e.end - e.begin); }, want);
 }
 
 uint32_t header_crc32c(const std::filesystem::path& path) {

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -48,6 +49,8 @@ struct StoredTensor {
   StoredDType dtype = StoredDType::F32;
   Shape shape;                 // [] is a scalar (one element), [0] is empty
   std::vector<uint8_t> bytes;  // raw little-endian, row-major; numel(shape) * dtype_size(dtype) bytes
+  // Read with a filter that did not want it: its header entry only, no bytes, no checksum checked.
+  bool skipped = false;
 };
 
 struct SafetensorsFile {
@@ -83,6 +86,10 @@ void add_checksums(SafetensorsFile& f);
 // Reads and validates a file; every problem is an Error naming the file (and the tensor where there
 // is one) and the reason. Tensors come back in the order the header lists them.
 SafetensorsFile read_safetensors(const std::filesystem::path& path);
+// Which tensors a partial read wants (by name and shape); the others come back `skipped`.
+using TensorFilter = std::function<bool(const std::string& name, const Shape& shape)>;
+// The same, reading (and checking) only the tensors `want` accepts; every header is still checked whole.
+SafetensorsFile read_safetensors(const std::filesystem::path& path, const TensorFilter& want);
 
 // CRC32C of the file's header as a whole, the 8-byte length and the JSON text: what the tensor
 // checksums leave unguarded (an added metadata key, a reordered entry). Errors as read_safetensors'.

@@ -215,7 +215,9 @@ bool has_model(const fs::path& dir) {
   return fs::exists(dir / kSingleFile, ec) || fs::exists(dir / kIndexFile, ec);
 }
 
-SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
+SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) { return read_model(dir, where, TensorFilter{}); }
+
+SafetensorsFile read_model(const fs::path& dir, ModelFiles* where, const TensorFilter& want) {
   std::error_code ec;
   const bool single = fs::exists(dir / kSingleFile, ec), indexed = fs::exists(dir / kIndexFile, ec);
   if (single && indexed)
@@ -226,7 +228,7 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
   w = ModelFiles{};
   if (!indexed) {
     if (!single) throw Error(dir.string() + ": no " + kSingleFile + " nor " + kIndexFile + " (no tensors saved here)");
-    SafetensorsFile f = read_safetensors(dir / kSingleFile);
+    SafetensorsFile f = read_safetensors(dir / kSingleFile, want);
     std::vector<std::string> names;
     for (const StoredTensor& t : f.tensors) names.push_back(t.name);
     check_checksum_coverage(f.metadata, names, (dir / kSingleFile).string());
@@ -262,7 +264,7 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
       throw Error(p.string() + ": missing (" + kIndexFile + " places " + std::to_string(names.size()) + " tensor" +
                   (names.size() == 1 ? "" : "s") + " there, e.g. " + in_quotes(names.front()) + ")");
     }
-    SafetensorsFile shard = read_safetensors(p);
+    SafetensorsFile shard = read_safetensors(p, want);
     if (out.tensors.empty() && out.metadata.empty()) out.metadata = shard.metadata;
     const std::map<std::string, std::string> shard_metadata = shard.metadata;
     std::vector<std::string> names;
@@ -277,7 +279,7 @@ SafetensorsFile read_model(const fs::path& dir, ModelFiles* where) {
         throw Error(p.string() + ": holds tensor " + in_quotes(t.name) + ", which " + kIndexFile + " places in " +
                     it->second);
       found_in[t.name] = file;
-      total += t.bytes.size();
+      total += uint64_t(numel(t.shape)) * dtype_size(t.dtype);
       names.push_back(t.name);
       out.tensors.push_back(std::move(t));
     }

@@ -54,6 +54,8 @@ struct ModelFiles {
 // Reads `dir` in either layout, validating it as described above. Tensors come back file by file in
 // `files` order, each file's in header order; the metadata is the first file's.
 SafetensorsFile read_model(const std::filesystem::path& dir, ModelFiles* where = nullptr);
+// The same, reading the data of only the tensors `want` accepts (the others come back `skipped`).
+SafetensorsFile read_model(const std::filesystem::path& dir, ModelFiles* where, const TensorFilter& want);
 
 // True if `dir` holds a model in either layout (it may still be invalid).
 bool has_model(const std::filesystem::path& dir);

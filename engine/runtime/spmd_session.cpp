@@ -119,6 +119,57 @@ Tensor SpmdSession::value(int v) const {
   return full;
 }
 
+std::vector<SpmdSession::BlockPlace> SpmdSession::blocks_of(int v) const {
+  const int local = step_.local[size_t(v)];
+  const int64_t home = size_t(local) < step_.stage.size() ? step_.stage[size_t(local)] : -1;
+  const int axis = home >= 0 ? mesh_.axis_index(step_.pipeline.axis) : -1;
+  std::vector<BlockPlace> out;
+  for (int d = 0; d < exe_->num_devices(); ++d) {
+    if (axis >= 0 && mesh_.coords(d)[size_t(axis)] != home) continue;
+    BlockPlace b;
+    sharding::block_bounds(global_.program.shape(v), step_.sharding[size_t(v)], mesh_, d, b.start, b.size);
+    b.device = d;
+    if (std::none_of(out.begin(), out.end(), [&](const BlockPlace& o) { return o.start == b.start; })) out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::vector<SpmdSession::BlockPlace> SpmdSession::local_blocks(int v) const {
+  std::vector<BlockPlace> out;
+  for (int d : exe_->local_devices()) {
+    BlockPlace b;
+    sharding::block_bounds(global_.program.shape(v), step_.sharding[size_t(v)], mesh_, d, b.start, b.size);
+    b.device = d;
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+Tensor SpmdSession::read_block(int v, int device) const {
+  const int local = step_.local[size_t(v)];
+  Tensor block(step_.program.shape(local));
+  exe_->read(device, local, block.ptr());
+  return block;
+}
+
+void SpmdSession::set_value_by_region(int v, const std::function<Tensor(const Shape& start, const Shape& size)>& region) {
+  const int local = step_.local[size_t(v)];
+  for (const BlockPlace& b : local_blocks(v)) {
+    const int d = b.device;
+    const Tensor part = region(b.start, b.size);
+    if (part.shape != step_.program.shape(local))
+      throw Error("'" + global_.program.values[size_t(v)].name + "': a part of shape " + shape_str(part.shape) + " for a block of " +
+                  shape_str(step_.program.shape(local)));
+    exe_->write(d, local, part.ptr());
+  }
+}
+
+int SpmdSession::process_of(int device) const {
+  const backends::Processes* p = backend_->processes();
+  if (!p || p->size() <= 1) return 0;
+  return device / std::max(1, exe_->num_devices() / p->size());
+}
+
 void SpmdSession::set_parameter(const std::string& path, const Tensor& value) { set_value(param(path).value, value); }
 
 void SpmdSession::set_value(int v, const Tensor& value) {

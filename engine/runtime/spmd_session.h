@@ -4,6 +4,7 @@
 // evaluation runs the same way, sharded, on the training step's parameters.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,24 @@ class SpmdSession {
   // Any parameter or optimizer-state value of the global step, assembled or split.
   Tensor value(int global) const;
   void set_value(int global, const Tensor& t);
+
+  // A checkpoint of blocks (checkpoint/blocks.h), written by each process for its own devices:
+  // every distinct block of global value `v`, with the device of lowest index holding a current
+  // copy of it, which writes it (in a pipeline, a parameter outside the Repeats is current only on
+  // the stage that updates it).
+  struct BlockPlace {
+    Shape start, size;
+    int device = 0;
+  };
+  std::vector<BlockPlace> blocks_of(int v) const;
+  // The block of `v` each of this process's devices holds.
+  std::vector<BlockPlace> local_blocks(int v) const;
+  // Device `device`'s block of `v` (one of this process's devices).
+  Tensor read_block(int v, int device) const;
+  // Sets `v` on this process's devices, each device's part [start, start + size) given by `region`.
+  void set_value_by_region(int v, const std::function<Tensor(const Shape& start, const Shape& size)>& region);
+  // The process a device belongs to (each holds the same number of devices, in device order).
+  int process_of(int device) const;
 
   // Which rows of a training batch this process's devices are fed (every microbatch's inputs and
   // targets): the rest need not be loaded. Empty when it feeds all of them.

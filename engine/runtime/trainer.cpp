@@ -16,6 +16,7 @@
 #include "engine/runtime/data_fit.h"
 #include "engine/project/run_overrides.h"
 #include "engine/runtime/preflight.h"
+#include "engine/runtime/process_checkpoint.h"
 #include "engine/sharding/layout.h"
 #include "engine/util/error.h"
 
@@ -94,9 +95,6 @@ void Trainer::wait_for_saves_or(const std::function<std::string(const std::strin
 
 void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bool background) {
   wait_for_saves();
-  // Copy every array now (the step may then go on), write it later.
-  std::vector<std::pair<std::string, Tensor>> arrays;
-  for (const std::string& n : state_names()) arrays.push_back({n, state(n)});
   nlohmann::ordered_json meta;
   meta["format"] = "shardlab.checkpoint";
   meta["version"] = 1;
@@ -127,9 +125,17 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
       dtypes[n] = d == DType::BF16 ? checkpoint::StoredDType::BF16 : checkpoint::StoredDType::F16;
   const int64_t step = steps_done();
   if (options_.processes) {
-    save_over_processes(root, step, arrays, std::move(meta), dtypes);
+    // Each process writes its own devices' blocks, in the foreground: every process takes part.
+    save_blocks(*session_, *options_.processes, state_arrays(dtypes), root, step, std::move(meta), [&](const std::filesystem::path& dir) {
+      if (dir_lock_) dir_lock_->check_held();
+      checkpoint::prune(root, options_.keep);
+      for (auto* l : listeners_) l->on_saved(step, dir.string());
+    });
     return;
   }
+  // Copy every array now (the step may then go on), write it later.
+  std::vector<std::pair<std::string, Tensor>> arrays;
+  for (const std::string& n : state_names()) arrays.push_back({n, state(n)});
   const int keep = options_.keep;
   const uint64_t shard_bytes = options_.max_shard_bytes;
   auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta), dtypes]() mutable {
@@ -150,94 +156,34 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
   }
 }
 
-// Over several processes, a save in two phases (as Orbax's): process 0 begins it; each process
-// writes the tensors it is given (the largest first, each to the least loaded process) as its own
-// shard of the checkpoint; once every one has, process 0 writes the index and commits. A process
-// that fails makes process 0 abandon the save, so the previous checkpoint stays the newest, and
-// every process then stops with the error naming that process. Runs in the foreground: every
-// process takes part.
-void Trainer::save_over_processes(const std::string& root, int64_t step,
-                                  const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta,
-                                  const checkpoint::StoredDTypes& dtypes) {
-  backends::Processes& procs = *options_.processes;
-  const int k = procs.size(), me = procs.rank();
-  std::vector<int> owner(arrays.size());
-  std::vector<uint64_t> load(size_t(k), 0);
-  std::vector<size_t> order(arrays.size());
-  std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return arrays[a].second.size() > arrays[b].second.size(); });
-  for (size_t i : order) {
-    const int p = int(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[i] = p;
-    load[size_t(p)] += uint64_t(arrays[i].second.size()) * sizeof(float);
+std::vector<StateArray> Trainer::state_arrays(const checkpoint::StoredDTypes& dtypes) const {
+  std::vector<StateArray> out;
+  for (const std::string& n : state_names()) {
+    const auto d = dtypes.find(n);
+    out.push_back({n, state_value(n), d == dtypes.end() ? checkpoint::StoredDType::F32 : d->second});
   }
-  // Shards are numbered over the processes that hold any tensor.
-  std::vector<int> shard_of(size_t(k), 0);
-  int shards = 0;
-  for (int p = 0; p < k; ++p)
-    if (load[size_t(p)] > 0) shard_of[size_t(p)] = ++shards;
-
-  std::string error, tmp;
-  if (me == 0) {
-    try {
-      tmp = checkpoint::begin_save(root, step, meta).string();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  error = backends::broadcast_string(procs, error, 0);
-  if (!error.empty()) throw Error(error);
-  tmp = backends::broadcast_string(procs, tmp, 0);
-  // Phase one: every process writes its own shard.
-  // The index lists the tensors shard by shard, as a one-process save does.
-  std::vector<std::pair<std::string, std::string>> weight_map;
-  uint64_t total = 0;
-  std::vector<std::pair<std::string, Tensor>> mine;
-  for (int p = 0; p < k; ++p)
-    for (size_t i = 0; i < arrays.size(); ++i)
-      if (owner[i] == p) {
-        weight_map.push_back({arrays[i].first, checkpoint::shard_name(size_t(shard_of[size_t(p)]), size_t(shards))});
-        total += uint64_t(arrays[i].second.size()) * sizeof(float);
-        if (p == me) mine.push_back(arrays[i]);
-      }
-  if (!mine.empty()) {
-    try {
-      checkpoint::write_shard(tmp, checkpoint::tensor_file(mine, step, dtypes), size_t(shard_of[size_t(me)]), size_t(shards));
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  const std::vector<std::string> errors = backends::all_gather_strings(procs, error);
-  for (int p = 0; p < k; ++p)
-    if (!errors[size_t(p)].empty()) {
-      if (me == 0) checkpoint::abandon_save(tmp);
-      throw Error("checkpoint of step " + std::to_string(step) + ": process " + std::to_string(p) + " could not write its part: " +
-                  errors[size_t(p)]);
-    }
-  // Phase two: process 0 commits what all of them wrote.
-  if (me == 0) {
-    try {
-      checkpoint::write_index(tmp, weight_map, total);
-      const std::filesystem::path dir = checkpoint::commit_save(root, step, tmp, meta);
-      if (dir_lock_) dir_lock_->check_held();
-      checkpoint::prune(root, options_.keep);
-      for (auto* l : listeners_) l->on_saved(step, dir.string());
-    } catch (const std::exception& e) {
-      checkpoint::abandon_save(tmp);
-      error = e.what();
-    }
-  }
-  error = backends::broadcast_string(procs, error, 0);
-  if (!error.empty()) throw Error(error);
+  return out;
 }
 
 int64_t Trainer::restore_checkpoint(const std::string& dir) {
   backends::Processes* procs = options_.processes.get();
-  // Over several processes, process 0 reads the checkpoint and hands every array to the others,
-  // so they need not see its files; an error there is every process's.
+  // Over several processes, a checkpoint of blocks (saved over processes) is read by every
+  // process, each reading only the blocks its devices need; one of whole arrays is read by process
+  // 0, which hands every array to the others, so they need not see its files. An error in either
+  // is every process's.
+  int blocks = 0;
+  if (procs) {
+    if (writes_files()) blocks = holds_blocks(dir) ? 1 : 0;
+    procs->broadcast(&blocks, sizeof blocks, 0);
+  }
   checkpoint::Loaded c;
   std::string error;
-  if (writes_files()) {
+  if (blocks) {
+    checkpoint::LoadedBlocks b = restore_blocks(*session_, *procs, state_arrays({}), dir);
+    c.step = b.step;
+    c.meta = std::move(b.meta);
+    c.dtypes = std::move(b.dtypes);
+  } else if (writes_files()) {
     try {
       c = checkpoint::load(dir);
       for (const std::string& n : state_names())
@@ -284,6 +230,7 @@ int64_t Trainer::restore_checkpoint(const std::string& dir) {
     session_->set_loss_scale(s);
   }
   for (const std::string& n : state_names()) {
+    if (blocks) break;  // restored above, each process its own devices' blocks
     Tensor t = writes_files() ? c.arrays.at(n) : Tensor(session_->global_step().program.shape(state_value(n)));
     if (procs) {
       if (t.shape != session_->global_step().program.shape(state_value(n))) error = "'" + n + "' has shape " + shape_str(t.shape);

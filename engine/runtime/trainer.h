@@ -18,6 +18,7 @@
 #include "engine/data/dataset.h"
 #include "engine/profiler/trace.h"
 #include "engine/project/project.h"
+#include "engine/runtime/process_checkpoint.h"
 #include "engine/runtime/spmd_session.h"
 #include "engine/runtime/train_step.h"
 
@@ -180,8 +181,8 @@ class Trainer {
   const ModelParam& param(const std::string& path) const;
   int state_value(const std::string& name) const;
   void run_loop();
-  void save_over_processes(const std::string& root, int64_t step, const std::vector<std::pair<std::string, Tensor>>& arrays,
-                           nlohmann::ordered_json meta, const checkpoint::StoredDTypes& dtypes);
+  // Every array of the training state, as a checkpoint names and stores it.
+  std::vector<StateArray> state_arrays(const checkpoint::StoredDTypes& dtypes) const;
   // The step directory a run continues from ("": none), and what a failure to read it should add.
   struct ResumePoint {
     std::string dir, advice;

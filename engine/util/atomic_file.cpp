@@ -13,6 +13,10 @@
 namespace shardlab::util {
 
 void write_file_atomically(const std::filesystem::path& file, std::string_view bytes) {
+  write_file_atomically(file, std::vector<std::string_view>{bytes});
+}
+
+void write_file_atomically(const std::filesystem::path& file, const std::vector<std::string_view>& pieces) {
   // A name of its own per write, so two saves of one file never share a temporary.
   static std::atomic<unsigned> counter{0};
   std::filesystem::path tmp = file;
@@ -25,12 +29,14 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view b
     std::filesystem::remove(tmp, ignored);
     throw Error(file.string() + ": " + why + "; the previous file is untouched");
   };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(std::string("writing failed (") + std::strerror(errno) + ")");
-    done += size_t(n);
+  for (std::string_view bytes : pieces) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail(std::string("writing failed (") + std::strerror(errno) + ")");
+      done += size_t(n);
+    }
   }
   if (::fsync(fd) != 0) fail(std::string("flushing to disk failed (") + std::strerror(errno) + ")");
   ::close(fd);

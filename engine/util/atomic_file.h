@@ -4,10 +4,13 @@
 
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace shardlab::util {
 
 // Throws Error naming `file` and the reason; the previous file, if any, is then untouched.
 void write_file_atomically(const std::filesystem::path& file, std::string_view bytes);
+// The same for a file made of `pieces` one after another (written in turn, never copied into one).
+void write_file_atomically(const std::filesystem::path& file, const std::vector<std::string_view>& pieces);
 
 }  // namespace shardlab::util

@@ -546,7 +546,7 @@ class TestCheckpointIntegrity : public QObject {
     row("project string", "project", "\"x\"", "project: is a string, not an object");
     row("format other", "format", "\"safetensors\"", "format: \"safetensors\" is not \"shardlab.checkpoint\"");
     row("format missing", "format", "null", "format: missing");
-    row("version newer", "version", "2", "version: 2 is newer than this build of Shardlab reads (version 1)");
+    row("version newer", "version", "3", "version: 3 is newer than this build of Shardlab reads (version 2)");
     row("version zero", "version", "0", "version: 0 is below 1");
     row("version string", "version", "\"1\"", "version: \"1\" is not an integer");
     row("version missing", "version", "null", "version: missing");

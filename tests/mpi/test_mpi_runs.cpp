@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -12,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 
@@ -34,6 +36,11 @@ Launch mpirun(int processes, const QString& program, const QStringList& args, in
 }
 
 QVector<double> losses(const QString& log) { return shardlab::testing::logged_losses(log); }
+
+QByteArray read_file(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
 
 void compare_losses(const QVector<double>& got, const QVector<double>& want) {
   QVERIFY2(!want.isEmpty(), "the one-process run logged no loss");
@@ -157,11 +164,33 @@ class TestMpiRuns : public QObject {
     const Launch saved = mpirun(4, kCli, common + QStringList{"--steps", "5", "--checkpoint-dir", first});
     QVERIFY2(saved.exit_code == 0, qPrintable(saved.out + saved.err));
     QVERIFY(QDir(first + "/step_000005").exists());
-    // Each process wrote its own shard of the checkpoint; process 0 the index that names them.
+    // Each process wrote the blocks its devices hold, into a file of its own; process 0 the index
+    // that names them. Under FSDP each file holds about a quarter of the state: no process
+    // gathered an array whole.
     const QStringList files = QDir(first + "/step_000005").entryList(QDir::Files, QDir::Name);
     QVERIFY2(files.contains("model.safetensors.index.json"), qPrintable(files.join(' ')));
-    for (int i = 1; i <= 4; ++i)
-      QVERIFY2(files.contains(QString("model-%1-of-00004.safetensors").arg(i, 5, 10, QChar('0'))), qPrintable(files.join(' ')));
+    qint64 total = 0, largest = 0;
+    for (int i = 1; i <= 4; ++i) {
+      const QString f = QString("model-%1-of-00004.safetensors").arg(i, 5, 10, QChar('0'));
+      QVERIFY2(files.contains(f), qPrintable(files.join(' ')));
+      const qint64 size = QFileInfo(first + "/step_000005/" + f).size();
+      total += size;
+      largest = std::max(largest, size);
+    }
+    QVERIFY2(largest < total / 3, qPrintable(QString("the largest process file is %1 of %2 bytes").arg(largest).arg(total)));
+    const QJsonObject meta = QJsonDocument::fromJson(read_file(first + "/step_000005/checkpoint.json")).object();
+    QCOMPARE(meta["version"].toInt(), 2);
+    QCOMPARE(meta["blocks"].toObject()["params/dense1/kernel"].toArray(), (QJsonArray{784, 256}));
+    // inspect and export still see whole arrays: the export equals a one-process run's at step 5.
+    const QString alone = dir.filePath("alone");
+    const auto one = run_cli(common + QStringList{"--steps", "5", "--threads", "2", "--checkpoint-dir", alone});
+    QVERIFY2(one.exit_code == 0, qPrintable(one.err));
+    for (const QString& ck : {first, alone}) {
+      const auto exported = run_cli({"export", ck, "--out", ck + "/params.safetensors"});
+      QVERIFY2(exported.exit_code == 0, qPrintable(exported.err));
+    }
+    QVERIFY2(read_file(first + "/params.safetensors") == read_file(alone + "/params.safetensors"),
+             "the export of the 4-process checkpoint differs from the one-process run's");
     // The same checkpoint continued by 4, 2 and 1 processes gives the uninterrupted run's steps 6-8.
     for (int k : {4, 2, 1}) {
       const QString copy = dir.filePath(QString("on%1").arg(k));
@@ -178,6 +207,36 @@ class TestMpiRuns : public QObject {
       compare_losses(losses(copy + "/log.jsonl"), want.mid(5));
       QVERIFY(QDir(copy + "/step_000008").exists());
     }
+  }
+
+  void aCheckpointResumesOnAnotherProcessCountMeshAndRules() {
+    // Saved by 2 processes under FSDP, resumed by 4 under Megatron-style rules on a 2x2 mesh: each
+    // of the 4 reads only the blocks its devices need, and the run equals one process resuming
+    // the same checkpoint on the same mesh (which assembles whole arrays) bit for bit.
+    QTemporaryDir dir;
+    const QString saved_dir = dir.filePath("two");
+    const Launch saved = mpirun(2, kCli, {"train", kProject, "--mesh", "data=2", "--rules", "batch=data,embed=data", "--quiet",
+                                          "--steps", "3", "--checkpoint-dir", saved_dir});
+    QVERIFY2(saved.exit_code == 0, qPrintable(saved.out + saved.err));
+    const QStringList more{"train", kProject, "--mesh", "data=2,model=2", "--rules", "batch=data,mlp=model", "--quiet", "--steps", "5",
+                           "--resume"};
+    QVector<double> got[2];
+    for (int k : {1, 4}) {
+      const QString copy = dir.filePath(QString("on%1").arg(k));
+      QVERIFY(QDir().mkpath(copy));
+      QVERIFY(QProcess::execute("cp", {"-r", saved_dir + "/.", copy}) == 0);
+      const QStringList args = more + QStringList{"--checkpoint-dir", copy, "--log", copy + "/log.jsonl"};
+      if (k == 1) {
+        const auto r = run_cli(args + QStringList{"--threads", "2"});
+        QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      } else {
+        const Launch r = mpirun(k, kCli, args);
+        QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+      }
+      got[k == 1 ? 0 : 1] = losses(copy + "/log.jsonl");
+    }
+    QCOMPARE(got[0].size(), 3);  // steps 4 and 5 and the evaluation
+    compare_losses(got[1], got[0]);
   }
 
   void aKilledProcessEndsEveryOtherWithinSeconds() {
@@ -291,20 +350,21 @@ class TestMpiRuns : public QObject {
   void aProcessDyingInASaveLeavesThePreviousCheckpoint() {
     QTemporaryDir dir;
     const QString ck = dir.filePath("ck");
-    const QStringList common{"train", kProject, "--mesh", "data=3", "--rules", "batch=data", "--batch-size", "129", "--quiet",
+    // Parameters split over the processes (FSDP), so that every process writes blocks of its own.
+    const QStringList common{"train", kProject, "--mesh", "data=4", "--rules", "batch=data,embed=data", "--quiet",
                              "--checkpoint-dir", ck};
-    const Launch first = mpirun(3, kCli, common + QStringList{"--steps", "3"});
+    const Launch first = mpirun(4, kCli, common + QStringList{"--steps", "3"});
     QVERIFY2(first.exit_code == 0, qPrintable(first.out + first.err));
     // Process 2 dies at its first file-system call in the directory: writing its part of step 5.
     const QString only_rank_2 = QString("if [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then export LD_PRELOAD=%1 "
                                         "SHARDLAB_FAULT_DIR=%2 SHARDLAB_FAULT_AT=1; fi; exec \"$0\" \"$@\"")
                                     .arg(SHARDLAB_FAULT_SHIM, ck);
-    const Launch killed = mpirun(3, "sh", QStringList{"-c", only_rank_2, kCli} + common +
+    const Launch killed = mpirun(4, "sh", QStringList{"-c", only_rank_2, kCli} + common +
                                               QStringList{"--steps", "8", "--save-every", "5", "--resume"});
     QVERIFY(killed.exit_code != 0);
     QVERIFY2(!QDir(ck + "/step_000005").exists(), "a checkpoint missing process 2's part was committed");
     // The previous checkpoint is still the newest, and the run continues from it.
-    const Launch again = mpirun(3, kCli, common + QStringList{"--steps", "4", "--resume", "--log", dir.filePath("again.jsonl")});
+    const Launch again = mpirun(4, kCli, common + QStringList{"--steps", "4", "--resume", "--log", dir.filePath("again.jsonl")});
     QVERIFY2(again.exit_code == 0, qPrintable(again.out + again.err));
     const QVector<double> resumed = losses(dir.filePath("again.jsonl"));
     QCOMPARE(resumed.size(), 2);  // step 4 and the evaluation
