@@ -232,6 +232,12 @@ fs::path save(const fs::path& root, int64_t step, const std::vector<std::pair<st
   return commit_save(root, step, tmp, meta);
 }
 
+fs::path save(const fs::path& root, int64_t step, SafetensorsFile tensors, nlohmann::ordered_json meta, uint64_t max_shard_bytes) {
+  const fs::path tmp = begin_save(root, step, meta);
+  write_model(tmp, std::move(tensors), max_shard_bytes);
+  return commit_save(root, step, tmp, meta);
+}
+
 std::optional<fs::path> latest(const fs::path& root) {
   auto all = committed(root);
   if (all.empty()) return std::nullopt;
@@ -340,9 +346,10 @@ Loaded load(const fs::path& dir) {
   out.step = c.step;
   out.data_position = c.data_position;
   out.meta = std::move(c.meta);
-  for (const StoredTensor& t : c.model.tensors) {
+  for (StoredTensor& t : c.model.tensors) {
     out.arrays[t.name] = to_tensor(t);
     out.dtypes[t.name] = t.dtype;
+    std::vector<uint8_t>().swap(t.bytes);  // converted: the model is held once, not twice
   }
   return out;
 }

@@ -40,6 +40,10 @@ std::filesystem::path save(const std::filesystem::path& root, int64_t step,
                            const std::vector<std::pair<std::string, Tensor>>& arrays, nlohmann::ordered_json meta,
                            uint64_t max_shard_bytes = 0, const StoredDTypes& dtypes = {});
 
+// The same for tensors already as stored (tensor_file(), which checked them): nothing is copied again.
+std::filesystem::path save(const std::filesystem::path& root, int64_t step, SafetensorsFile tensors,
+                           nlohmann::ordered_json meta, uint64_t max_shard_bytes = 0);
+
 // save() in phases, for a checkpoint several processes write (two-phase, like Orbax): process 0
 // begins it (meta completed and checked, the temporary directory made, whose path it returns),
 // every process writes its part of the tensors into that directory (sharded.h: write_shard), and

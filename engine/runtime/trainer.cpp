@@ -133,14 +133,26 @@ void Trainer::save_checkpoint(const std::string& root, int64_t data_position, bo
     });
     return;
   }
-  // Copy every array now (the step may then go on), write it later.
-  std::vector<std::pair<std::string, Tensor>> arrays;
-  for (const std::string& n : state_names()) arrays.push_back({n, state(n)});
+  // Copy every array now (the step may then go on), write it later. Each is copied straight into
+  // the bytes it is stored as, one at a time: the state is held once more, not twice.
+  checkpoint::SafetensorsFile tensors;
+  std::string error;
+  try {
+    for (const std::string& n : state_names()) {
+      const auto d = dtypes.find(n);
+      checkpoint::SafetensorsFile one = checkpoint::tensor_file({{n, state(n)}}, step, {{n, d == dtypes.end() ? checkpoint::StoredDType::F32 : d->second}});
+      tensors.tensors.push_back(std::move(one.tensors.front()));
+      tensors.metadata = std::move(one.metadata);
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
   const int keep = options_.keep;
   const uint64_t shard_bytes = options_.max_shard_bytes;
-  auto write = [this, root, step, keep, shard_bytes, arrays = std::move(arrays), meta = std::move(meta), dtypes]() mutable {
+  auto write = [this, root, step, keep, shard_bytes, error, tensors = std::move(tensors), meta = std::move(meta)]() mutable {
     try {
-      const std::filesystem::path dir = checkpoint::save(root, step, arrays, meta, shard_bytes, dtypes);
+      if (!error.empty()) throw Error(error);  // a NaN found while copying: nothing is written
+      const std::filesystem::path dir = checkpoint::save(root, step, std::move(tensors), meta, shard_bytes);
       if (dir_lock_) dir_lock_->check_held();
       checkpoint::prune(root, keep);
       for (auto* l : listeners_) l->on_saved(step, dir.string());
