@@ -119,10 +119,10 @@ void check_tiling(const std::map<std::string, Shape>& shapes, const std::vector<
   }
 }
 
-SafetensorsFile assemble_blocks(const SafetensorsFile& f, const std::vector<std::pair<std::string, Shape>>& order,
+SafetensorsFile assemble_blocks(SafetensorsFile f, const std::vector<std::pair<std::string, Shape>>& order,
                                 const std::string& who) {
-  std::map<std::string, std::vector<std::pair<BlockRef, const StoredTensor*>>> of;
-  for (const StoredTensor& t : f.tensors) {
+  std::map<std::string, std::vector<std::pair<BlockRef, StoredTensor*>>> of;
+  for (StoredTensor& t : f.tensors) {
     BlockRef r;
     if (!parse_block_name(t.name, r)) throw Error(who + ": tensor '" + t.name + "' is not a block");
     of[r.array].push_back({r, &t});
@@ -145,6 +145,7 @@ SafetensorsFile assemble_blocks(const SafetensorsFile& f, const std::vector<std:
         throw Error(who + ": block '" + t->name + "' is " + dtype_name(t->dtype) + " where the array's other blocks are " +
                     dtype_name(whole.dtype));
       copy_box(t->bytes.data(), t->shape, ref.start, whole.bytes.data(), shape, origin, ref.start, t->shape, elem);
+      std::vector<uint8_t>().swap(t->bytes);
     }
     out.tensors.push_back(std::move(whole));
   }

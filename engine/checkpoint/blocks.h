@@ -41,8 +41,9 @@ void check_tiling(const std::map<std::string, Shape>& shapes, const std::vector<
 
 // The whole arrays the blocks of `f` make up, in `order` (each array's name and shape), as stored:
 // an array's blocks must share one dtype. The tiling must have been checked. The metadata is kept
-// less the blocks' checksums (each block was verified as it was read).
-SafetensorsFile assemble_blocks(const SafetensorsFile& f, const std::vector<std::pair<std::string, Shape>>& order,
+// less the blocks' checksums (each block was verified as it was read). Each block's bytes are
+// dropped once copied, so the model is held about once, not twice.
+SafetensorsFile assemble_blocks(SafetensorsFile f, const std::vector<std::pair<std::string, Shape>>& order,
                                 const std::string& who);
 
 // The region [start, start + size) of an array, as float32, copied from the blocks that overlap it;

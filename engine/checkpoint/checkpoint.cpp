@@ -312,7 +312,7 @@ CheckedModel read_checked(const fs::path& dir) {
       BlockRef r;
       if (parse_block_name(t.name, r) && !file_of.count(r.array)) file_of[r.array] = out.where.file_of[t.name];
     }
-    out.model = assemble_blocks(out.model, arrays, dir.string());
+    out.model = assemble_blocks(std::move(out.model), arrays, dir.string());
     out.where.file_of = std::move(file_of);
   }
   return out;

@@ -14,14 +14,17 @@ Every process runs under /usr/bin/time, which gives its peak RSS. The save's cos
 The table shows them beside the largest process's file in the checkpoint (its share).
 
 With --baseline-cli, a second shardlab-cli (an older build, say) runs the same, for a before/after
-in one run.
+in one run. With --width W --depth D the model is deep-mlp-small's kind with D layers of W (D * W^2
+parameters, 12 bytes each with Adam's state): --width 4096 --depth 30 is 6 GB.
 
     python3 tests/bench/checkpoint_scale.py [--build build] [--baseline-cli PATH] [--rounds 2]
+                                            [--width W --depth D] [--processes 1,2,4]
 """
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -86,6 +89,24 @@ def report(name, processes, b):
           f"{max(b['restore'][1]):10.0f} {delta('restore', 'plain2'):8.0f}")
 
 
+def wide_project(width, depth, path):
+    """deep-mlp-small's kind of model, `depth` Dense layers of `width`, on synthetic ones."""
+    nodes = [{"name": "x", "type": "Input", "params": {"shape": [width], "axes": ["embed"]}}]
+    edges, prev = [], "x"
+    for i in range(depth):
+        nodes += [{"name": f"layers_{i}", "type": "Dense", "params": {"features": width}}, {"name": f"relu_{i}", "type": "ReLU"}]
+        edges += [{"from": f"{prev}.out", "to": f"layers_{i}.in"}, {"from": f"layers_{i}.out", "to": f"relu_{i}.in"}]
+        prev = f"relu_{i}"
+    nodes.append({"name": "output_layer", "type": "Dense", "params": {"features": 10}})
+    edges.append({"from": f"{prev}.out", "to": "output_layer.in"})
+    project = {"format": "shardlab.project", "version": 1, "name": f"mlp-{depth}x{width}",
+               "graph": {"nodes": nodes, "edges": edges}, "loss": {"type": "mean_squared_error", "output": "output_layer"},
+               "optimizer": {"type": "adam", "learning_rate": 1e-4},
+               "data": {"type": "synthetic", "kind": "ones", "feature_shape": [width], "target_shape": [10], "examples": 64},
+               "training": {"batch_size": 16, "steps": 2, "seed": 0, "eval": False}}
+    Path(path).write_text(json.dumps(project))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=str(ROOT / "build"))
@@ -93,7 +114,12 @@ def main():
     ap.add_argument("--project", default=str(ROOT / "projects/deep-mlp-small.shardlab.json"))
     ap.add_argument("--processes", default="1,2,4")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--width", type=int, help="instead of --project: D layers of W (with --depth)")
+    ap.add_argument("--depth", type=int, default=30)
     args = ap.parse_args()
+    if args.width:
+        args.project = f"{tempfile.gettempdir()}/checkpoint-scale-{args.depth}x{args.width}.shardlab.json"
+        wide_project(args.width, args.depth, args.project)
     if not shutil.which("mpirun"):
         sys.exit("mpirun not found (apt install openmpi-bin)")
     if not os.path.exists("/usr/bin/time"):
