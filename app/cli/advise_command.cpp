@@ -9,6 +9,7 @@
 
 #include "app/cli/commands.h"
 #include "engine/advisor/advisor.h"
+#include "engine/advisor/calibration_check.h"
 #include "engine/advisor/gpu_worth.h"
 #include "engine/advisor/hardware_file.h"
 #include "engine/backends/backend.h"
@@ -37,6 +38,11 @@ int run_advise(const AdviseArgs& a) {
   if (calibrated_now && !a.json)
     std::fprintf(stderr, "Measured this machine (saved to %s; `shardlab-cli calibrate` measures it again)\n",
                  advisor::saved_calibration_path().c_str());
+  // A saved profile checked against a GEMM timed now: one measured under load (or on a faster
+  // day) puts every predicted time off by one factor.
+  advisor::CalibrationCheck calibration;
+  if (!calibrated_now) calibration = advisor::check_calibration(*cpu, here);
+  if (calibration.stale && !a.json) std::fprintf(stderr, "warning: %s\n", calibration.message.c_str());
   const advisor::Hardware hw = a.hardware.empty() ? here : advisor::find_hardware(a.hardware);
   const double capacity = hw.memory_bytes > 0 ? hw.memory_bytes : double(cpu->capacity_per_device(int(a.devices)));
   const std::vector<advisor::Candidate> ranked = advisor::advise(p, a.devices, hw, capacity);
@@ -54,6 +60,11 @@ int run_advise(const AdviseArgs& a) {
                      {"gemm_flops", hw.gemm_flops(int(a.devices))},
                      {"memory_bytes_per_s", hw.rates_for(int(a.devices)).memory_bytes_per_s * double(a.devices)},
                      {"capacity_bytes_per_device", capacity}};
+    if (calibration.now_flops > 0)
+      j["calibration"] = {{"saved_gemm_flops", calibration.saved_flops},
+                          {"gemm_flops_now", calibration.now_flops},
+                          {"stale", calibration.stale},
+                          {"message", calibration.message}};
     j["candidates"] = nlohmann::ordered_json::array();
     for (const advisor::Candidate& c : ranked) {
       nlohmann::ordered_json o{{"strategy", c.strategy}, {"mesh", c.mesh}, {"rules", c.rules}};

@@ -8,6 +8,7 @@
 
 #include "app/cli/commands.h"
 #include "engine/advisor/calibrate.h"
+#include "engine/advisor/calibration_check.h"
 #include "engine/advisor/hardware_file.h"
 #include "engine/backends/backend.h"
 #include "engine/util/output_file.h"
@@ -24,7 +25,20 @@ int run_calibrate(const CalibrateArgs& a) {
   options.progress = [tty](const std::string& what, double fraction) {
     if (tty) std::fprintf(stderr, "\r\033[Kcalibrating: %3.0f%% %s", fraction * 100, what.c_str());
   };
-  const advisor::Hardware hw = advisor::calibrate(*cpu, options);
+  // Measured under load, the profile measures the load: say so before the minute is spent.
+  const double load = advisor::load_average();
+  const bool busy = load > 0.5 * cpu->threads();
+  if (busy)
+    std::fprintf(stderr,
+                 "warning: the machine is busy (load average %.1f over %d cores): the rates measured now will be slower "
+                 "than the machine, and every prediction slower to match; calibrate again when it is quiet\n",
+                 load, cpu->threads());
+  advisor::Hardware hw = advisor::calibrate(*cpu, options);
+  if (busy) {
+    char note[64];
+    std::snprintf(note, sizeof note, ", while busy (load average %.1f)", load);
+    hw.measured += note;
+  }
   if (tty) std::fprintf(stderr, "\r\033[K");
   const std::string path = a.out.empty() ? advisor::saved_calibration_path() : a.out;
   advisor::save_hardware_file(hw, path);

@@ -7,6 +7,7 @@
 
 #include "engine/advisor/advisor.h"
 #include "engine/advisor/calibrate.h"
+#include "engine/advisor/calibration_check.h"
 #include "engine/advisor/gpu_worth.h"
 #include "engine/advisor/hardware_file.h"
 #include "engine/advisor/step_cost.h"
@@ -391,6 +392,26 @@ class TestAdvisor : public QObject {
     advisor::save_hardware_file(h, file);
     QCOMPARE(advisor::find_hardware(file).rates[1].memory_bytes_per_s, h.rates[1].memory_bytes_per_s);
   }
+  // A saved profile slower than this machine runs now was measured under load: stale, whatever
+  // the factor's noise the other way (a probe slower than the profile says little).
+  void aProfileMeasuredUnderLoadIsCalledStale() {
+    auto cpu = backends::make_backend("cpu", backends::BackendOptions{.threads = 2});
+    advisor::Hardware saved = two_cores();
+    saved.measured = "shardlab-cli calibrate on 2026-11-28";
+    saved.peak_flops["float32"] = 60e9;
+    const advisor::CalibrationCheck slow = advisor::check_calibration(*cpu, saved, 180e9);
+    QVERIFY(slow.stale);
+    QCOMPARE(slow.factor, 3.0);
+    QVERIFY2(QString::fromStdString(slow.message).contains("runs GEMMs at 180 GFLOP/s now, where its calibration "
+                                                           "(shardlab-cli calibrate on 2026-11-28) measured 60"),
+             slow.message.c_str());
+    QVERIFY(slow.message.find("about 3.0x too long") != std::string::npos);
+    QVERIFY(!advisor::check_calibration(*cpu, saved, 80e9).stale);   // within noise
+    QVERIFY(!advisor::check_calibration(*cpu, saved, 20e9).stale);   // slower now: the probe was unlucky, or the machine busy
+    saved.peak_flops.clear();
+    QCOMPARE(advisor::check_calibration(*cpu, saved, 180e9).now_flops, 0.0);  // nothing to compare with
+  }
+
   // Seed 000's question: a GPU's predicted step against this machine's, and the input rate it needs;
   // a tiny model gains less (its steps are fixed costs more than arithmetic).
   void aGpuPaysMoreForADeepMlpThanForATinyOne() {

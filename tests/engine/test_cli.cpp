@@ -449,6 +449,27 @@ class TestCli : public QObject {
     r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2", "--json"}, 120000, env);
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
     QCOMPARE(Json::parse(r.out.toStdString())["hardware"]["measured"], j["hardware"]["measured"]);
+    // ... and checked against a GEMM timed now. (Whether it is called stale here depends on what ran
+    // beside this test while it calibrated: ctest runs two suites at once.)
+    const Json checked = Json::parse(r.out.toStdString())["calibration"];
+    QVERIFY(checked["gemm_flops_now"].get<double>() > 0);
+    QVERIFY(checked["saved_gemm_flops"].get<double>() > 0);
+    // A profile measured while the machine was busy (here: GEMMs at 1 GFLOP/s, slower than any
+    // machine runs them) is called stale, saying what to do.
+    {
+      QFile f(saved);
+      QVERIFY(f.open(QIODevice::ReadOnly));
+      Json profile = Json::parse(f.readAll().toStdString());
+      f.close();
+      profile["peak_flops"]["float32"] = 1e9;
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write(QByteArray::fromStdString(profile.dump()));
+    }
+    r = run_cli({"advise", kProjects + "/deep-mlp-small.shardlab.json", "--devices", "8", "--threads", "2"}, 120000, env);
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    VERIFY_CONTAINS(r.err, "where its calibration");
+    VERIFY_CONTAINS(r.err, "measured 1: the profile was measured while the machine was busy");
+    VERIFY_CONTAINS(r.err, "`shardlab-cli calibrate`");
 
     // On 16 H100s over InfiniBand each device has 80 GB.
     r = run_cli({"advise", kProjects + "/deep-mlp.shardlab.json", "--devices", "16", "--hardware", "h100-infiniband", "--json"}, 120000, env);
