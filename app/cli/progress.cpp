@@ -1,5 +1,6 @@
 #include "app/cli/progress.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -139,9 +140,13 @@ void JsonlLog::on_saved(int64_t step, const std::string& dir) {
 void JsonlLog::on_finish(bool cancelled) { write(nlohmann::ordered_json{{"event", "end"}, {"cancelled", cancelled}}); }
 
 void JsonlLog::write(const nlohmann::ordered_json& record) {
+  // Every record carries its wall-clock time (seconds since the epoch, as TensorBoard's wall_time):
+  // a window that attaches to a run later reads how long it took, and how long it has been quiet.
+  nlohmann::ordered_json timed = record;
+  timed["time"] = std::round(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() * 1e3) / 1e3;
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.empty()) throw Error(failed_);
-  out_.write_line(record.dump());
+  out_.write_line(timed.dump());
 }
 
 }  // namespace shardlab::cli

@@ -2,7 +2,8 @@
 // the window (as sbatch would) writes its JSONL log and checkpoints; the window, attached through the
 // menu's file dialog, draws the run's steps, lists its checkpoints as they commit and sees it end;
 // a job restarted from a checkpoint (its log written anew) is followed again from the top; Stop
-// stops only the following; a folder without a log is refused, naming it.
+// stops only the following; a run gone quiet is said to be, and a run's time is its log's; a folder
+// without a log is refused, naming it.
 #include <QDir>
 #include <QFile>
 #include <QLabel>
@@ -19,6 +20,7 @@
 #include "ui/checkpoints/checkpoint_list_model.h"
 #include "ui/main_window.h"
 #include "ui/training/line_chart.h"
+#include "ui/training/process_run.h"
 #include "ui/training/training_tab.h"
 
 using namespace shardlab::ui;
@@ -146,6 +148,47 @@ class TestAttach : public QObject {
     QVERIFY2(status->text().startsWith("Not following"), qPrintable(status->text()));
     job.kill();
     job.waitForFinished(10000);
+  }
+
+  // A job whose node died writes no "end": once its log has not grown for a while the window says
+  // the run may have stopped, and takes it back when the log grows again. A run's time is what its
+  // log's own clock says, not the time since the window attached.
+  void aQuietRunIsSaidToBeQuietAndItsTimeIsTheLogs() {
+    QTemporaryDir dir;
+    const QString log = dir.filePath("run.jsonl");
+    auto append = [&](const QByteArray& line) {
+      QFile f(log);
+      QVERIFY(f.open(QIODevice::Append));
+      f.write(line + "\n");
+    };
+    append(R"({"event":"start","total_steps":10,"steps_per_epoch":10,"batch_size":64,"first_step":0,"time":1000.0})");
+    for (int i = 1; i <= 3; ++i)
+      append(QString(R"({"event":"step","step":%1,"epoch":0,"loss":1.5,"accuracy":0.5,"learning_rate":0.001,)"
+                     R"("step_time_s":0.5,"examples_per_s":128,"time":%2})")
+                 .arg(i)
+                 .arg(1000 + 10 * i)
+                 .toUtf8());
+    MainWindow w;
+    w.show();
+    TrainingTab* tab = w.training();
+    auto* run = tab->findChild<ProcessRun*>();
+    QVERIFY(run);
+    run->setQuietAfterMs(1500);
+    QSignalSpy finished(tab, &TrainingTab::runFinished);
+    QVERIFY(w.attachToRun(log));
+    auto* status = tab->findChild<QLabel*>("status");
+    QTRY_COMPARE_WITH_TIMEOUT(losses(tab), 3, 5000);
+    QVERIFY2(!status->text().contains("No word"), qPrintable(status->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().contains("No word from the run for"), 5000);
+    QVERIFY2(status->text().contains("last read step 3 of 10") && status->text().contains("still following"),
+             qPrintable(status->text()));
+    QVERIFY(tab->isRunning());
+    append(R"({"event":"step","step":4,"epoch":0,"loss":1.25,"accuracy":0.5,"learning_rate":0.001,"step_time_s":0.5,"examples_per_s":128,"time":1040.0})");
+    QTRY_COMPARE_WITH_TIMEOUT(losses(tab), 4, 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(!status->text().contains("No word"), 2000);
+    append(R"({"event":"end","cancelled":false,"time":1083.0})");
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
+    QVERIFY2(status->text().startsWith("Done: 4 steps in 1:23"), qPrintable(status->text()));
   }
 
   void aFolderWithoutALogIsRefusedNamingIt() {

@@ -9,6 +9,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <cmath>
+#include <utility>
 
 namespace shardlab::ui {
 
@@ -49,6 +50,9 @@ void ProcessRun::reset(const QString& logFile) {
   offset_ = 0;
   logInode_ = 0;
   lastStep_ = 0;
+  firstTime_ = lastTime_ = -1;
+  quiet_ = false;
+  sinceGrowth_.start();
   info_ = {};
   partial_.clear();
   errBuffer_.clear();
@@ -132,6 +136,11 @@ void ProcessRun::shutdown() {
 
 void ProcessRun::poll() {
   QFile f(logFile_);
+  // An attached run that has gone quiet may have stopped where no "end" could be written.
+  if (attached_ && !quiet_ && sinceGrowth_.elapsed() > quietAfterMs_) {
+    quiet_ = true;
+    emit quiet(sinceGrowth_.elapsed() / 1000.0);
+  }
   // Process 0 creates the log once its trainer is built; until then there is nothing to read.
   if (!f.open(QIODevice::ReadOnly)) return;
   struct stat st {};
@@ -142,12 +151,17 @@ void ProcessRun::poll() {
     offset_ = 0;
     partial_.clear();
     lastStep_ = 0;
+    firstTime_ = lastTime_ = -1;
     emit restarted();
   }
   logInode_ = inode;
   if (!f.seek(offset_)) return;
   const QByteArray more = f.readAll();
   offset_ += more.size();
+  if (!more.isEmpty()) {
+    sinceGrowth_.restart();
+    if (std::exchange(quiet_, false)) emit heard();
+  }
   partial_ += more;
   // Only whole lines: the writer may be half-way through the next one.
   qsizetype from = 0;
@@ -159,6 +173,10 @@ void ProcessRun::poll() {
 void ProcessRun::parse(const QByteArray& line) {
   const QJsonObject o = QJsonDocument::fromJson(line).object();
   const QString event = o.value(QLatin1String("event")).toString();
+  if (const double t = number(o, "time"); std::isfinite(t)) {
+    if (event == QLatin1String("start")) firstTime_ = t;
+    lastTime_ = t;
+  }
   if (event == QLatin1String("start")) {
     runtime::StartInfo& s = info_;
     s.devices = int(integer(o, "devices"));

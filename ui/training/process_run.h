@@ -10,6 +10,7 @@
 #pragma once
 
 #include <QByteArray>
+#include <QElapsedTimer>
 #include <QObject>
 #include <QProcess>
 #include <QString>
@@ -47,9 +48,18 @@ class ProcessRun : public QObject {
   bool isRunning() const { return running_; }
   bool isStopping() const { return stopping_; }
   bool isAttached() const { return running_ && attached_; }
+  // The run going, or the one that just ended, was attached (not launched here).
+  bool wasAttached() const { return attached_; }
   QString logFile() const { return logFile_; }
   // The launcher's pid while it runs (0 otherwise).
   qint64 processId() const { return process_.processId(); }
+  // Seconds from the log's start record to its latest, by the times the run wrote in them (-1 for
+  // a log without them): how long an attached run took, whenever the window attached.
+  double loggedSeconds() const { return firstTime_ >= 0 && lastTime_ >= firstTime_ ? lastTime_ - firstTime_ : -1; }
+  // An attached run whose log has not grown for this long is reported quiet (it may have stopped:
+  // a job killed with its node writes no "end").
+  void setQuietAfterMs(int ms) { quietAfterMs_ = ms; }
+  static constexpr int kQuietAfterMs = 120000;
 
  signals:
   // In the run's order, on the UI thread.
@@ -59,6 +69,9 @@ class ProcessRun : public QObject {
   void saved(qint64 step, const QString& dir);  // process 0 committed a checkpoint
   // An attached run's log was replaced or cut short: it is read again from its start.
   void restarted();
+  // An attached run's log has not grown for `seconds` (once per silence); heard() when it grows again.
+  void quiet(double seconds);
+  void heard();
   // A line the processes wrote to stderr (warnings, and the reason when one fails).
   void output(const QString& line);
   void finished(bool cancelled);
@@ -89,6 +102,10 @@ class ProcessRun : public QObject {
   runtime::StartInfo info_;
   bool running_ = false, stopping_ = false, began_ = false, attached_ = false;
   qint64 lastStep_ = 0;
+  double firstTime_ = -1, lastTime_ = -1;  // the start record's and the latest record's "time"
+  QElapsedTimer sinceGrowth_;               // since the log last grew
+  int quietAfterMs_ = kQuietAfterMs;
+  bool quiet_ = false;
 };
 
 }  // namespace shardlab::ui

@@ -210,6 +210,20 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   });
   connect(processRun_, &ProcessRun::failed, this, &TrainingTab::onFailed);
   connect(processRun_, &ProcessRun::output, this, [this](const QString& line) { log(line); });
+  // A followed run gone quiet may have ended where no "end" could be written (its job killed with
+  // its node): say so, and keep following, since a long step or save is quiet too.
+  connect(processRun_, &ProcessRun::quiet, this, [this](double seconds) {
+    const QString text = tr("No word from the run for %1 (last read step %2 of %3): it may have stopped; still following")
+                             .arg(clockText(seconds))
+                             .arg(last_.step)
+                             .arg(info_.total_steps);
+    log(text + ".");
+    status_->setText(text);
+  });
+  connect(processRun_, &ProcessRun::heard, this, [this] {
+    log(tr("The run's log grows again."));
+    updateStatus();
+  });
   connect(processRun_, &ProcessRun::restarted, this, [this] {
     log(tr("The run's log started over (the job restarted, or the file was replaced): reading it from its start."));
     began_ = false;
@@ -850,7 +864,9 @@ QString TrainingTab::ranText(const QString& took) const {
 
 void TrainingTab::onFinished(bool cancelled) {
   refreshProgress();
-  const QString took = clockText(clock_.elapsed() / 1000.0);
+  // An attached run took what its log's own times say, not the time since the window attached.
+  const double logged = sender() == processRun_ && processRun_->wasAttached() ? processRun_->loggedSeconds() : -1;
+  const QString took = clockText(logged >= 0 ? logged : clock_.elapsed() / 1000.0);
   if (std::exchange(detached_, false)) {
     log(tr("Stopped following the run at step %1 of %2; it goes on where it runs.").arg(last_.step).arg(info_.total_steps));
     updateControls();
