@@ -16,6 +16,10 @@
 //                      @ v, Transpose back to (batch, S, H, D), Reshape (batch, S, H*D), MatMul by the
 //                      (H, D, out) kernel reshaped (H*D, out), Add the out bias
 //   MeanPool           ReduceMean(axes=[1], keepdims=0)
+//   GroupNorm          as the layer lowers: Reshape (batch, S, G, C/G), Transpose (0, 2, 1, 3), Reshape
+//                      (batch, G, S*C/G), LayerNormalization over the last axis (scale of ones, no bias),
+//                      back the same way, then Mul scale and Add bias per channel (opset 17's
+//                      GroupNormalization scales per group, not per channel)
 // Parameters keep the project's shapes as initializers (reshaped in the graph where an op needs it);
 // shapes for Reshape are INT64 initializers "const/shape/<dims>".
 #include "engine/export/onnx_export.h"
@@ -181,6 +185,7 @@ class Exporter {
       return y;
     }
     if (type == "Add") return op("Add", name + "/Add", {in.at(0), in.at(1)}, name);
+    if (type == "GroupNorm") return group_norm(r, node, name, in.at(0), param);
     if (type == "Flatten") {
       const std::string y = op("Flatten", name + "/Flatten", {in.at(0)}, name);
       auto* axis = g_.mutable_node(g_.node_size() - 1)->add_attribute();
@@ -301,6 +306,36 @@ class Exporter {
     if (!has_param(r, "out/bias")) return op("MatMul", name + "/out/MatMul", {merged, kernel}, name);
     const std::string y = op("MatMul", name + "/out/MatMul", {merged, kernel}, name + "/out/MatMul");
     return op("Add", name + "/out/Add", {y, param("out/bias")}, name);
+  }
+
+  // GroupNorm as the layer lowers it (see the list at the top of this file).
+  std::string group_norm(const NodeReport& r, const graph::Node& node, const std::string& name, const std::string& x,
+                         const std::function<std::string(const std::string&)>& param) {
+    const Shape& xs = r.inputs.at(0).shape;
+    const int64_t c = xs.back(), g = field(node, "num_groups").get<int64_t>(), per = c / g;
+    int64_t spatial = 1;
+    for (size_t d = 1; d + 1 < xs.size(); ++d) spatial *= xs[d];
+    const std::string split = op("Reshape", name + "/split", {x, shape_const({0, spatial, g, per})}, name + "/split");
+    const std::string grouped = op("Transpose", name + "/group", {split}, name + "/grouped");
+    attr_ints("perm", {0, 2, 1, 3});
+    const std::string rows = op("Reshape", name + "/rows", {grouped, shape_const({0, g, spatial * per})}, name + "/rows");
+    const std::string normed =
+        op("LayerNormalization", name + "/LayerNormalization", {rows, ones(name + "/group_scale", spatial * per)}, name + "/normalised");
+    attr_int("axis", -1);
+    auto* eps = g_.mutable_node(g_.node_size() - 1)->add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto_AttributeType_FLOAT);
+    eps->set_f(field(node, "epsilon").get<float>());
+    const std::string back = op("Reshape", name + "/unrows", {normed, shape_const({0, g, spatial, per})}, name + "/unrows");
+    const std::string ungrouped = op("Transpose", name + "/ungroup", {back}, name + "/ungrouped");
+    attr_ints("perm", {0, 2, 1, 3});
+    Shape whole{0};
+    whole.insert(whole.end(), xs.begin() + 1, xs.end());
+    const bool scale = has_param(r, "scale"), bias = has_param(r, "bias");
+    std::string y = op("Reshape", name + "/Reshape", {ungrouped, shape_const(whole)}, scale || bias ? name + "/reshaped" : name);
+    if (scale) y = op("Mul", name + "/Mul", {y, param("scale")}, bias ? name + "/scaled" : name);
+    if (bias) y = op("Add", name + "/Add", {y, param("bias")}, name);
+    return y;
   }
 
   // A convolution or pool as the layers lower it: ONNX's Conv and pools read NCHW, so the NHWC

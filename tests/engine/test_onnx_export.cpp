@@ -710,6 +710,38 @@ class TestOnnxExport : public QObject {
     }
   }
 
+  // GroupNorm through tests/reference/gn-tiny: laid out as (batch, groups, a group's values) for a
+  // LayerNormalization, back, then scaled and shifted per channel; on an image and on a vector.
+  void groupNormExportMatchesTheForwardPass() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("gn").toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/gn-tiny.shardlab.json"), dir, 400);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(shape_of(g, "norm1/rows"), (std::vector<int64_t>{-1, 4, 72}));  // 4 groups of 6 x 6 x 2
+      QCOMPARE(shape_of(g, "norm1"), (std::vector<int64_t>{-1, 6, 6, 8}));
+      QCOMPARE(shape_of(g, "norm2/rows"), (std::vector<int64_t>{-1, 2, 8}));
+      QCOMPARE(shape_of(g, "norm2"), (std::vector<int64_t>{-1, 16}));
+      const std::map<std::string, int> ops = op_counts(g);
+      QCOMPARE(ops.at("LayerNormalization"), 2);
+      QCOMPARE(attr_of(node_named(g, "norm2/LayerNormalization"), "epsilon").f(), 1e-5f);
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      QCOMPARE(init(inits, "norm1/scale").data, e.params.at("norm1/scale").data);
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 6, 6}, 17, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
   // The Llama layers through tests/reference/llama-tiny: RMSNorm composed (opset 17 has none),
   // rotary embedding as t * cos + rotate_half(t) * sin, grouped keys and values expanded to every
   // query head of their group, SiLU and the gating Multiply.

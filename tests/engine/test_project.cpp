@@ -254,6 +254,17 @@ class TestProject : public QObject {
     VERIFY_CONTAINS(error_of([&] { project::parse_project(j.dump(2), kFile, project::Validation::Structure); }), "colour: unknown field");
   }
 
+  // A GroupNorm whose groups do not divide the channels names its field, the counts and the fix.
+  void groupsThatDoNotDivideTheChannelsAreNamed() {
+    Json j = Json::parse(std::ifstream(std::string(SHARDLAB_SOURCE_DIR) + "/tests/reference/gn-tiny.shardlab.json"));
+    j["graph"]["nodes"][2]["params"]["num_groups"] = 3;
+    project::Project p = project::parse_project(j.dump(2), kFile, project::Validation::Structure);
+    const graph::GraphReport r = project::analyze_project(p);
+    QCOMPARE(r.errors.size(), size_t(1));
+    VERIFY_CONTAINS(QString::fromStdString(r.errors[0]), "norm1");
+    VERIFY_CONTAINS(QString::fromStdString(r.errors[0]), "num_groups: 3 groups do not divide the input's 8 channels; use a divisor of 8");
+  }
+
   void graphJsonRoundTrips() {
     project::Project p = project::load_project(projects_dir() / "dot-relu-dot.shardlab.json");
     const Json j = project::graph_to_json(p.graph, false);

@@ -211,6 +211,13 @@ class TestReference : public QObject {
   void cnnTinyShardedOnEightDevicesMatchesFlax() {
     check_against_flax(kRef + "cnn-tiny.shardlab.json", "cnn-tiny", "data=4,model=2", "batch=data,channels=model,in_channels=model,classes=model");
   }
+  // GroupNorm (make_reference.py's gn-tiny): 4 groups of an image's 8 channels, each normalised over
+  // 6 x 6 x 2 values, and 2 groups of a vector's 16; on one device, and on 8 with the batch over
+  // `data` and the channels (the groups' own axis) over `model`.
+  void gnTinyMatchesFlaxAfterThreeAdamSteps() { check_against_flax(kRef + "gn-tiny.shardlab.json", "gn-tiny"); }
+  void gnTinyShardedOnEightDevicesMatchesFlax() {
+    check_against_flax(kRef + "gn-tiny.shardlab.json", "gn-tiny", "data=4,model=2", "batch=data,channels=model,mlp=model");
+  }
   // A tiny Llama against transformers' own FlaxLlamaForCausalLM (make_reference.py's llama-tiny):
   // RMSNorm, rotary embedding, grouped-query attention (4 query heads on 2 key/value heads) and a
   // SwiGLU MLP. Its logits at the initial parameters first, then 3 Adam steps, on one device and

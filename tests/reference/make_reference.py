@@ -386,6 +386,54 @@ def cnn_tiny():
     return model, x, y, softmax_xent_loss(model), paths, shapes, description
 
 
+# ----------------------------------------------------------------------------------------------
+# (f) gn-tiny: GroupNorm over an image's groups of channels (and over a vector's), between a
+#     convolution and the head.
+# ----------------------------------------------------------------------------------------------
+class GNTiny(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = x[..., None]  # (B, 6, 6, 1)
+        x = nn.Conv(8, (3, 3), padding="SAME", name="conv")(x)  # (B, 6, 6, 8)
+        x = nn.GroupNorm(num_groups=4, name="norm1")(x)  # groups of 2 channels, each over 6 x 6 x 2
+        x = nn.relu(x)
+        x = x.reshape((x.shape[0], -1))  # (B, 288)
+        x = nn.Dense(16, name="mid")(x)
+        x = nn.GroupNorm(num_groups=2, epsilon=1e-5, name="norm2")(x)  # (B, 16): groups of 8 features
+        x = nn.relu(x)
+        return nn.Dense(10, name="head")(x)
+
+
+def gn_tiny():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((8, 6, 6), dtype=np.float32)
+    y = rng.integers(0, 10, size=(8,), dtype=np.int32)  # same rng, drawn after x
+    model = GNTiny()
+    shapes = {
+        "conv/kernel": (3, 3, 1, 8),
+        "conv/bias": (8,),
+        "norm1/scale": (8,),
+        "norm1/bias": (8,),
+        "mid/kernel": (288, 16),
+        "mid/bias": (16,),
+        "norm2/scale": (16,),
+        "norm2/bias": (16,),
+        "head/kernel": (16, 10),
+        "head/bias": (10,),
+    }
+    paths = {tuple(p.split("/")): p for p in shapes}
+    description = (
+        "gn-tiny: x float32 (8,6,6) = default_rng(6).standard_normal(dtype=float32), y int32 (8,) = same rng "
+        ".integers(0,10); on x[..., None] (NHWC): nn.Conv(8, (3,3), padding='SAME') 'conv' -> (8,6,6,8) -> "
+        "nn.GroupNorm(num_groups=4) 'norm1' (epsilon 1e-6) -> relu -> reshape (8,288) -> nn.Dense(16) 'mid' -> "
+        "nn.GroupNorm(num_groups=2, epsilon=1e-5) 'norm2' -> relu -> nn.Dense(10) 'head'; Flax default inits "
+        "(lecun_normal kernels, zeros biases, ones scales); loss = mean(optax.softmax_cross_entropy_with_integer_"
+        "labels(logits, y)); model.init(PRNGKey(0)); 3 x optax.adam(1e-3) steps on the same batch; float32, "
+        "jax_default_matmul_precision=highest, CPU."
+    )
+    return model, x, y, softmax_xent_loss(model), paths, shapes, description
+
+
 def max_pool_tie_routing():
     """Where jax.grad of nn.max_pool sends a window's gradient when its maximum is tied: a (1,3,3,1)
     input of zeros, max_pool (3,3) stride 1 'SAME'. JAX routes each window's gradient to its first
@@ -1259,7 +1307,7 @@ def gpt2_tiny(out_root: Path, hf_root: Path):
 
 
 MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny,
-          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny}
+          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny, "gn-tiny": gn_tiny}
 
 # Extra files and losses.json entries, computed after training:
 #   f(model, init_params, final_params, init_flat, step_flat, x, y, loss_after) -> ({file: array}, {key: value}).

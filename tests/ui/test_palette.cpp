@@ -84,7 +84,7 @@ class PaletteTest : public QObject {
     palette.show();
     QTest::keyClicks(palette.filterEdit(), "norm");
     // (the ready-made transformer block's summary names its LayerNorms)
-    QCOMPARE(visibleLayers(palette), QStringList({"LayerNorm", "RMSNorm", "TransformerBlock"}));
+    QCOMPARE(visibleLayers(palette), QStringList({"LayerNorm", "RMSNorm", "GroupNorm", "TransformerBlock"}));
     QCOMPARE(palette.view()->currentIndex().data(LayerModel::TypeRole).toString(), QStringLiteral("LayerNorm"));
     palette.filterEdit()->clear();
     QCOMPARE(visibleLayers(palette).size(), int(graph::layer_catalog().size()));

@@ -31,5 +31,6 @@ std::unique_ptr<Layer> make_sigmoid();
 std::unique_ptr<Layer> make_silu();
 std::unique_ptr<Layer> make_multiply();
 std::unique_ptr<Layer> make_rms_norm();
+std::unique_ptr<Layer> make_group_norm();
 
 }  // namespace shardlab::graph

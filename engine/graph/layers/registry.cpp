@@ -10,6 +10,7 @@ const std::pair<const char*, Factory> kLayers[] = {
     {"Input", make_input},       {"Dense", make_dense},          {"ReLU", make_relu},
     {"GELU", make_gelu},         {"Tanh", make_tanh},            {"Sigmoid", make_sigmoid},
     {"SiLU", make_silu},         {"LayerNorm", make_layer_norm}, {"RMSNorm", make_rms_norm},
+    {"GroupNorm", make_group_norm},
     {"Dropout", make_dropout},   {"Add", make_add},              {"Multiply", make_multiply},
     {"Flatten", make_flatten},   {"Repeat", make_repeat},        {"Softmax", make_softmax},
     {"Reshape", make_reshape},   {"Embed", make_embed},          {"PatchEmbed", make_patch_embed},
