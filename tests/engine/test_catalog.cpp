@@ -23,6 +23,7 @@ graph::Graph wired(const graph::Node& n) {
   if (n.type == "Conv2D" || n.type == "MaxPool2D" || n.type == "AvgPool2D") in.params["shape"] = Json::array({8, 8, 3});
   if (n.type == "MultiHeadAttention" || n.type == "PositionEmbedding" || n.type == "MeanPool") in.params["shape"] = Json::array({6, 16});
   if (n.type == "Reshape") in.params["shape"] = Json::array({16, 16});
+  if (n.type == "GroupNorm") in.params["shape"] = Json::array({6, 6, 64});  // channels its 32 groups divide
   g.nodes.push_back(in);
   if (n.type == "Input") return g;
   g.nodes.push_back(n);
