@@ -42,16 +42,26 @@ int run_inspect(const CheckpointArgs& a) {
   std::printf("%s: step %lld, project %s, mesh %s\n", dir.string().c_str(), (long long)c.step,
               c.meta.contains("project") ? c.meta["project"].value("name", std::string("?")).c_str() : "?",
               c.meta.value("mesh", std::string("?")).c_str());
-  if (where.sharded)
+  const bool blocks = !c.blocks.empty();
+  if (blocks)
+    std::printf("saved over processes: %zu files, each holding the blocks one process's devices held, indexed by %s\n",
+                where.files.size(), checkpoint::kIndexFile);
+  else if (where.sharded)
     std::printf("%zu shards, indexed by %s\n", where.files.size(), checkpoint::kIndexFile);
   std::printf("\n%-44s %-6s %-22s %12s  %-22s%s\n", "tensor", "dtype", "shape", "bytes", "sharding when saved",
-              where.sharded ? "  file" : "");
+              blocks ? "  blocks" : where.sharded ? "  file" : "");
   double total = 0;
   for (const auto& t : f.tensors) {
     const std::string spec = c.meta.contains("shardings") ? c.meta["shardings"].value(t.name, std::string("-")) : "-";
+    std::string place = where.sharded ? where.file_of.at(t.name) : "";
+    if (blocks) {
+      const checkpoint::CheckedModel::Blocks& b = c.blocks.at(t.name);
+      place = std::to_string(b.blocks) + (b.blocks == 1 ? " block in " : " blocks in ") + std::to_string(b.files) +
+              (b.files == 1 ? " file" : " files");
+    }
     std::printf("%-44s %-6s %-22s %12s  %-22s%s%s\n", t.name.c_str(), checkpoint::dtype_name(t.dtype),
                 shape_str(t.shape).c_str(), runtime::format_bytes(double(t.bytes.size())).c_str(), spec.c_str(),
-                where.sharded ? "  " : "", where.sharded ? where.file_of.at(t.name).c_str() : "");
+                place.empty() ? "" : "  ", place.c_str());
     total += double(t.bytes.size());
   }
   std::printf("\n%zu tensors, %s\n", f.tensors.size(), runtime::format_bytes(total).c_str());

@@ -1,5 +1,6 @@
-// The collectives interface every backend's devices talk through: the shared-memory one between
-// threads (cpu::ThreadCollectives), and later MPI between processes and NCCL between GPUs.
+// The collectives interface every backend's devices talk through: shared memory between threads
+// (cpu::ThreadCollectives), MPI between processes (mpi/mpi_collectives.h), and NCCL or peer copies
+// between GPUs (cuda/nccl_collectives.h, cuda/peer_collectives.h).
 //
 // Contract, for every implementation:
 // - Every device of `group` (global device ids, in rank order) makes the same call with the same

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <set>
 #include <unistd.h>
 
 #include "engine/checkpoint/blocks.h"
@@ -308,10 +309,15 @@ CheckedModel read_checked(const fs::path& dir) {
   if (const auto arrays = block_arrays(out.meta); !arrays.empty()) {
     // Whole arrays from the blocks; each array's file is its first block's.
     std::map<std::string, std::string> file_of;
+    std::map<std::string, std::set<std::string>> files;
     for (const StoredTensor& t : out.model.tensors) {
       BlockRef r;
-      if (parse_block_name(t.name, r) && !file_of.count(r.array)) file_of[r.array] = out.where.file_of[t.name];
+      if (!parse_block_name(t.name, r)) continue;
+      if (!file_of.count(r.array)) file_of[r.array] = out.where.file_of[t.name];
+      files[r.array].insert(out.where.file_of[t.name]);
+      ++out.blocks[r.array].blocks;
     }
+    for (auto& [array, b] : out.blocks) b.files = int(files[array].size());
     out.model = assemble_blocks(std::move(out.model), arrays, dir.string());
     out.where.file_of = std::move(file_of);
   }

@@ -84,6 +84,11 @@ struct CheckedModel {
   nlohmann::ordered_json meta;
   SafetensorsFile model;
   ModelFiles where;  // which file holds each tensor
+  // A checkpoint of blocks (saved over processes): per array, its blocks and the files they are in.
+  struct Blocks {
+    int blocks = 0, files = 0;
+  };
+  std::map<std::string, Blocks> blocks;
 };
 CheckedModel read_checked(const std::filesystem::path& dir);
 

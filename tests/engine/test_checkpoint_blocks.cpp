@@ -182,6 +182,9 @@ class TestCheckpointBlocks : public QObject {
     const CheckedModel checked = read_checked(dir);
     QCOMPARE(QString::fromStdString(checked.where.file_of.at("params/w")), QString("model-00001-of-00002.safetensors"));
     QCOMPARE(QString::fromStdString(checked.where.file_of.at("params/b")), QString("model-00002-of-00002.safetensors"));
+    QCOMPARE(checked.blocks.at("params/w").blocks, 4);  // what inspect shows: 4 blocks in 2 files
+    QCOMPARE(checked.blocks.at("params/w").files, 2);
+    QCOMPARE(checked.blocks.at("params/b").blocks, 1);
 
     // load_blocks(): only the blocks wanted are read; every array's dtype is known all the same.
     const LoadedBlocks part = load_blocks(dir, [](const std::string& array, const Shape& start, const Shape&) {

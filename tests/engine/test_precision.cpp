@@ -1,4 +1,4 @@
-// The precision policy (issue 12): the project's "precision" section and a node's own, what the
+// The precision policy: the project's "precision" section and a node's own, what the
 // step becomes under it (casts where Flax casts, float32 where recipes keep it, bytes in the plan),
 // float16 with dynamic loss scaling through an overflow, checkpoints that keep each array's dtype,
 // sharded mixed-precision runs against one device, Fashion-MNIST accuracy in bfloat16, and the

@@ -181,7 +181,20 @@ class TestMpiRuns : public QObject {
     const QJsonObject meta = QJsonDocument::fromJson(read_file(first + "/step_000005/checkpoint.json")).object();
     QCOMPARE(meta["version"].toInt(), 2);
     QCOMPARE(meta["blocks"].toObject()["params/dense1/kernel"].toArray(), (QJsonArray{784, 256}));
-    // inspect and export still see whole arrays: the export equals a one-process run's at step 5.
+    // inspect lists whole arrays, each with its blocks: dense1's kernel split over the 4 devices,
+    // one per process, its bias whole, written once.
+    const auto listed = run_cli({"inspect", first});
+    QVERIFY2(listed.exit_code == 0, qPrintable(listed.err));
+    QVERIFY2(listed.out.contains("saved over processes: 4 files"), qPrintable(listed.out));
+    const QStringList lines = listed.out.split('\n');
+    auto line_of = [&](const QString& array) {
+      for (const QString& l : lines)
+        if (l.startsWith(array + " ")) return l;
+      return QString();
+    };
+    QVERIFY2(line_of("params/dense1/kernel").endsWith("4 blocks in 4 files"), qPrintable(listed.out));
+    QVERIFY2(line_of("params/dense1/bias").endsWith("1 block in 1 file"), qPrintable(listed.out));
+    // export still writes whole arrays: it equals a one-process run's at step 5.
     const QString alone = dir.filePath("alone");
     const auto one = run_cli(common + QStringList{"--steps", "5", "--threads", "2", "--checkpoint-dir", alone});
     QVERIFY2(one.exit_code == 0, qPrintable(one.err));
