@@ -1,10 +1,11 @@
-// `shardlab-cli advise`: the layouts a project could run with on N devices, ranked by predicted step
-// time among those that fit, each with its memory per device (from its partitioned step) and what
+// `shardlab-cli advise`: the layouts a project could run with on N devices (the named strategies
+// and what a search of the model's own axes finds), ranked by predicted step time among those that fit, each with its memory per device (from its partitioned step) and what
 // bounds it; then whether a GPU would pay for the project.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
@@ -45,7 +46,18 @@ int run_advise(const AdviseArgs& a) {
   if (calibration.stale && !a.json) std::fprintf(stderr, "warning: %s\n", calibration.message.c_str());
   const advisor::Hardware hw = a.hardware.empty() ? here : advisor::find_hardware(a.hardware);
   const double capacity = hw.memory_bytes > 0 ? hw.memory_bytes : double(cpu->capacity_per_device(int(a.devices)));
-  const std::vector<advisor::Candidate> ranked = advisor::advise(p, a.devices, hw, capacity);
+  advisor::AdviseOptions options;
+  options.search = a.search;
+  options.max_partitions = a.search_limit;
+  // The search can take seconds on a large model: say how far it is, on a terminal.
+  const bool show_progress = !a.json && isatty(fileno(stderr));
+  if (show_progress)
+    options.progress = [](int64_t done, int64_t survivors) {
+      if (done % 10 == 0) std::fprintf(stderr, "\rsearching: partitioned %lld of %lld layouts left after pruning", (long long)done, (long long)survivors);
+    };
+  advisor::SearchSummary summary;
+  const std::vector<advisor::Candidate> ranked = advisor::advise(p, a.devices, hw, capacity, options, &summary);
+  if (show_progress && summary.partitioned >= 10) std::fprintf(stderr, "\r%80s\r", "");
   // "Is a GPU worth it?" compares this machine's CPU with a GPU, whatever --hardware is.
   const advisor::GpuVerdict gpu = advisor::gpu_worth_it(p, here, advisor::find_hardware(a.gpu));
 
@@ -69,6 +81,7 @@ int run_advise(const AdviseArgs& a) {
     for (const advisor::Candidate& c : ranked) {
       nlohmann::ordered_json o{{"strategy", c.strategy}, {"mesh", c.mesh}, {"rules", c.rules}};
       if (c.microbatches > 0) o["microbatches"] = c.microbatches;
+      o["splits"] = c.splits;
       if (!c.runs()) {
         o["error"] = c.error;
       } else {
@@ -76,9 +89,28 @@ int run_advise(const AdviseArgs& a) {
         o["bytes_per_device"] = c.bytes_per_device;
         o["capacity_bytes"] = c.capacity_bytes;
         o.update(prediction_json(c.prediction));
+        o["moved_bytes_per_device"] = c.moved_bytes;
+        o["collectives"] = c.collectives;
+        if (c.bound_s > 0) o["lower_bound_ms"] = c.bound_s * 1e3;
       }
       j["candidates"].push_back(o);
     }
+    if (a.search && a.devices > 1)
+      j["search"] = {{"axes", summary.counts.axes},
+                     {"meshes", summary.counts.meshes},
+                     {"assignments", summary.counts.assignments},
+                     {"pruned_indivisible", summary.counts.indivisible},
+                     {"pruned_idle_axis", summary.counts.idle_axis},
+                     {"pruned_too_big", summary.counts.too_big},
+                     {"repeats", summary.counts.duplicates},
+                     {"survivors", summary.survivors},
+                     {"partitioned", summary.partitioned},
+                     {"refused", summary.failed},
+                     {"equal_to_a_strategy", summary.same_as_strategy},
+                     {"bounded_out", summary.past_bound},
+                     {"past_limit", summary.past_limit},
+                     {"seconds", summary.seconds}};
+    if (!ranked.empty()) j["why_the_first"] = advisor::explain(ranked.front());
     j["gpu_worth_it"] = {{"cpu", gpu.cpu_name},
                          {"gpu", gpu.gpu_name},
                          {"cpu_step_ms", gpu.cpu.step_s * 1e3},
@@ -120,6 +152,8 @@ int run_advise(const AdviseArgs& a) {
                 util::format_bytes(c.bytes_per_device).c_str(), c.fits ? "yes" : "NO", c.prediction.step_s * 1e3,
                 c.prediction.bound_by.c_str(), rules.c_str());
   }
+  if (!ranked.empty()) std::printf("\nWhy the first: %s\n", advisor::explain(ranked.front()).c_str());
+  if (a.search && a.devices > 1) std::printf("%s\n", advisor::describe(summary).c_str());
   std::printf("\nPredicted per instruction of each partitioned step from the profile's measured rates: GEMMs by shape,\n"
               "streaming primitives by bandwidth, fixed costs per instruction, collectives as latency + bytes / rate.\n"
               "tests/bench/advise_accuracy.py sets them beside measured steps. Try one with:\n"

@@ -110,6 +110,8 @@ struct AdviseArgs {
   bool json = false;
   std::string hardware;             // a profile's name or file ("": this machine, calibrated once and saved)
   std::string gpu = "h100-sxm-node";  // the GPU profile "is a GPU worth it?" compares with
+  bool search = true;                 // beside the named strategies, search the model's own axes
+  int64_t search_limit = 300;         // searched layouts partitioned at most
 };
 int run_advise(const AdviseArgs& a);
 

@@ -179,8 +179,9 @@ int main(int argc, char** argv) {
   im->add_option("--seq", import.seq, "tokens per example (default: the model's context, at most 256)")->check(CLI::PositiveNumber);
 
   shardlab::cli::AdviseArgs advise;
-  auto* ad = app.add_subcommand("advise", "Rank the meshes and rules a project could use on N devices: memory per device from "
-                                          "each partitioned step, predicted step time, what bounds it");
+  auto* ad = app.add_subcommand("advise", "Rank the meshes and rules a project could use on N devices (named strategies and a "
+                                          "search over the model's own axes): memory per device from each partitioned step, "
+                                          "predicted step time, what bounds it");
   ad->add_option("project", advise.project, "the *.shardlab.json file")->required();
   ad->add_option("--devices", advise.devices, "how many devices to lay the model over")->required()->check(CLI::Range(1, 4096));
   ad->add_option("--threads", advise.threads, "CPU cores the devices share (default: every core)")->check(CLI::PositiveNumber);
@@ -190,6 +191,10 @@ int main(int argc, char** argv) {
                  "a hardware profile: a file, or a name (h100-sxm-node, h100-infiniband, or one in ~/.config/shardlab/hardware); "
                  "default: this machine, calibrated once and saved");
   ad->add_option("--gpu", advise.gpu, "the GPU profile 'is a GPU worth it?' compares this machine with")->capture_default_str();
+  ad->add_flag("!--no-search", advise.search, "rank the named strategies only, without searching the model's own axes");
+  ad->add_option("--search-limit", advise.search_limit, "partition at most this many searched layouts")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 
   shardlab::cli::CalibrateArgs calibrate;
   auto* ca = app.add_subcommand("calibrate", "Measure this machine for the layout advisor (GEMM rates by shape, memory bandwidth, "

@@ -89,7 +89,27 @@ bool crosses_nodes(const sharding::Mesh& mesh, const std::vector<std::string>& a
   return span > per_node;
 }
 
+// A local instruction's time, its FLOPs at its rate or its bytes at the stream rate, whichever is
+// slower, and whether its FLOPs were.
+std::pair<double, bool> local_seconds(const ir::Program& prog, const ir::Instr& ins, const DeviceRates& r, double peak, bool cpu) {
+  std::vector<Shape> in, out;
+  for (int v : ins.in) in.push_back(prog.shape(v));
+  for (int v : ins.out) out.push_back(prog.shape(v));
+  const double flops = ir::primitive(ins.op).flops(in, out, ins.attrs);
+  double rate = peak;
+  if (ins.op == ir::Op::MatMul) rate = gemm_rate(r, prog, ins);
+  const double t_flops = rate > 0 ? flops / rate : 0;
+  const double t_bytes = instruction_bytes(prog, ins, cpu) / r.memory_bytes_per_s;
+  return {std::max(t_flops, t_bytes), t_flops >= t_bytes};
+}
+
+double peak_of(const DeviceRates& r) { return std::max({r.gemm_rows.at(1e9), r.gemm_inner.at(1e9), r.gemm_cols.at(1e9), 1.0}); }
+
 }  // namespace
+
+double local_instruction_seconds(const ir::Program& p, const ir::Instr& ins, const DeviceRates& r, bool cpu) {
+  return local_seconds(p, ins, r, peak_of(r), cpu).first;
+}
 
 double instruction_bytes(const ir::Program& p, const ir::Instr& ins, bool write_allocate) {
   // In-place updates write back every operand but the gradient.
@@ -114,7 +134,7 @@ std::string collective_kind(ir::Op op) {
 Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Hardware& hw) {
   const int devices = int(std::max<int64_t>(1, mesh.device_count()));
   const DeviceRates r = hw.rates_for(devices);
-  const double peak = std::max({r.gemm_rows.at(1e9), r.gemm_inner.at(1e9), r.gemm_cols.at(1e9), 1.0});
+  const double peak = peak_of(r);
   // A pipeline's stages each run their own instructions: one sum per stage.
   const int64_t stages = std::max<int64_t>(prog.stages, 1);
   std::vector<Prediction> per(static_cast<size_t>(stages));
@@ -163,15 +183,8 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
       else if (blocks > 1) add(&Prediction::memory_s, (cpu ? 3 : 2) * bytes / r.memory_bytes_per_s);
       continue;
     }
-    std::vector<Shape> in, out;
-    for (int v : ins.in) in.push_back(prog.shape(v));
-    for (int v : ins.out) out.push_back(prog.shape(v));
-    const double flops = ir::primitive(ins.op).flops(in, out, ins.attrs);
-    double rate = peak;
-    if (ins.op == ir::Op::MatMul) rate = gemm_rate(r, prog, ins);
-    const double t_flops = rate > 0 ? flops / rate : 0;
-    const double t_bytes = instruction_bytes(prog, ins, hw.kind == "cpu") / r.memory_bytes_per_s;
-    add(t_flops >= t_bytes ? &Prediction::compute_s : &Prediction::memory_s, std::max(t_flops, t_bytes));
+    const auto [t, flop_bound] = local_seconds(prog, ins, r, peak, hw.kind == "cpu");
+    add(flop_bound ? &Prediction::compute_s : &Prediction::memory_s, t);
     add(&Prediction::memory_s, r.instruction_s);
   }
   // The busiest stage sets the pace, and every stage idles (S-1)/(M+S-1) of the step while the

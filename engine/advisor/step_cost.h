@@ -35,6 +35,9 @@ Prediction predict(const ir::Program& program, const sharding::Mesh& mesh, const
 // update's, written in place. Calibration divides the same count by the measured time, so the two
 // agree.
 double instruction_bytes(const ir::Program& p, const ir::Instr& ins, bool write_allocate);
+// A local (not collective) instruction's time on `r`: its FLOPs at the GEMM rate of its shape or
+// its bytes at the stream rate, whichever is slower, without the fixed cost of an instruction.
+double local_instruction_seconds(const ir::Program& p, const ir::Instr& ins, const DeviceRates& r, bool cpu);
 // The collective kind a profile rates an instruction by ("all_reduce", ...).
 std::string collective_kind(ir::Op op);
 

@@ -3,11 +3,14 @@
 N virtual devices is trained for a few steps and its measured step time set beside the prediction.
 
     python3 tests/bench/advise_accuracy.py [--devices 8] [--threads T] [--steps 5] [--min-seconds 1] [--rounds 3] [--json out.json]
+    python3 tests/bench/advise_accuracy.py --only-search-vs-named [--projects ...]
 
 Prints, per project, the table (rank, strategy, mesh, predicted ms, measured ms, error, bound by)
 and then the issue's targets: at least 8 candidates of each project predicted within 25% of their
-measured step, and the top-ranked candidate measuring within 10% of the best measured one. Needs an
-idle machine: the measured side is wall time.
+measured step, and the top-ranked candidate measuring within 10% of the best measured one. Among the candidates are the layouts the search found (strategy "searched"): the
+fastest of those is set beside the fastest named strategy, measured. `--only-search-vs-named` trains
+just the top-ranked searched layout and the top-ranked named strategy. Needs an idle machine: the
+measured side is wall time.
 """
 import argparse
 import json
@@ -19,7 +22,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROJECTS = ["deep-mlp-small", "dot-relu-dot", "fashion-mlp"]
+PROJECTS = ["deep-mlp-small", "dot-relu-dot", "fashion-mlp", "cnn-fashion", "vit-fashion"]
 
 
 def cli(args):
@@ -82,6 +85,8 @@ def main():
     ap.add_argument("--hardware", default="", help="a hardware profile for advise (default: this machine)")
     ap.add_argument("--projects", default=",".join(PROJECTS))
     ap.add_argument("--json", default="", help="also write every row here")
+    ap.add_argument("--only-search-vs-named", action="store_true",
+                    help="train only the top-ranked searched layout and the top-ranked named strategy")
     args = ap.parse_args()
 
     rows, verdicts = [], []
@@ -90,8 +95,14 @@ def main():
         advice, advise_s = advise(args, project)
         hw = advice["hardware"]
         print(f"\n{name} on {args.devices} devices of {hw['name']} (advise took {advise_s:.2f} s)")
+        if "search" in advice:
+            s = advice["search"]
+            print(f"  search: {', '.join(s['axes'])}; {s['assignments']} assignments, {s['survivors']} left after pruning, "
+                  f"{s['partitioned']} partitioned, {s['bounded_out']} bounded out, {s['seconds']:.2f} s")
         print(f"{'rank':>4}  {'strategy':<28} {'mesh':<22} {'predicted ms':>12} {'measured ms':>12} {'error':>7}  bound by")
         ranked = [c for c in advice["candidates"] if "error" not in c and c["fits"]]
+        if args.only_search_vs_named:
+            ranked = [c for c in ranked if c["strategy"] == "searched"][:1] + [c for c in ranked if c["strategy"] != "searched"][:1]
         # Every candidate is trained once per round, in turns; its step is the median of its rounds'.
         # (A slow minute of a shared machine moved single measurements of one candidate by 50%.)
         times = [[] for _ in ranked]
@@ -125,6 +136,11 @@ def main():
         print(f"  within 25%: {within} of {len(ranked)} (target: at least 8, or all there are: {'met' if enough else 'MISSED'})")
         if top is not None and best is not None:
             print(f"  top-ranked measures {top / best:.2f}x the best measured (target <= 1.10: {'met' if top_ok else 'MISSED'})")
+        searched = [t for t, r in measured if ranked[r - 1]["strategy"] == "searched"]
+        named = [t for t, r in measured if ranked[r - 1]["strategy"] != "searched"]
+        if searched and named:
+            print(f"  the search's fastest measures {min(searched) / min(named):.3f}x the fastest named strategy "
+                  f"({min(searched) * 1e3:.2f} vs {min(named) * 1e3:.2f} ms)")
         verdicts.append(enough and top_ok)
     if args.json:
         with open(args.json, "w") as f:

@@ -14,6 +14,7 @@
 #include "engine/backends/backend.h"
 #include "engine/ir/program.h"
 #include "engine/sharding/layout.h"
+#include "engine/sharding/presets.h"
 #include "tests/engine/test_support.h"
 
 using namespace shardlab;
@@ -486,6 +487,119 @@ class TestAdvisor : public QObject {
     // Where N divides the batch and the heads, nothing is offered on fewer devices.
     for (const advisor::Candidate& c : advisor::advise(load("vit-fashion"), 4, two_cores(), 1e12))
       QVERIFY2(c.strategy.find(" devices)") == std::string::npos, c.strategy.c_str());
+  }
+
+  // The search prunes before it partitions: what a mesh axis does not divide never reaches the
+  // partitioner (none it partitions is refused), and each layout it lists runs, names every
+  // logical axis of the model and splits something on every mesh axis.
+  void theSearchPartitionsOnlyWhatDivides() {
+    const project::Project p = load("vit-fashion");
+    advisor::SearchSummary s;
+    const auto ranked = advisor::advise(p, 8, two_cores(), 1e12, {}, &s);
+    QVERIFY2(s.counts.indivisible > 0, advisor::describe(s).c_str());  // 4 heads over 8 devices, ...
+    QVERIFY2(s.partitioned > 0, advisor::describe(s).c_str());
+    QCOMPARE(s.failed, int64_t(0));
+    QVERIFY(std::find(s.counts.axes.begin(), s.counts.axes.end(), "heads") != s.counts.axes.end());
+    const std::vector<std::string> names = sharding::logical_names_of(project::analyze_project(p));
+    int searched = 0;
+    for (const advisor::Candidate& c : ranked) {
+      if (c.strategy != "searched") continue;
+      ++searched;
+      QVERIFY2(c.runs(), c.error.c_str());
+      QVERIFY(c.bound_s > 0);
+      const sharding::LogicalRules rules = sharding::parse_rules(c.rules);
+      for (const std::string& n : names)
+        QVERIFY2(std::any_of(rules.begin(), rules.end(), [&](const sharding::LogicalRule& r) { return r.logical == n; }),
+                 (c.rules + " lacks " + n).c_str());
+      const sharding::Mesh mesh = sharding::parse_mesh(c.mesh);
+      for (const sharding::MeshAxis& axis : mesh.axes())
+        QVERIFY2(c.splits.find(axis.name) != std::string::npos, (c.mesh + ": " + c.splits).c_str());
+    }
+    QVERIFY(searched > 0);
+  }
+
+  // The bound is a bound: no layout it prunes predicts faster than the best the search keeps, and
+  // each layout partitioned predicts no faster than its bound.
+  void theSearchsBoundPrunesNothingBetter() {
+    for (const char* name : {"deep-mlp-small", "dot-relu-dot", "fashion-mlp", "cnn-fashion"}) {
+      const project::Project p = load(name);
+      advisor::AdviseOptions all;
+      all.prune_by_bound = false;
+      all.max_partitions = 100000;
+      all.shown = 100000;
+      advisor::SearchSummary pruned_summary, all_summary;
+      const auto pruned = advisor::advise(p, 8, two_cores(), 1e12, {}, &pruned_summary);
+      const auto every = advisor::advise(p, 8, two_cores(), 1e12, all, &all_summary);
+      QVERIFY2(pruned_summary.past_limit == 0, advisor::describe(pruned_summary).c_str());
+      QVERIFY2(all_summary.partitioned == all_summary.survivors, advisor::describe(all_summary).c_str());
+      QVERIFY2(all_summary.partitioned >= pruned_summary.partitioned, name);
+      for (const advisor::Candidate& c : every)
+        if (c.strategy == "searched")
+          QVERIFY2(c.bound_s <= c.prediction.step_s * (1 + 1e-9),
+                   (std::string(name) + " " + c.mesh + " " + c.rules + ": bound " + std::to_string(c.bound_s) + " s over predicted " +
+                    std::to_string(c.prediction.step_s) + " s")
+                       .c_str());
+      QVERIFY(pruned.front().runs() && every.front().runs());
+      QCOMPARE(pruned.front().prediction.step_s, every.front().prediction.step_s);
+    }
+  }
+
+  // The same project gives the same list, in the same order, every time.
+  void theSearchIsDeterministic() {
+    const project::Project p = load("llama-tiny");
+    advisor::SearchSummary a, b;
+    const auto first = advisor::advise(p, 8, two_cores(), 1e12, {}, &a);
+    const auto second = advisor::advise(p, 8, two_cores(), 1e12, {}, &b);
+    QCOMPARE(first.size(), second.size());
+    for (size_t i = 0; i < first.size(); ++i) {
+      QCOMPARE(first[i].strategy, second[i].strategy);
+      QCOMPARE(first[i].mesh, second[i].mesh);
+      QCOMPARE(first[i].rules, second[i].rules);
+    }
+    QCOMPARE(a.survivors, b.survivors);
+    QCOMPARE(a.partitioned, b.partitioned);
+    QCOMPARE(a.counts.duplicates, b.counts.duplicates);
+  }
+
+  // A model whose weight sits in an axis no strategy splits (a 4096-class output layer: 'classes'):
+  // the search splits it and ranks that first, faster than every named strategy, and explains it.
+  void theSearchFindsWhatNoStrategySpells() {
+    project::Project p = load("fashion-mlp");
+    for (graph::Node& n : p.graph.nodes)
+      if (n.name == "dense2") n.params["features"] = 4096;
+    const graph::GraphReport report = project::analyze_project(p);
+    QVERIFY2(report.ok(), report.ok() ? "" : report.errors.front().c_str());
+    advisor::SearchSummary s;
+    const auto ranked = advisor::advise(p, 8, two_cores(), 1e12, {}, &s);
+    QCOMPARE(ranked.front().strategy, std::string("searched"));
+    QVERIFY2(ranked.front().splits.find("classes") != std::string::npos, ranked.front().splits.c_str());
+    const auto named = std::find_if(ranked.begin(), ranked.end(), [](const advisor::Candidate& c) { return c.strategy != "searched"; });
+    QVERIFY(named != ranked.end());
+    QVERIFY2(ranked.front().prediction.step_s < named->prediction.step_s, advisor::explain(*named).c_str());
+    const std::string why = advisor::explain(ranked.front());
+    VERIFY_CONTAINS(QString::fromStdString(why), "classes");
+    VERIFY_CONTAINS(QString::fromStdString(why), "per step in");
+    VERIFY_CONTAINS(QString::fromStdString(why), "bound by");
+    // Without the search only the named strategies are listed.
+    advisor::AdviseOptions off;
+    off.search = false;
+    for (const advisor::Candidate& c : advisor::advise(p, 8, two_cores(), 1e12, off)) QVERIFY(c.strategy != "searched");
+  }
+
+  // Grouped-query attention: Megatron splits the key and value heads with the heads where the model
+  // axis divides them (llama-tiny's 2), and leaves them whole where it does not.
+  void megatronSplitsKeyValueHeadsWhereTheyDivide() {
+    const auto ranked = advisor::advise(load("llama-tiny"), 8, two_cores(), 1e12);
+    auto find = [&](const std::string& mesh) {
+      return std::find_if(ranked.begin(), ranked.end(), [&](const advisor::Candidate& c) { return c.strategy.rfind("Megatron", 0) == 0 && c.mesh == mesh; });
+    };
+    const auto two = find("data=4,model=2"), four = find("data=2,model=4");
+    QVERIFY(two != ranked.end() && four != ranked.end());
+    VERIFY_CONTAINS(QString::fromStdString(two->rules), "kv_heads=model");
+    VERIFY_CONTAINS(QString::fromStdString(two->rules), "heads=model");
+    QVERIFY2(two->runs(), two->error.c_str());
+    VERIFY_CONTAINS(QString::fromStdString(four->rules), "kv_heads=none");
+    QVERIFY2(four->runs(), four->error.c_str());
   }
 
   // Every template shows on eight devices: 1-D, 2-D and 3-D meshes.

@@ -431,6 +431,10 @@ class TestCli : public QObject {
     QVERIFY(best["fits"].get<bool>());
     QVERIFY(best["predicted_step_ms"].get<double>() > 0);
     QVERIFY(best["bound_by"] == "compute" || best["bound_by"] == "memory" || best["bound_by"] == "communication");
+    // Beside the named strategies, a search of the model's own axes: what it did, and why the first is first.
+    QVERIFY2(j["search"]["partitioned"].get<int64_t>() > 0, j["search"].dump().c_str());
+    QVERIFY(j["search"]["assignments"].get<int64_t>() > j["search"]["survivors"].get<int64_t>());
+    VERIFY_CONTAINS(QString::fromStdString(j["why_the_first"].get<std::string>()), "bound by");
     double last = 0;
     for (const auto& c : j["candidates"]) {
       if (c.contains("error") || !c["fits"].get<bool>()) break;
@@ -470,11 +474,17 @@ class TestCli : public QObject {
     VERIFY_CONTAINS(r.err, "where its calibration");
     VERIFY_CONTAINS(r.err, "measured 1: the profile was measured while the machine was busy");
     VERIFY_CONTAINS(r.err, "`shardlab-cli calibrate`");
+    VERIFY_CONTAINS(r.out, "Why the first: ");
+    VERIFY_CONTAINS(r.out, "Searched batch");
 
     // On 16 H100s over InfiniBand each device has 80 GB.
-    r = run_cli({"advise", kProjects + "/deep-mlp.shardlab.json", "--devices", "16", "--hardware", "h100-infiniband", "--json"}, 120000, env);
+    // (Only the named strategies: --no-search.)
+    r = run_cli({"advise", kProjects + "/deep-mlp.shardlab.json", "--devices", "16", "--hardware", "h100-infiniband", "--json", "--no-search"},
+                120000, env);
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
     j = Json::parse(r.out.toStdString());
+    QVERIFY(!j.contains("search"));
+    for (const auto& c : j["candidates"]) QVERIFY(c["strategy"] != "searched");
     QCOMPARE(j["hardware"]["kind"], "gpu");
     QVERIFY(j["candidates"][0]["fits"].get<bool>());
     QCOMPARE(j["hardware"]["capacity_bytes_per_device"].get<double>(), 85899345920.0);

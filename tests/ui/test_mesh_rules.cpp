@@ -251,11 +251,29 @@ class TestMeshRules : public QObject {
     QVERIFY2(row >= 0, "no runnable data=8 layout");
     dlg->grab().save(SHARDLAB_BINARY_DIR "/ui-screenshots/layout_advisor.png");
     const advisor::Candidate chosen = dlg->candidates()[size_t(row)];
+    // The search ran beside the named strategies, and says what it did.
+    VERIFY_CONTAINS(dlg->statusLabel()->text(), "Searching batch");
+    VERIFY_CONTAINS(dlg->statusLabel()->toolTip(), "pruned");
+    dlg->table()->scrollToItem(dlg->table()->item(row, 1));
     QTest::mouseClick(dlg->table()->viewport(), Qt::LeftButton, {},
                       dlg->table()->visualItemRect(dlg->table()->item(row, 1)).center());
     QVERIFY(dlg->applyButton()->isEnabled());
-    // The column shows what the layout splits; the whole rules are below the table.
+    // The column shows what the layout splits; below the table, why it is what it is and the whole rules.
     VERIFY_CONTAINS(dlg->detailLabel()->text(), "--rules " + QString::fromStdString(chosen.rules));
+    VERIFY_CONTAINS(dlg->detailLabel()->text(), "splits batch 8-way over data");
+    VERIFY_CONTAINS(dlg->detailLabel()->text(), "bound by");
+    // A layout only the search found is listed as such, and explained the same way.
+    int found = -1;
+    for (int r = 0; r < int(dlg->candidates().size()) && found < 0; ++r)
+      if (dlg->candidates()[size_t(r)].strategy == "searched") found = r;
+    QVERIFY2(found >= 0, "the search listed nothing");
+    dlg->table()->scrollToItem(dlg->table()->item(found, 1));
+    QTest::mouseClick(dlg->table()->viewport(), Qt::LeftButton, {},
+                      dlg->table()->visualItemRect(dlg->table()->item(found, 1)).center());
+    VERIFY_CONTAINS(dlg->detailLabel()->text(), "searched on " + QString::fromStdString(dlg->candidates()[size_t(found)].mesh));
+    dlg->table()->scrollToItem(dlg->table()->item(row, 1));
+    QTest::mouseClick(dlg->table()->viewport(), Qt::LeftButton, {},
+                      dlg->table()->visualItemRect(dlg->table()->item(row, 1)).center());
     VERIFY_LACKS(dlg->table()->item(row, dlg->table()->columnCount() - 1)->text(), "=none");
     const int steps = f.doc.undoStack()->count();
     QTest::mouseClick(dlg->applyButton(), Qt::LeftButton);

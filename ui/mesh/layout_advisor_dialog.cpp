@@ -97,9 +97,10 @@ LayoutAdvisorDialog::LayoutAdvisorDialog(ProjectDocument* doc, QWidget* parent) 
     apply_->setEnabled(valid && candidates_[size_t(row)].runs());
     if (!valid) return detail_->clear();
     const advisor::Candidate& c = candidates_[size_t(row)];
+    // Why it is what it is, then the layout as the command line takes it.
     detail_->setText(!c.runs() ? tr("%1 on %2 cannot run: %3").arg(q(c.strategy), q(c.mesh), q(c.error))
-                               : tr("%1 on %2: --rules %3%4")
-                                     .arg(q(c.strategy), c.mesh.empty() ? tr("one device") : q(c.mesh), q(c.rules),
+                               : tr("%1\n--mesh %2 --rules %3%4")
+                                     .arg(q(api::explain_layout(c)), c.mesh.empty() ? tr("(one device)") : q(c.mesh), q(c.rules),
                                           c.microbatches > 0 ? tr(" --microbatches %1").arg(c.microbatches) : QString()));
   });
   connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row) { applyRow(row); });
@@ -110,8 +111,8 @@ void LayoutAdvisorDialog::suggest() {
   busy_ = true;
   suggest_->setEnabled(false);
   apply_->setEnabled(false);
-  status_->setText(tr("Partitioning every candidate layout for %1 devices (the first time on this machine, measuring it "
-                      "too)…")
+  status_->setText(tr("Partitioning the named strategies and searching the model's own axes for %1 devices (the first "
+                      "time on this machine, measuring it too)…")
                        .arg(devices_->value()));
   // Every candidate is partitioned for real: seconds for a large model, so never on the UI thread.
   const project::Project p = doc_->project();
@@ -119,18 +120,22 @@ void LayoutAdvisorDialog::suggest() {
   const std::string hardware = hardware_->currentData().toString().toStdString();
   struct Result {
     std::vector<advisor::Candidate> ranked;
+    advisor::SearchSummary search;
     QString error;
   };
   auto result = std::make_shared<Result>();
   QThread* worker = QThread::create([result, p, devices, hardware] {
     try {
-      result->ranked = api::advise_layouts(p, devices, hardware);
+      result->ranked = api::advise_layouts(p, devices, hardware, &result->search);
     } catch (const std::exception& e) {
       result->error = QString::fromStdString(e.what());
     }
   });
   // Delivered on this dialog's thread once the worker is done; dropped if the dialog is gone.
-  connect(worker, &QThread::finished, this, [this, result] { showCandidates(std::move(result->ranked), result->error); });
+  connect(worker, &QThread::finished, this, [this, result] {
+    search_ = result->search;
+    showCandidates(std::move(result->ranked), result->error);
+  });
   connect(worker, &QThread::finished, worker, &QObject::deleteLater);
   worker->start();
 }
@@ -175,6 +180,17 @@ void LayoutAdvisorDialog::showCandidates(std::vector<advisor::Candidate> ranked,
                         "one, or double-click it.")
                          .arg(candidates_.size())
                          .arg(hardware_->currentText()));
+  // What the search did, in short; the whole account in the tooltip.
+  QString axes;
+  for (const std::string& a : search_.counts.axes) axes += (axes.isEmpty() ? "" : ", ") + q(a);
+  if (error.isEmpty() && search_.counts.meshes > 0)
+    status_->setText(status_->text() + tr(" Searching %1 looked at %2 assignments on %3 meshes and partitioned %4 in %5 s.")
+                                           .arg(axes)
+                                           .arg(search_.counts.assignments)
+                                           .arg(search_.counts.meshes)
+                                           .arg(search_.partitioned)
+                                           .arg(search_.seconds, 0, 'f', 1));
+  status_->setToolTip(search_.counts.meshes > 0 ? q(api::describe_search(search_)) : QString());
   emit candidatesReady();
 }
 

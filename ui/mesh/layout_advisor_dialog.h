@@ -57,6 +57,7 @@ class LayoutAdvisorDialog : public QDialog {
   QLabel* detail_;
   std::vector<advisor::Candidate> candidates_;
   bool busy_ = false;
+  advisor::SearchSummary search_;  // how the last Suggest's search went
 };
 
 }  // namespace shardlab::ui
