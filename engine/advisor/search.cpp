@@ -149,7 +149,7 @@ std::vector<SearchedLayout> search_layouts(const project::Project& p, const grap
     for (const graph::InnerArray& i : n.inner) add_size(i.array.axes, i.array.shape);
     for (const graph::ParamInfo& q : n.params) {
       add_size(q.axes, q.shape);
-      if (!params) continue;
+      if (!params || !q.tied.empty()) continue;
       for (const std::string& a : std::set<std::string>(q.axes.begin(), q.axes.end())) {
         info[a].param_bytes += param_bytes(n, q);
         in_params.insert(a);
@@ -192,7 +192,8 @@ std::vector<SearchedLayout> search_layouts(const project::Project& p, const grap
     for (const auto* axes : axes_of(n)) m |= mask_of(*axes);
     node_mask[n.name] |= m;
     if (params)
-      for (const graph::ParamInfo& q : n.params) model.param_bytes_by_mask[mask_of(q.axes)] += param_bytes(n, q);
+      for (const graph::ParamInfo& q : n.params)
+        if (q.tied.empty()) model.param_bytes_by_mask[mask_of(q.axes)] += param_bytes(n, q);
   });
   const uint32_t every = (1u << searched.size()) - 1;
   const sharding::ShardingReport one = sharding::analyze_sharding(p, report, sharding::Mesh(), {});

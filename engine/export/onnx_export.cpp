@@ -106,7 +106,11 @@ class Exporter {
           throw Error("node " + in_quotes(r.name) + ": input " + in_quotes(port) + " is not connected");
         in.push_back(computable(out.at(s->second), r.type));
       }
-      out[local] = emit_node(r, *node, scope + local, in, [&](const std::string& p) { return param(local + "/" + p); });
+      out[local] = emit_node(r, *node, scope + local, in, [&](const std::string& p) {
+        for (const graph::ParamInfo& info : r.params)  // a shared parameter is the earlier node's
+          if (info.name == p && !info.tied.empty()) return param(info.tied);
+        return param(local + "/" + p);
+      });
     }
     return out;
   }
@@ -227,6 +231,14 @@ class Exporter {
       return op("Add", name + "/Add", {y, param("bias")}, name);
     }
     if (type == "PositionEmbedding") return op("Add", name + "/Add", {in.at(0), param("embedding")}, name);
+    if (type == "Attend") {
+      // The Embed node's initializer itself (one copy in the file), transposed.
+      const graph::ParamInfo& shared = r.params.at(0);
+      const std::string table = initializer(shared.tied, r, shared.name, node_param(shared.name));
+      const std::string t = op("Transpose", name + "/Transpose", {table}, name + "/table_T");
+      attr_ints("perm", {1, 0});
+      return op("MatMul", name + "/MatMul", {in.at(0), t}, name);
+    }
     if (type == "MeanPool") {
       const std::string y = op("ReduceMean", name + "/ReduceMean", {in.at(0)}, name);
       attr_ints("axes", {1});  // an attribute up to opset 17 (an input from 18)
@@ -427,7 +439,7 @@ class Exporter {
                  (what.empty() ? "this layer type" : what) +
                  " (it exports Input, Dense, ReLU, GELU, Tanh, Softmax, LayerNorm, Add, Flatten, Reshape, Dropout, Embed, "
                  "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool, Conv2D, MaxPool2D, AvgPool2D, Sigmoid, SiLU, Multiply, "
-                 "RMSNorm and Repeat)");
+                 "RMSNorm, GroupNorm, Attend and Repeat)");
   }
 
   std::string op(const std::string& type, const std::string& name, const std::vector<std::string>& inputs,

@@ -242,6 +242,22 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
     }
     try {
       read_precision(n, r);
+      // A shared parameter is the earlier node's: its shape, axes and initializer.
+      for (const TiedParam& t : r.layer->tied_params()) {
+        const std::string node = t.target.substr(0, t.target.rfind('/')), pname = t.target.substr(t.target.rfind('/') + 1);
+        if (carry) throw Error(t.field + ": a Repeat block cannot share a parameter with '" + node + "'; place this node after the block");
+        const NodeReport* source = rep.find(node);
+        if (!source)
+          throw Error(t.field + ": there is no node '" + node + "' before this one (it must feed, directly or not, the layers before this node)");
+        const auto found = std::find_if(source->params.begin(), source->params.end(), [&](const ParamInfo& q) { return q.name == pname; });
+        if (found == source->params.end() || !found->tied.empty())
+          throw Error(t.field + ": node '" + node + "' (" + source->type + ") has no parameter '" + pname + "' of its own" +
+                      (source->error.empty() ? "" : " (it has errors)"));
+        ParamInfo shared = *found;
+        shared.name = t.name;
+        shared.tied = t.target;
+        r.params.push_back(std::move(shared));
+      }
       r.output = r.layer->infer(r.inputs, r.params);
       r.inner = r.layer->inner_arrays(r.inputs);
       checked_elements(r.output.shape, n.type == "Input" ? "output (batch_size x shape)" : "output");
@@ -262,7 +278,7 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
                         (list.empty() ? "none" : list) + ")");
           }
       for (const ParamInfo& p : r.params)
-        r.param_count = util::add_or_throw(r.param_count, checked_elements(p.shape, "parameter '" + p.name + "'"), "parameter count");
+        if (p.tied.empty()) r.param_count = util::add_or_throw(r.param_count, checked_elements(p.shape, "parameter '" + p.name + "'"), "parameter count");
       if (n.body) r.body = analyze(*n.body, batch, &r.inputs.at(0), r.name + "/").nodes;
       r.flops = node_flops(r);
     } catch (const Error& e) {

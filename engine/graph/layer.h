@@ -37,6 +37,15 @@ struct ParamInfo {
   std::vector<std::string> axes;
   InitSpec init;
   int64_t layers = 0;  // > 0: stacked, `layers` copies of shape[1:] each initialised on its own
+  // "<node>/<param>": this parameter is that one, shared (tied weights), not one of the node's own;
+  // it adds nothing to the model's parameters, and its gradient adds to that one's.
+  std::string tied = "";
+};
+
+// A parameter a layer shares with another node (Attend's table is an Embed's): `field` names that
+// node in the layer's fields, `name` is what the layer calls it, `target` is "<node>/<param>".
+struct TiedParam {
+  std::string field, name, target;
 };
 
 struct LowerContext {
@@ -80,6 +89,9 @@ class Layer {
   // Output and parameters from the inputs (one per port); throws Error on a shape mismatch.
   virtual ArrayInfo infer(const std::vector<ArrayInfo>& in, std::vector<ParamInfo>& params) const = 0;
   virtual int lower(LowerContext& ctx, const std::vector<int>& in) const = 0;
+  // Parameters it shares with earlier nodes: the analysis puts each in infer()'s `params` (the
+  // target's shape and axes, `tied` set) before infer() adds the layer's own.
+  virtual std::vector<TiedParam> tied_params() const { return {}; }
   // The arrays inside it, from its inputs; lower() names their values in ctx.outputs.
   virtual std::vector<InnerArray> inner_arrays(const std::vector<ArrayInfo>&) const { return {}; }
   // The dtype it computes in when its node does not say (nullopt: the project's policy). LayerNorm

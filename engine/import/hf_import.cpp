@@ -116,7 +116,9 @@ Json llama_project(const LlamaConfig& l, const std::string& name, int64_t seq, c
                             {{"name", "embed"}, {"type", "Embed"}, {"params", {{"num_embeddings", l.vocab}, {"features", l.hidden}}}},
                             {{"name", "blocks"}, {"type", "Repeat"}, {"params", {{"count", l.layers}}}, {"body", body}},
                             {{"name", "norm"}, {"type", "RMSNorm"}, {"params", ln}},
-                            dense("head", l.vocab, {"embed", "vocab"})});
+                            // A tied LM head is the embedding's table, shared (as the model trains it).
+                            l.tied ? Json{{"name", "head"}, {"type", "Attend"}, {"params", {{"embed", "embed"}}}}
+                                   : dense("head", l.vocab, {"embed", "vocab"})});
   Json edges = Json::array({{{"from", "tokens.out"}, {"to", "embed.in"}}, {{"from", "embed.out"}, {"to", "blocks.in"}},
                             {{"from", "blocks.out"}, {"to", "norm.in"}}, {{"from", "norm.out"}, {"to", "head.in"}}});
   return {{"format", "shardlab.project"},
@@ -185,8 +187,8 @@ Json gpt2_project(const Gpt2Config& g, const std::string& name, int64_t seq, con
                             {{"name", "pos"}, {"type", "PositionEmbedding"}},
                             {{"name", "blocks"}, {"type", "Repeat"}, {"params", {{"count", g.layers}}}, {"body", body}},
                             {{"name", "norm"}, {"type", "LayerNorm"}, {"params", ln}},
-                            {{"name", "head"}, {"type", "Dense"}, {"params", {{"features", g.vocab}, {"use_bias", false}}},
-                             {"param_axes", {{"kernel", {"embed", "vocab"}}}}}});
+                            // GPT-2's LM head is its token embedding's table, shared.
+                            {{"name", "head"}, {"type", "Attend"}, {"params", {{"embed", "embed"}}}}});
   Json edges = Json::array({{{"from", "tokens.out"}, {"to", "embed.in"}}, {{"from", "embed.out"}, {"to", "pos.in"}},
                             {{"from", "pos.out"}, {"to", "blocks.in"}}, {{"from", "blocks.out"}, {"to", "norm.in"}},
                             {{"from", "norm.out"}, {"to", "head.in"}}});
@@ -309,14 +311,6 @@ Tensor columns(const Tensor& t, int64_t from, int64_t n) {
   return out;
 }
 
-Tensor transposed(const Tensor& t) {
-  const int64_t rows = t.shape.at(0), cols = t.shape.at(1);
-  Tensor out({cols, rows});
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out.data[size_t(c * rows + r)] = t.data[size_t(r * cols + c)];
-  return out;
-}
-
 void note_dtypes(ImportedModel& m, const Weights& w) {
   for (checkpoint::StoredDType dt : w.dtypes)
     if (dt != checkpoint::StoredDType::F32)
@@ -361,10 +355,10 @@ ImportedModel import_llama(const Json& config, const fs::path& config_file, cons
       {"down/kernel", {f, e}}};
   for (auto& [path, layers] : per_layer) m.params["blocks/" + path] = stacked(layers, shapes.at(path));
   m.params["norm/scale"] = map.take("model.norm.weight", {e});
-  if (l.tied && !map.has("lm_head.weight")) {
-    m.params["head/kernel"] = transposed(m.params["embed/embedding"]);
-    m.notes.push_back("tie_word_embeddings: the LM head starts as the embedding's transpose and is trained apart from it "
-                      "(Shardlab does not tie parameters yet)");
+  if (l.tied) {
+    // A checkpoint may carry the tied head's copy of the table: the model reads the embedding's.
+    if (map.has("lm_head.weight")) map.take("lm_head.weight", {l.vocab, e});
+    m.notes.push_back("tie_word_embeddings: the LM head shares the token embedding's table (an Attend node), as the model trains it");
   } else {
     m.params["head/kernel"] = map.take_linear("lm_head.weight", l.vocab, e);
   }
@@ -422,9 +416,7 @@ ImportedModel import_gpt2(const Json& config, const fs::path& config_file, const
   m.params["norm/bias"] = map.take(t + "ln_f.bias", {e});
   // GPT-2 ties its LM head to the token embedding; a checkpoint may still carry the copy.
   if (map.has("lm_head.weight")) map.take("lm_head.weight", {g.vocab, e});
-  m.params["head/kernel"] = transposed(m.params["embed/embedding"]);
-  m.notes.push_back("GPT-2 ties its LM head to the token embedding: the head starts as the embedding's transpose and is "
-                    "trained apart from it (Shardlab does not tie parameters yet)");
+  m.notes.push_back("GPT-2 ties its LM head to the token embedding: the head shares its table (an Attend node), as GPT-2 trains it");
   note_dtypes(m, w);
   check_all_used(map, w, {".attn.bias", ".attn.masked_bias"});  // old checkpoints' causal-mask buffers
   return m;

@@ -128,6 +128,10 @@ StepProgram build_step(const project::Project& proj, const graph::GraphReport& r
   const auto states = state_names(proj.optimizer);
   for (const graph::NodeReport& n : report.nodes)
     for (const graph::ParamInfo& info : n.params) {
+      if (!info.tied.empty()) {  // the earlier node's value itself: one parameter, one update
+        by_path[n.name + "/" + info.name] = by_path.at(info.tied);
+        continue;
+      }
       ModelParam mp;
       mp.path = n.name + "/" + info.name;
       mp.info = info;

@@ -217,6 +217,7 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   std::vector<size_t> params;
   for (const graph::NodeReport& n : report.nodes)
     for (const graph::ParamInfo& info : n.params) {
+      if (!info.tied.empty()) continue;  // listed once, as its own node's
       params.push_back(r.arrays.size());
       add(n.name + "/" + info.name, n.name, ArrayKind::Parameter, info.axes, info.shape);
     }

@@ -14,7 +14,7 @@ using graph::Json;
 namespace {
 
 // input (Input [12], or what the layer takes: an image, a sequence of features, token ids) ->
-// node (the layer under test, both ports fed by the input for Add).
+// node (the layer under test, both ports fed by the input for Add); Attend gets an Embed to share.
 graph::Graph wired(const graph::Node& n) {
   graph::Graph g;
   graph::Node in = graph::new_node("Input", "x");
@@ -24,10 +24,17 @@ graph::Graph wired(const graph::Node& n) {
   if (n.type == "MultiHeadAttention" || n.type == "PositionEmbedding" || n.type == "MeanPool") in.params["shape"] = Json::array({6, 16});
   if (n.type == "Reshape") in.params["shape"] = Json::array({16, 16});
   if (n.type == "GroupNorm") in.params["shape"] = Json::array({6, 6, 64});  // channels its 32 groups divide
+  if (n.type == "Attend") in.params["shape"] = Json::array({6});  // token ids, through the Embed it shares
   g.nodes.push_back(in);
   if (n.type == "Input") return g;
+  std::string from = "x";
+  if (n.type == "Attend") {
+    g.nodes.push_back(graph::new_node("Embed", "embed"));
+    g.edges.push_back({{"x", "out"}, {"embed", "in"}});
+    from = "embed";
+  }
   g.nodes.push_back(n);
-  for (const std::string& port : graph::layer_info(n.type).inputs) g.edges.push_back({{"x", "out"}, {n.name, port}});
+  for (const std::string& port : graph::layer_info(n.type).inputs) g.edges.push_back({{from, "out"}, {n.name, port}});
   return g;
 }
 
@@ -56,6 +63,30 @@ class TestCatalog : public QObject {
     QCOMPARE(graph::layer_info("Add").inputs, (std::vector<std::string>{"a", "b"}));
     QVERIFY(graph::layer_info("Input").inputs.empty());
     VERIFY_CONTAINS(testing::error_of([] { graph::layer_info("Conv9D"); }), "unknown layer type 'Conv9D'");
+  }
+
+  // Attend shares an earlier Embed's table: a parameter that is not its own (it adds nothing to
+  // the count), logits over the table's vocabulary; a node that is not there, or one without a
+  // table, is an error naming the field.
+  void attendSharesAnEarlierEmbedsTable() {
+    graph::Node attend = graph::new_node("Attend", "head");
+    graph::GraphReport r = graph::analyze(wired(attend), 4);
+    QVERIFY2(r.ok(), r.errors.empty() ? "" : r.errors.front().c_str());
+    const graph::NodeReport* head = r.find("head");
+    QVERIFY(head);
+    QCOMPARE(head->output.shape, (Shape{4, 6, 256}));
+    QCOMPARE(head->output.axes.back(), std::string("vocab"));
+    QCOMPARE(head->param_count, int64_t(0));
+    QCOMPARE(head->params.at(0).tied, std::string("embed/embedding"));
+    QCOMPARE(head->params.at(0).shape, r.find("embed")->params.at(0).shape);
+    attend.params["embed"] = "nowhere";
+    r = graph::analyze(wired(attend), 4);
+    QVERIFY(!r.ok());
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "embed: there is no node 'nowhere' before this one");
+    attend.params["embed"] = "x";  // the Input: no table
+    r = graph::analyze(wired(attend), 4);
+    QVERIFY(!r.ok());
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "embed: node 'x' (Input) has no parameter 'embedding'");
   }
 
   void freshNodeOfEveryTypeIsValid_data() {

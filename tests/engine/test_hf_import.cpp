@@ -122,6 +122,7 @@ class TestHfImport : public QObject {
         testing::run_cli({"import", QString::fromStdString((kHf / "gpt2-tiny").string()), "--out", QString::fromStdString(out.string())});
     QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
     VERIFY_CONTAINS(r.out, "ties its LM head to the token embedding");
+    VERIFY_CONTAINS(r.out, "shares its table");
     const project::Project p = project::load_project(out);
     const std::map<std::string, Tensor> params = imported_params(p, out.parent_path() / "gpt.init" / "step_000000");
     const fs::path ref = fs::path(SHARDLAB_SOURCE_DIR) / "tests/reference/data/gpt2-tiny";
@@ -131,6 +132,70 @@ class TestHfImport : public QObject {
     const double diff = max_abs_diff(got, want);
     qInfo("gpt2-tiny: logits %.3g from transformers'", diff);
     QVERIFY2(diff <= 1e-5, qPrintable(QString::number(diff)));
+  }
+
+  // GPT-2 trains its LM head tied to the token embedding: the imported head is an Attend node on the
+  // Embed's table, and 3 Adam steps on make_reference.py's batch give transformers' own losses and
+  // logits. The same 3 steps with the head untied (a Dense starting at the table's transpose, as
+  // the importer once made it) move the logits by 0.11 (meta.json's control): this test tells the two apart.
+  void importedGpt2TrainsWithItsHeadTiedAsTransformersDoes() {
+    const fs::path out = tmp("gpt2-trained/gpt.shardlab.json");
+    fs::create_directories(out.parent_path());
+    const testing::CliResult r =
+        testing::run_cli({"import", QString::fromStdString((kHf / "gpt2-tiny").string()), "--out", QString::fromStdString(out.string())});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    const project::Project p = project::load_project(out);
+    const graph::GraphReport report = project::analyze_project(p);
+    const graph::NodeReport* head = report.find("head");
+    QVERIFY(head && head->type == "Attend");
+    QCOMPARE(head->params.size(), size_t(1));
+    QCOMPARE(head->params[0].tied, std::string("embed/embedding"));
+    QCOMPARE(head->param_count, int64_t(0));
+
+    const fs::path ref = fs::path(SHARDLAB_SOURCE_DIR) / "tests/reference/data/gpt2-tiny";
+    const nlohmann::json meta = read_json(ref / "meta.json")["training"];
+    const Tensor x = data::load_npy((ref / "x.npy").string()), y = data::load_npy((ref / "y.npy").string());
+    runtime::TrainOptions opt;
+    opt.batch_size = x.shape[0];
+    opt.threads = 2;
+    project::Project q = p;
+    q.optimizer.type = "adam";
+    q.optimizer.learning_rate = project::ScheduleSpec{};
+    q.optimizer.learning_rate.value = meta["optimizer"]["learning_rate"].get<double>();
+    q.optimizer.weight_decay = 0;
+    runtime::Trainer trainer(q, opt);
+    const std::vector<std::string> paths = trainer.parameter_paths();
+    QVERIFY(std::find(paths.begin(), paths.end(), "head/embedding") == paths.end());  // one table, not two
+    for (const auto& [path, value] : imported_params(p, out.parent_path() / "gpt.init" / "step_000000")) trainer.set_parameter(path, value);
+    for (int step = 0; step < 3; ++step) {
+      const double loss = trainer.train_step(x, y), want = meta["losses"][size_t(step)].get<double>();
+      qInfo("gpt2-tiny step %d: loss %.9g, transformers %.9g (untied: %.9g)", step + 1, loss, want, meta["untied_losses"][size_t(step)].get<double>());
+      QVERIFY2(std::abs(loss - want) <= 1e-5 * std::abs(want), qPrintable(QString("step %1: %2 vs %3").arg(step + 1).arg(loss).arg(want)));
+    }
+    std::map<std::string, Tensor> trained;
+    for (const std::string& path : paths) trained[path] = trainer.parameter(path);
+    const Tensor got = runtime::predict(p, trained, x), want = data::load_npy((ref / "logits_after.npy").string());
+    const double diff = max_abs_diff(got, want);
+    qInfo("gpt2-tiny after 3 tied Adam steps: logits %.3g from transformers' (the untied control differs by %.3g)", diff,
+          meta["untied_logits_after_max_abs_diff"].get<double>());
+    QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
+    QVERIFY(meta["untied_logits_after_max_abs_diff"].get<double>() > 100 * 1e-4);
+
+    // Sharded, the shared table is one array with one layout: its vocabulary split over model
+    // (the lookup's rows and the logits' columns), or its features under FSDP; the same losses.
+    for (const auto& [mesh, rules] : std::vector<std::pair<std::string, std::string>>{
+             {"data=4,model=2", "batch=data,heads=model,mlp=model,vocab=model"}, {"data=8", "batch=data,embed=data"}}) {
+      runtime::TrainOptions sharded = opt;
+      sharded.mesh = mesh;
+      sharded.rules = rules;
+      runtime::Trainer t(q, sharded);
+      for (const auto& [path, value] : imported_params(p, out.parent_path() / "gpt.init" / "step_000000")) t.set_parameter(path, value);
+      for (int step = 0; step < 3; ++step) {
+        const double loss = t.train_step(x, y), want = meta["losses"][size_t(step)].get<double>();
+        QVERIFY2(std::abs(loss - want) <= 1e-5 * std::abs(want),
+                 qPrintable(QString("%1 %2 step %3: %4 vs %5").arg(mesh.c_str(), rules.c_str()).arg(step + 1).arg(loss).arg(want)));
+      }
+    }
   }
 
   // At that initialisation every bias is 0 and every LayerNorm scale 1, which logits cannot tell

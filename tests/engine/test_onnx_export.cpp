@@ -783,6 +783,42 @@ class TestOnnxExport : public QObject {
     }
   }
 
+  // A tied LM head (Attend on the Embed's table, as an imported GPT-2 has it): the file holds the
+  // table once, and the logits go through its transpose.
+  void aTiedHeadExportsTheTableOnce() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("tied").toStdString());
+    fs::create_directories(dir);
+    QProcess import;
+    import.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli",
+                 {"import", SHARDLAB_SOURCE_DIR "/tests/reference/hf/gpt2-tiny", "--out", QString::fromStdString((dir / "gpt.shardlab.json").string())});
+    QVERIFY(import.waitForFinished(120000));
+    QCOMPARE(import.exitCode(), 0);
+    const Exported e = export_through_cli(project::load_project(dir / "gpt.shardlab.json"), dir, 600);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      const std::map<std::string, Tensor> inits = float_initializers(g);
+      QCOMPARE(init(inits, "embed/embedding").data, e.params.at("embed/embedding").data);
+      QVERIFY(!inits.count("head/embedding"));
+      QCOMPARE(attr_of(node_named(g, "head/Transpose"), "perm").ints_size(), 2);
+      QCOMPARE(shape_of(g, "head"), (std::vector<int64_t>{-1, 16, 64}));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    Tensor x({6, 16});
+    std::mt19937 rng(23);
+    for (float& v : x.data) v = float(rng() % 64);
+    const QString skipped = compare_with_onnxruntime(e, x, dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
   // A node the exporter has no mapping for, at the top level or inside a Repeat's block, is refused
   // with its path and type; so is a parameter that is missing or of the wrong shape.
   void refusesWhatItCannotExport() {

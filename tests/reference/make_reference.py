@@ -23,8 +23,9 @@ LlamaForCausalLM's state-dict names, nn.Linear weights (out, in)), and reads the
   <hf root>/llama-tiny-bf16/     config.json, model.safetensors (bfloat16)
 <hf root> is tests/reference/hf (--hf-out DIR, default: hf next to the --out root).
 
-gpt2-tiny is transformers' own FlaxGPT2LMHeadModel, forward only (no Adam steps): it writes
-tests/reference/data/gpt2-tiny/{x.npy, logits.npy (the logits at its init params), meta.json} and those init
+gpt2-tiny is transformers' own FlaxGPT2LMHeadModel: it writes tests/reference/data/gpt2-tiny/{x.npy,
+logits.npy (the logits at its init params), y.npy, logits_after.npy (after 3 Adam steps with the LM head tied
+to the token embedding, as GPT-2 trains; meta.json's "training" also has an untied control), meta.json} and those init
 params as a Hugging Face GPT2LMHeadModel folder, <hf root>/gpt2-tiny/ (config.json, model.safetensors: GPT-2's
 Conv1D weights (in, out), no lm_head.weight since it is tied to transformer.wte.weight), and reads it back.
 
@@ -970,10 +971,11 @@ def llama_tiny_hf(model, init_params, init_flat, x, extra_files, hf_root: Path):
 
 
 # ----------------------------------------------------------------------------------------------
-# (g) gpt2-tiny: Hugging Face transformers' own FlaxGPT2LMHeadModel, forward only (no Adam steps): x, the
-#     logits at the model's own init parameters, and those parameters as a Hugging Face GPT2LMHeadModel
-#     folder, <hf root>/gpt2-tiny/ (config.json, model.safetensors as the Hub's GPT-2 checkpoints hold
-#     them), for an importer of GPT-2 checkpoints. Writes data/gpt2-tiny/{x.npy, logits.npy, meta.json}.
+# (g) gpt2-tiny: Hugging Face transformers' own FlaxGPT2LMHeadModel: x, the logits at the model's own init
+#     parameters, and those parameters as a Hugging Face GPT2LMHeadModel folder, <hf root>/gpt2-tiny/
+#     (config.json, model.safetensors as the Hub's GPT-2 checkpoints hold them), for an importer of GPT-2
+#     checkpoints; then 3 Adam steps with the LM head tied (y, logits after), and an untied control.
+#     Writes data/gpt2-tiny/{x.npy, logits.npy, y.npy, logits_after.npy, meta.json}.
 # ----------------------------------------------------------------------------------------------
 GPT2_VOCAB, GPT2_POSITIONS, GPT2_EMBED, GPT2_LAYERS, GPT2_HEADS = 64, 16, 32, 2, 4
 GPT2_HEAD_DIM = GPT2_EMBED // GPT2_HEADS  # 8
@@ -1210,6 +1212,28 @@ def check_gpt2_hf(d: Path, flat, model, x, logits):
             "from_pretrained_logits": "bit-identical to logits.npy"}
 
 
+def gpt2_train(model, params, ids, y):
+    """STEPS x optax.adam(LR) on the mean softmax cross-entropy of the logits against y (int32, per position):
+    the losses before each update, the loss and the logits after the last."""
+    tx = optax.adam(LR)
+    opt_state = tx.init(params)
+    yj = jnp.asarray(y)
+
+    def loss_fn(p):
+        logits = model(ids, params=p, train=False).logits
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, yj))
+
+    vg = jax.value_and_grad(loss_fn)
+    losses = []
+    for _ in range(STEPS):
+        loss, grads = vg(params)
+        losses.append(float(loss))
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+    logits = np.asarray(model(ids, params=params, train=False).logits, dtype=np.float32)
+    return losses, float(loss_fn(params)), logits
+
+
 def gpt2_tiny(out_root: Path, hf_root: Path):
     import jaxlib
     import ml_dtypes
@@ -1228,6 +1252,7 @@ def gpt2_tiny(out_root: Path, hf_root: Path):
 
     rng = np.random.default_rng(7)
     x = rng.integers(0, GPT2_VOCAB, size=(GPT2_BATCH, GPT2_SEQ)).astype(np.float32)  # ids as floats
+    y = rng.integers(0, GPT2_VOCAB, size=(GPT2_BATCH, GPT2_SEQ), dtype=np.int32)  # same rng, after x
     ids = jnp.asarray(x).astype(jnp.int32)  # exact: whole numbers < 2^24
     logits = np.asarray(model(ids, params=params).logits, dtype=np.float32)  # defaults, train=False
     explicit = np.asarray(model(ids, attention_mask=jnp.ones_like(ids),
@@ -1262,12 +1287,39 @@ def gpt2_tiny(out_root: Path, hf_root: Path):
                    for name, flags in GPT2_VARIANTS.items()}
     print(f"gpt2-tiny: max |logit change| of each variant: {sensitivity}")
 
+    # Training with the LM head tied to wte (GPT-2's own: both the lookup and the logits' gradients reach
+    # wte), and, as a control, the same model untied (tie_word_embeddings False, lm_head starting at wte^T
+    # and trained apart): an importer that unties the head matches the control, not GPT-2.
+    losses, loss_after, logits_after = gpt2_train(model, params, ids, y)
+    untied_cfg = gpt2_config()
+    untied_cfg.tie_word_embeddings = False
+    untied = FlaxGPT2LMHeadModel(untied_cfg, input_shape=(1, 1), seed=SEED, dtype=jnp.float32, _do_init=False)
+    untied_params = flax.core.unfreeze(jax.tree_util.tree_map(lambda a: a, params))
+    untied_params["lm_head"] = {"kernel": jnp.asarray(params["transformer"]["wte"]["embedding"]).T}
+    untied_losses, untied_loss_after, untied_logits = gpt2_train(untied, untied_params, ids, y)
+    training = {
+        "y": {"file": "y.npy", "shape": list(y.shape), "dtype": str(y.dtype),
+              "generator": "the same default_rng(7), .integers(0, 64, size=(8, 16), dtype=np.int32) drawn after x"},
+        "optimizer": {"name": "adam", "learning_rate": LR, "b1": 0.9, "b2": 0.999, "eps": 1e-8},
+        "steps": STEPS,
+        "loss": "mean(optax.softmax_cross_entropy_with_integer_labels(logits, y)) over all 128 positions",
+        "losses": losses,
+        "loss_after": loss_after,
+        "logits_after": {"file": "logits_after.npy", "shape": list(logits_after.shape), "dtype": str(logits_after.dtype)},
+        "untied_losses": untied_losses,
+        "untied_loss_after": untied_loss_after,
+        "untied_logits_after_max_abs_diff": float(np.abs(untied_logits - logits_after).max()),
+    }
+    print(f"gpt2-tiny: tied losses {losses}, after {loss_after}; untied {untied_losses}, after {untied_loss_after}")
+
     out = out_root / "gpt2-tiny"
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     np.save(out / "x.npy", np.ascontiguousarray(x))
     np.save(out / "logits.npy", np.ascontiguousarray(logits))
+    np.save(out / "y.npy", np.ascontiguousarray(y))
+    np.save(out / "logits_after.npy", np.ascontiguousarray(logits_after))
     max_abs = float(np.abs(logits).max())
     meta = {
         "versions": {"python": sys.version.split()[0], "jax": jax.__version__, "jaxlib": jaxlib.__version__, "flax": flax.__version__,
@@ -1300,6 +1352,7 @@ def gpt2_tiny(out_root: Path, hf_root: Path):
                       **hf_report, "tensor_shapes": {k: list(v) for k, v in gpt2_hf_shapes().items()}},
         "forward_check": forward_check,
         "variant_max_abs_logit_change": sensitivity,
+        "training": training,
         "tokens_not_in_x": sorted(set(range(GPT2_VOCAB)) - set(int(t) for t in x.ravel())),
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -118,8 +118,15 @@ NodeSpec nodeSpec(const project::Project& p, const api::Design& d, const QString
   }
   if (inferred) s.outputShape = shapeText(r->output);
   if (r)
-    for (const graph::ParamInfo& info : r->params)
+    for (const graph::ParamInfo& info : r->params) {
+      // A shared parameter is shown, and selected, as the node it belongs to.
+      if (!info.tied.empty()) {
+        s.params.push_back({QString::fromStdString(info.name + " = " + info.tied) + " " + shapeText({info.shape, info.axes}),
+                            QString::fromStdString(info.tied)});
+        continue;
+      }
       s.params.push_back({QString::fromStdString(info.name) + " " + shapeText({info.shape, info.axes}), joinPath(path, QString::fromStdString(info.name))});
+    }
 
   if (node->type == "Repeat") {
     s.repeat = true;

@@ -20,6 +20,7 @@ std::unique_ptr<Layer> make_repeat();
 std::unique_ptr<Layer> make_softmax();
 std::unique_ptr<Layer> make_reshape();
 std::unique_ptr<Layer> make_embed();
+std::unique_ptr<Layer> make_attend();
 std::unique_ptr<Layer> make_patch_embed();
 std::unique_ptr<Layer> make_position_embedding();
 std::unique_ptr<Layer> make_attention();

@@ -16,7 +16,7 @@ const std::pair<const char*, Factory> kLayers[] = {
     {"Reshape", make_reshape},   {"Embed", make_embed},          {"PatchEmbed", make_patch_embed},
     {"PositionEmbedding", make_position_embedding},              {"MultiHeadAttention", make_attention},
     {"MeanPool", make_mean_pool}, {"Conv2D", make_conv2d},       {"MaxPool2D", make_max_pool2d},
-    {"AvgPool2D", make_avg_pool2d},
+    {"AvgPool2D", make_avg_pool2d}, {"Attend", make_attend},
 };
 }  // namespace
 
