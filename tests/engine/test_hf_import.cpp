@@ -256,6 +256,30 @@ class TestHfImport : public QObject {
     QVERIFY(moved > 0 && moved <= 2e-4 * 1.01);
   }
 
+  // A Llama with tie_word_embeddings: its head is an Attend on the embedding (a copy of the table
+  // under lm_head.weight, as some checkpoints carry it, is read and dropped), and it trains.
+  void aTiedLlamaSharesItsEmbedding() {
+    const fs::path folder = tmp("llama-tied");
+    copy_folder(kHf / "llama-tiny", folder);
+    nlohmann::json c = read_json(folder / "config.json");
+    c["tie_word_embeddings"] = true;
+    write_json(folder / "config.json", c);
+    const fs::path out = tmp("llama-tied-project/llama.shardlab.json");
+    fs::create_directories(out.parent_path());
+    testing::CliResult r = testing::run_cli({"import", QString::fromStdString(folder.string()), "--out", QString::fromStdString(out.string()), "--seq", "16"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+    VERIFY_CONTAINS(r.out, "shares the token embedding's table");
+    const project::Project p = project::load_project(out);
+    const graph::GraphReport report = project::analyze_project(p);
+    QVERIFY(report.ok());
+    QCOMPARE(report.find("head")->type, std::string("Attend"));
+    const std::map<std::string, Tensor> params = imported_params(p, out.parent_path() / "llama.init" / "step_000000");
+    QVERIFY(!params.count("head/kernel"));
+    QVERIFY(params.count("embed/embedding"));
+    r = testing::run_cli({"train", QString::fromStdString(out.string()), "--continue", "--steps", "1"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+  }
+
   void refusesWhatItCannotMap() {
     VERIFY_CONTAINS(refusal(tmp("nowhere"), "a.shardlab.json"), "not a folder");
 
