@@ -15,6 +15,7 @@
 #include <QtTest>
 #include <csignal>
 
+#include "tests/engine/test_support.h"
 #include "tests/ui/window_menus.h"
 #include "ui/checkpoints/checkpoint_browser.h"
 #include "ui/checkpoints/checkpoint_list_model.h"
@@ -179,16 +180,45 @@ class TestAttach : public QObject {
     auto* status = tab->findChild<QLabel*>("status");
     QTRY_COMPARE_WITH_TIMEOUT(losses(tab), 3, 5000);
     QVERIFY2(!status->text().contains("No word"), qPrintable(status->text()));
-    QTRY_VERIFY_WITH_TIMEOUT(status->text().contains("No word from the run for"), 5000);
-    QVERIFY2(status->text().contains("last read step 3 of 10") && status->text().contains("still following"),
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().contains("No word for"), 5000);
+    QVERIFY2(status->text().contains("last: step 3 of 10") && status->text().contains("still following"),
              qPrintable(status->text()));
+    VERIFY_CONTAINS(status->toolTip(), log + " has not grown for");
     QVERIFY(tab->isRunning());
+    // At 1024x768 the whole sentence shows.
+    w.resize(1024, 768);
+    QApplication::processEvents();
+    QTRY_VERIFY2(status->heightForWidth(status->width()) <= status->height(),
+                 qPrintable(QString("the text needs %1 px of height, the label has %2 (width %3)")
+                                .arg(status->heightForWidth(status->width()))
+                                .arg(status->height())
+                                .arg(status->width())));
+    QVERIFY(status->heightForWidth(status->width()) > status->fontMetrics().height());  // it did wrap
     append(R"({"event":"step","step":4,"epoch":0,"loss":1.25,"accuracy":0.5,"learning_rate":0.001,"step_time_s":0.5,"examples_per_s":128,"time":1040.0})");
     QTRY_COMPARE_WITH_TIMEOUT(losses(tab), 4, 5000);
     QTRY_VERIFY_WITH_TIMEOUT(!status->text().contains("No word"), 2000);
     append(R"({"event":"end","cancelled":false,"time":1083.0})");
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 5000);
     QVERIFY2(status->text().startsWith("Done: 4 steps in 1:23"), qPrintable(status->text()));
+  }
+
+  // A job that has not started writes no log: after the silence the window says it waits for one,
+  // not that a run of 0 steps went quiet.
+  void aLogNotYetWrittenIsWaitedFor() {
+    QTemporaryDir dir;
+    const QString log = dir.filePath("queued.jsonl");
+    MainWindow w;
+    w.show();
+    auto* run = w.training()->findChild<ProcessRun*>();
+    QVERIFY(run);
+    run->setQuietAfterMs(1000);
+    QVERIFY(w.attachToRun(log));
+    auto* status = w.training()->findChild<QLabel*>("status");
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().contains("Nothing in the log for"), 5000);
+    VERIFY_CONTAINS(status->text(), "may be queued");
+    VERIFY_LACKS(status->text(), "step 0 of 0");
+    QVERIFY(w.training()->isRunning());
+    w.training()->stop();
   }
 
   void aFolderWithoutALogIsRefusedNamingIt() {

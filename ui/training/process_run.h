@@ -48,6 +48,8 @@ class ProcessRun : public QObject {
   bool isRunning() const { return running_; }
   bool isStopping() const { return stopping_; }
   bool isAttached() const { return running_ && attached_; }
+  // An attached run whose log has not grown for the quiet threshold (quiet() was emitted, heard() not yet).
+  bool isQuiet() const { return isAttached() && quiet_; }
   // The run going, or the one that just ended, was attached (not launched here).
   bool wasAttached() const { return attached_; }
   QString logFile() const { return logFile_; }

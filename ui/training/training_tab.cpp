@@ -126,8 +126,10 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   showNotStarted();
   status_ = new QLabel(tr("Idle"), this);
   status_->setObjectName("status");
-  // Its text changes every refresh; it must not resize the window's layout each time.
+  // Its text changes every refresh; it must not widen the window's layout each time. In a narrow
+  // window (1024 pixels leave this column about 240) it wraps rather than cut a sentence short.
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  status_->setWordWrap(true);
   lossScale_ = new QLabel(this);
   lossScale_->setObjectName("lossScale");
   lossScale_->setToolTip(tr("Dynamic loss scaling: a step whose float16 gradients overflow applies no update and halves the "
@@ -212,16 +214,24 @@ TrainingTab::TrainingTab(ProjectDocument* doc, QWidget* parent) : QWidget(parent
   connect(processRun_, &ProcessRun::output, this, [this](const QString& line) { log(line); });
   // A followed run gone quiet may have ended where no "end" could be written (its job killed with
   // its node): say so, and keep following, since a long step or save is quiet too.
+  // Short enough for the status line of a 1024-pixel window; the whole account in its tooltip.
   connect(processRun_, &ProcessRun::quiet, this, [this](double seconds) {
-    const QString text = tr("No word from the run for %1 (last read step %2 of %3): it may have stopped; still following")
-                             .arg(clockText(seconds))
-                             .arg(last_.step)
-                             .arg(info_.total_steps);
-    log(text + ".");
-    status_->setText(text);
+    quietText_ = began_ ? tr("No word for %1 (last: step %2 of %3); it may have stopped, still following")
+                              .arg(clockText(seconds))
+                              .arg(last_.step)
+                              .arg(info_.total_steps)
+                        : tr("Nothing in the log for %1: the job may be queued or not started; still waiting").arg(clockText(seconds));
+    const QString why = tr("%1 has not grown for %2. A job killed with its node writes no end record; a long step, a checkpoint "
+                           "save or a queued job is quiet too. Shardlab keeps reading it.")
+                            .arg(processRun_->logFile(), clockText(seconds));
+    log(quietText_ + ". " + why);
+    status_->setText(quietText_);
+    status_->setToolTip(why);
   });
   connect(processRun_, &ProcessRun::heard, this, [this] {
     log(tr("The run's log grows again."));
+    quietText_.clear();
+    status_->setToolTip(QString());
     updateStatus();
   });
   connect(processRun_, &ProcessRun::restarted, this, [this] {
@@ -937,6 +947,7 @@ void TrainingTab::updateControls() {
 
 void TrainingTab::updateStatus() {
   if (!running()) return;
+  if (processRun_->isQuiet() && !quietText_.isEmpty()) return;  // a silence is news until the log grows
   if (stopping()) {
     status_->setText(tr("Stopping after step %1…").arg(last_.step));
     return;

@@ -155,6 +155,7 @@ class TrainingTab : public QWidget {
   QLabel* error_;
   QProgressBar* progress_;
   QLabel* status_;
+  QString quietText_;  // what the status says while a followed run's log is quiet
   // Under dynamic loss scaling (float16): the scale and the steps skipped so far; hidden otherwise.
   QLabel* lossScale_;
   LineChart* lossChart_;
