@@ -75,6 +75,7 @@ struct CheckpointArgs {
   std::string format = "safetensors";
   std::string out;
   std::string dtype;  // export: the parameters' (and an ONNX graph's) dtype; "": as stored / float32
+  std::string hf_config;  // export --format hf: the model's config.json ("": the one import kept beside the checkpoints)
 };
 int run_inspect(const CheckpointArgs& a);
 

@@ -163,9 +163,13 @@ int main(int argc, char** argv) {
   shardlab::cli::CheckpointArgs exp;
   auto* ex = app.add_subcommand("export", "Export a checkpoint's parameters");
   ex->add_option("checkpoint", exp.checkpoint, "a step_NNNNNN directory, or a checkpoint root")->required();
-  ex->add_option("--format", exp.format, "safetensors (the parameters) or onnx (the inference graph with them)")
+  ex->add_option("--format", exp.format,
+                 "safetensors (the parameters), onnx (the inference graph with them) or hf (a project imported from "
+                 "Hugging Face, as a model folder: config.json and model.safetensors under its own names)")
       ->capture_default_str();
-  ex->add_option("--out", exp.out, "the file to write")->required();
+  ex->add_option("--out", exp.out, "the file to write (--format hf: a new folder)")->required();
+  ex->add_option("--hf-config", exp.hf_config,
+                 "--format hf: the model's config.json (default: the one import kept beside the checkpoints, hf_config.json)");
   ex->add_option("--dtype", exp.dtype,
                  "write the parameters as float32, bfloat16 or float16 (an ONNX graph then computes in it, its input "
                  "and output float32); default: safetensors as the checkpoint stores them, ONNX float32")

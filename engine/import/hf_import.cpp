@@ -5,9 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint/regular_file.h"
 #include "engine/checkpoint/safetensors.h"
+#include "engine/import/hf_config.h"
 #include "engine/runtime/trainer.h"
+#include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 
 namespace shardlab::importer {
@@ -16,72 +17,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace {
-
-constexpr uint64_t kMaxConfigBytes = 16 << 20;
-
-Json read_json(const fs::path& file) {
-  try {
-    return Json::parse(checkpoint::read_small_file(file, kMaxConfigBytes));
-  } catch (const Json::exception& e) {
-    throw Error(file.string() + ": not valid JSON: " + e.what());
-  }
-}
-
-// The config's settings, each checked where it is read; errors name config.json and the field.
-struct LlamaConfig {
-  int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, max_positions = 0;
-  double eps = 1e-6, theta = 10000.0;
-  bool tied = false;
-};
-
-// A positive integer setting of config.json, or `fallback` (0: required) where it is absent.
-int64_t config_integer(const Json& c, const std::string& where, const char* key, int64_t fallback) {
-  if (!c.contains(key) || c[key].is_null()) {
-    if (fallback > 0) return fallback;
-    throw Error(where + ": " + key + ": missing (a positive integer is required)");
-  }
-  if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0)
-    throw Error(where + ": " + key + ": bad value " + c[key].dump() + " (expected a positive integer)");
-  return c[key].get<int64_t>();
-}
-
-LlamaConfig llama_config(const Json& c, const fs::path& file) {
-  const std::string where = file.string();
-  auto integer = [&](const char* key, int64_t fallback) { return config_integer(c, where, key, fallback); };
-  auto number = [&](const char* key, double fallback) {
-    if (!c.contains(key) || c[key].is_null()) return fallback;
-    if (!c[key].is_number() || c[key].get<double>() <= 0)
-      throw Error(where + ": " + key + ": bad value " + c[key].dump() + " (expected a positive number)");
-    return c[key].get<double>();
-  };
-  auto flag = [&](const char* key) { return c.contains(key) && c[key].is_boolean() && c[key].get<bool>(); };
-  // What the layers do not model is refused by name rather than imported wrong.
-  if (c.contains("hidden_act") && c["hidden_act"] != "silu")
-    throw Error(where + ": hidden_act: " + c["hidden_act"].dump() + " is not supported (Llama's MLP gate is \"silu\")");
-  if (c.contains("rope_scaling") && !c["rope_scaling"].is_null())
-    throw Error(where + ": rope_scaling: " + c["rope_scaling"].dump() +
-                " is not supported (Shardlab's rotary embedding has no scaling; only rope_theta)");
-  if (flag("attention_bias")) throw Error(where + ": attention_bias: true is not supported (Llama's projections have no bias)");
-  if (flag("mlp_bias")) throw Error(where + ": mlp_bias: true is not supported (Llama's MLP has no bias)");
-  LlamaConfig l;
-  l.vocab = integer("vocab_size", 0);
-  l.hidden = integer("hidden_size", 0);
-  l.intermediate = integer("intermediate_size", 0);
-  l.layers = integer("num_hidden_layers", 0);
-  l.heads = integer("num_attention_heads", 0);
-  l.kv_heads = integer("num_key_value_heads", l.heads);
-  if (l.heads % l.kv_heads)
-    throw Error(where + ": num_key_value_heads: " + std::to_string(l.kv_heads) + " does not divide num_attention_heads " +
-                std::to_string(l.heads));
-  if (l.hidden % l.heads && !c.contains("head_dim"))
-    throw Error(where + ": num_attention_heads: " + std::to_string(l.heads) + " does not divide hidden_size " + std::to_string(l.hidden));
-  l.head_dim = integer("head_dim", l.hidden / l.heads);
-  l.max_positions = integer("max_position_embeddings", 2048);
-  l.eps = number("rms_norm_eps", 1e-6);
-  l.theta = number("rope_theta", 10000.0);
-  l.tied = flag("tie_word_embeddings");
-  return l;
-}
 
 // The project: tokens -> Embed -> Repeat of Llama blocks -> RMSNorm -> LM head, with the logical
 // axis names Shardlab's rules use (embed, heads, kv_heads, kv, mlp, vocab).
@@ -134,33 +69,6 @@ Json llama_project(const LlamaConfig& l, const std::string& name, int64_t seq, c
           {"optimizer", {{"type", "adamw"}, {"learning_rate", 1e-4}, {"weight_decay", 0.0}}},
           {"data", {{"type", "synthetic"}, {"kind", "copy"}, {"feature_shape", {seq}}, {"classes", l.vocab}, {"examples", 256}}},
           {"training", {{"batch_size", 8}, {"steps", 10}, {"seed", 0}, {"checkpoint", {{"dir", name + ".init"}}}}}};
-}
-
-struct Gpt2Config {
-  int64_t vocab = 0, embed = 0, layers = 0, heads = 0, positions = 0, inner = 0;
-  double eps = 1e-5;
-};
-
-Gpt2Config gpt2_config(const Json& c, const fs::path& file) {
-  const std::string where = file.string();
-  auto integer = [&](const char* key, int64_t fallback) { return config_integer(c, where, key, fallback); };
-  const std::string act = c.value("activation_function", std::string("gelu_new"));
-  if (act != "gelu_new" && act != "gelu_pytorch_tanh")
-    throw Error(where + ": activation_function: '" + act + "' is not supported (Shardlab's GELU is the tanh approximation, gelu_new)");
-  for (const char* key : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"})
-    if (c.contains(key) && c[key].is_boolean() && c[key].get<bool>()) throw Error(where + ": " + key + ": true is not supported");
-  if (c.contains("scale_attn_weights") && c["scale_attn_weights"] == false)
-    throw Error(where + ": scale_attn_weights: false is not supported (attention scores are scaled by 1/sqrt(head size))");
-  Gpt2Config g;
-  g.vocab = integer("vocab_size", 0);
-  g.embed = integer("n_embd", 0);
-  g.layers = integer("n_layer", 0);
-  g.heads = integer("n_head", 0);
-  g.positions = integer("n_positions", 1024);
-  g.inner = integer("n_inner", 4 * g.embed);
-  if (g.embed % g.heads) throw Error(where + ": n_head: " + std::to_string(g.heads) + " does not divide n_embd " + std::to_string(g.embed));
-  if (c.contains("layer_norm_epsilon") && c["layer_norm_epsilon"].is_number()) g.eps = c["layer_norm_epsilon"].get<double>();
-  return g;
 }
 
 // tokens -> Embed + learned positions -> Repeat of pre-norm blocks (LayerNorm, attention with
@@ -432,8 +340,13 @@ ImportedModel import_hf_folder(const fs::path& folder, const ImportOptions& opti
   std::string name = options.name.empty() ? fs::absolute(folder).lexically_normal().filename().string() : options.name;
   if (name.empty()) name = "imported";
   const std::string type = config.value("model_type", std::string());
-  if (type == "llama") return import_llama(config, config_file, folder, name, options);
-  if (type == "gpt2") return import_gpt2(config, config_file, folder, name, options);
+  ImportedModel m;
+  if (type == "llama") m = import_llama(config, config_file, folder, name, options);
+  else if (type == "gpt2") m = import_gpt2(config, config_file, folder, name, options);
+  if (type == "llama" || type == "gpt2") {
+    m.hf_config = config;
+    return m;
+  }
   throw Error(config_file.string() + ": model_type: '" + type +
               "' is not supported (Shardlab imports the Llama family, model_type \"llama\", and GPT-2, \"gpt2\")");
 }
@@ -458,6 +371,7 @@ fs::path write_imported(ImportedModel model, const fs::path& project_file, bool 
   for (const auto& [path, value] : model.params) trainer.set_parameter(path, value);
   trainer.save_checkpoint(init.string(), 0);
   trainer.wait_for_saves();
+  if (!model.hf_config.is_null()) util::write_file_atomically(init / "hf_config.json", model.hf_config.dump(2) + "\n");
   return init / "step_000000";
 }
 

@@ -21,6 +21,7 @@ struct ImportedModel {
   project::Project project;
   std::map<std::string, Tensor> params;  // by Shardlab path ("blocks/attn/query/kernel")
   std::vector<std::string> notes;        // what was converted on the way (a dtype, tied embeddings)
+  graph::Json hf_config;                 // the folder's config.json, kept beside the checkpoints for export --format hf
 };
 
 struct ImportOptions {
@@ -35,7 +36,8 @@ ImportedModel import_hf_folder(const std::filesystem::path& folder, const Import
 
 // Writes the project to `project_file` and the weights beside it as a step-0 checkpoint in
 // "<project stem>.init/", which the project names as its checkpoint folder, so that
-// `train PROJECT --continue` starts from them and `export` reads them. Returns the checkpoint's
+// `train PROJECT --continue` starts from them and `export` reads them; the model's config.json goes
+// there too (hf_config.json), for `export --format hf`. Returns the checkpoint's
 // step folder. An existing project file is replaced only where `overwrite_project` says so (the
 // window's save dialog asked); an existing checkpoint there never is.
 std::filesystem::path write_imported(ImportedModel model, const std::filesystem::path& project_file, bool overwrite_project = false);

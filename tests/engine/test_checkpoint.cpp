@@ -267,7 +267,7 @@ class TestCheckpoint : public QObject {
     proc.start(SHARDLAB_BINARY_DIR "/app/shardlab-cli", {"export", dir.filePath("ckpt"), "--format", "pt", "--out", out});
     QVERIFY(proc.waitForFinished());
     QVERIFY(proc.exitCode() != 0);
-    QVERIFY(QString(proc.readAllStandardError()).contains("--format pt: expected safetensors or onnx"));
+    QVERIFY(QString(proc.readAllStandardError()).contains("--format pt: expected safetensors, onnx or hf"));
   }
 };
 

@@ -280,6 +280,62 @@ class TestHfImport : public QObject {
     QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
   }
 
+  // export --format hf writes an imported project's checkpoint back as a Hugging Face folder: at
+  // step 0 every tensor is the folder's own, bit for bit, under its own names (Llama's (out, in)
+  // Linear weights, GPT-2's fused c_attn), and config.json is the folder's; after training, import
+  // reads the trained weights back from it.
+  void exportWritesTheFolderBack() {
+    for (const std::string model : {"llama-tiny", "gpt2-tiny"}) {
+      const fs::path out = tmp("export-" + model + "/m.shardlab.json"), hf = tmp("export-" + model + "/hf");
+      fs::create_directories(out.parent_path());
+      QCOMPARE(testing::run_cli({"import", QString::fromStdString((kHf / model).string()), "--out", QString::fromStdString(out.string())}).exit_code, 0);
+      const testing::CliResult r = testing::run_cli({"export", QString::fromStdString((out.parent_path() / "m.init").string()), "--format", "hf",
+                                                     "--out", QString::fromStdString(hf.string())});
+      QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
+      const checkpoint::SafetensorsFile want = checkpoint::read_safetensors(kHf / model / "model.safetensors");
+      const checkpoint::SafetensorsFile got = checkpoint::read_safetensors(hf / "model.safetensors");
+      QCOMPARE(got.tensors.size(), want.tensors.size());
+      for (const checkpoint::StoredTensor& w : want.tensors) {
+        const checkpoint::StoredTensor* g = got.find(w.name);
+        QVERIFY2(g, (model + ": " + w.name + " not written").c_str());
+        QCOMPARE(g->shape, w.shape);
+        QVERIFY2(g->bytes == w.bytes, (model + ": " + w.name + " differs").c_str());
+      }
+      QCOMPARE(got.metadata.at("format"), std::string("pt"));
+      QCOMPARE(read_json(hf / "config.json"), read_json(kHf / model / "config.json"));
+    }
+
+    // Trained, exported, imported again: the trained weights.
+    const fs::path out = tmp("export-llama-tiny/m.shardlab.json");
+    QCOMPARE(testing::run_cli({"train", QString::fromStdString(out.string()), "--continue", "--steps", "2"}).exit_code, 0);
+    const fs::path hf = tmp("export-trained-hf");
+    QCOMPARE(testing::run_cli({"export", QString::fromStdString((out.parent_path() / "m.init").string()), "--format", "hf", "--out",
+                               QString::fromStdString(hf.string())})
+                 .exit_code,
+             0);
+    const fs::path again = tmp("export-again/a.shardlab.json");
+    fs::create_directories(again.parent_path());
+    QCOMPARE(testing::run_cli({"import", QString::fromStdString(hf.string()), "--out", QString::fromStdString(again.string()), "--seq", "16"}).exit_code, 0);
+    const project::Project p = project::load_project(out);
+    const std::map<std::string, Tensor> trained = imported_params(p, out.parent_path() / "m.init" / "step_000002");
+    const std::map<std::string, Tensor> back = imported_params(project::load_project(again), again.parent_path() / "a.init" / "step_000000");
+    QCOMPARE(back.size(), trained.size());
+    for (const auto& [path, t] : trained) QVERIFY2(max_abs_diff(back.at(path), t) == 0.0, path.c_str());
+    QVERIFY(max_abs_diff(trained.at("blocks/attn/query/kernel"), imported_params(p, out.parent_path() / "m.init" / "step_000000").at("blocks/attn/query/kernel")) > 0);
+
+    // Into a folder that holds something, or without the config the import kept: refused, naming it.
+    testing::CliResult r = testing::run_cli({"export", QString::fromStdString((out.parent_path() / "m.init").string()), "--format", "hf", "--out",
+                                             QString::fromStdString(hf.string())});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "exists and is not an empty folder");
+    fs::remove(out.parent_path() / "m.init" / "hf_config.json");
+    r = testing::run_cli({"export", QString::fromStdString((out.parent_path() / "m.init").string()), "--format", "hf", "--out",
+                          QString::fromStdString(tmp("export-none").string())});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "hf_config.json: not found");
+    VERIFY_CONTAINS(r.err, "--hf-config");
+  }
+
   void refusesWhatItCannotMap() {
     VERIFY_CONTAINS(refusal(tmp("nowhere"), "a.shardlab.json"), "not a folder");
 
