@@ -189,6 +189,11 @@ class Exporter {
       return y;
     }
     if (type == "Add") return op("Add", name + "/Add", {in.at(0), in.at(1)}, name);
+    if (type == "Concatenate") {
+      const std::string y = op("Concat", name + "/Concat", {in.at(0), in.at(1)}, name);
+      attr_int("axis", field(node, "axis").get<int64_t>());  // as the layer counts it: the batch is axis 0
+      return y;
+    }
     if (type == "GroupNorm") return group_norm(r, node, name, in.at(0), param);
     if (type == "Flatten") {
       const std::string y = op("Flatten", name + "/Flatten", {in.at(0)}, name);
@@ -439,7 +444,7 @@ class Exporter {
                  (what.empty() ? "this layer type" : what) +
                  " (it exports Input, Dense, ReLU, GELU, Tanh, Softmax, LayerNorm, Add, Flatten, Reshape, Dropout, Embed, "
                  "PatchEmbed, PositionEmbedding, MultiHeadAttention, MeanPool, Conv2D, MaxPool2D, AvgPool2D, Sigmoid, SiLU, Multiply, "
-                 "RMSNorm, GroupNorm, Attend and Repeat)");
+                 "RMSNorm, GroupNorm, Attend, Concatenate and Repeat)");
   }
 
   std::string op(const std::string& type, const std::string& name, const std::vector<std::string>& inputs,

@@ -38,8 +38,9 @@ enum class Op {
   // element at position s turn by s * theta^(-2i/d) (transformers' rotate_half); `rope_inverse`
   // turns them back (its VJP)
   Rope,
-  // structure
-  Reshape, Transpose, Stack, Unstack, Fill,
+  // structure. Concat joins its operands along `dim` (equal in every other dim); Split cuts its
+  // operand along `dim` into parts of the sizes in `shape` (Concat's inverse and VJP).
+  Reshape, Transpose, Stack, Unstack, Concat, Split, Fill,
   Convert,  // to attrs.dtype (mixed precision: parameters to the compute dtype, logits to float32)
   // How many elements of its operands are not finite (inf or NaN), summed over the mesh: whether a
   // step under dynamic loss scaling overflowed. A float32 scalar.

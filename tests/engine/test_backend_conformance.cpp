@@ -232,6 +232,31 @@ Instance unstack(Rng& r) {
   return in;
 }
 
+// Operands equal but along a drawn dim, joined there.
+Instance concat(Rng& r) {
+  const Shape s = shape(r);
+  Instance in;
+  in.attrs.dim = int64_t(r() % s.size());
+  for (size_t k = 0, parts = 1 + r() % 3; k < parts; ++k) {
+    Shape part = s;
+    part[size_t(in.attrs.dim)] = dim(r);
+    in.operands.push_back(Operand{part});
+  }
+  return in;
+}
+
+// An operand cut along a drawn dim into drawn parts.
+Instance split(Rng& r) {
+  Shape s = shape(r);
+  Instance in;
+  in.attrs.dim = int64_t(r() % s.size());
+  int64_t total = 0;
+  for (size_t k = 0, parts = 1 + r() % 3; k < parts; ++k) total += in.attrs.shape.emplace_back(dim(r));
+  s[size_t(in.attrs.dim)] = total;
+  in.operands = {Operand{s}};
+  return in;
+}
+
 Instance fill(Rng& r) {
   Instance in;
   in.attrs.shape = shape(r);
@@ -432,6 +457,8 @@ std::vector<Case> cases() {
       {"reshape", Op::Reshape, reshape},
       {"stack", Op::Stack, stack},
       {"unstack", Op::Unstack, unstack},
+      {"concat", Op::Concat, concat},
+      {"split", Op::Split, split},
       {"fill", Op::Fill, fill},
       {"softmax_cross_entropy", Op::SoftmaxXent, classification(false)},
       {"softmax_cross_entropy_grad", Op::SoftmaxXentGrad, classification(true)},

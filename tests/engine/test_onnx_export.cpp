@@ -742,6 +742,32 @@ class TestOnnxExport : public QObject {
     }
   }
 
+  // Concatenate, as ONNX's Concat: cat-tiny's channels (axis -1 of an NHWC image) and features.
+  void concatenateExportsAsConcat() {
+    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    const fs::path dir = fs::path(dir_.filePath("cat").toStdString());
+    fs::create_directories(dir);
+    const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/cat-tiny.shardlab.json"), dir, 700);
+    QVERIFY2(e.cli_error.isEmpty(), qPrintable(e.cli_error));
+#ifdef SHARDLAB_HAVE_ONNX
+    try {
+      const onnx::ModelProto m = checked_model(e.model);
+      const onnx::GraphProto& g = m.graph();
+      QCOMPARE(op_counts(g).at("Concat"), 2);
+      QCOMPARE(shape_of(g, "skip"), (std::vector<int64_t>{-1, 6, 6, 8}));
+      QCOMPARE(shape_of(g, "branches"), (std::vector<int64_t>{-1, 24}));
+      QCOMPARE(attr_of(node_named(g, "skip/Concat"), "axis").i(), int64_t(-1));
+    } catch (const std::exception& ex) {
+      QFAIL(ex.what());
+    }
+#endif
+    const QString skipped = compare_with_onnxruntime(e, random_tensor({5, 6, 6}, 19, 1.0f), dir, 1e-5);
+    if (!skipped.isEmpty()) {
+      qInfo().noquote() << "skipping:" << skipped;
+      QSKIP(qPrintable(skipped));
+    }
+  }
+
   // The Llama layers through tests/reference/llama-tiny: RMSNorm composed (opset 17 has none),
   // rotary embedding as t * cos + rotate_half(t) * sin, grouped keys and values expanded to every
   // query head of their group, SiLU and the gating Multiply.

@@ -218,6 +218,13 @@ class TestReference : public QObject {
   void gnTinyShardedOnEightDevicesMatchesFlax() {
     check_against_flax(kRef + "gn-tiny.shardlab.json", "gn-tiny", "data=4,model=2", "batch=data,channels=model,mlp=model");
   }
+  // Concatenate twice (make_reference.py's cat-tiny): a U-Net-style skip joining channels, and two
+  // Dense branches joining features; sharded, the joined channels and features are split over
+  // model, so the join gathers them first.
+  void catTinyMatchesFlaxAfterThreeAdamSteps() { check_against_flax(kRef + "cat-tiny.shardlab.json", "cat-tiny"); }
+  void catTinyShardedOnEightDevicesMatchesFlax() {
+    check_against_flax(kRef + "cat-tiny.shardlab.json", "cat-tiny", "data=4,model=2", "batch=data,channels=model,mlp=model");
+  }
   // A tiny Llama against transformers' own FlaxLlamaForCausalLM (make_reference.py's llama-tiny):
   // RMSNorm, rotary embedding, grouped-query attention (4 query heads on 2 key/value heads) and a
   // SwiGLU MLP. Its logits at the initial parameters first, then 3 Adam steps, on one device and

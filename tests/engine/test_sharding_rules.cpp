@@ -222,6 +222,17 @@ std::vector<Case> cases() {
                {{"layer", "embed", "mlp"}}});
   c.push_back({"stack (independent names)", Op::Stack,
                {arg("w0", {E, M}, {"embed", "mlp"}), arg("w1", {E, M}, {"rows", "cols"})}, {{"layer", "embed", "mlp"}}});
+  c.push_back({"concat (batch, seq, embed | mlp) along the features", Op::Concat,
+               {arg("a", {B, S, E}, {"batch", "seq", "embed"}), arg("b", {B, S, M}, {"batch", "seq", "mlp"})}, {{"batch", "seq", "embed"}},
+               attrs([](ir::Attrs& a) { a.dim = 2; })});
+  c.push_back({"concat (batch, embed) along the batch", Op::Concat,
+               {arg("a", {B, E}, {"batch", "embed"}), arg("b", {B, E}, {"batch", "embed"})}, {{"batch", "embed"}},
+               attrs([](ir::Attrs& a) { a.dim = 0; })});
+  c.push_back({"split (batch, seq, embed) along the features", Op::Split, {arg("x", {B, S, E}, {"batch", "seq", "embed"})},
+               {{"batch", "seq", "embed"}, {"batch", "seq", "embed"}}, attrs([](ir::Attrs& a) {
+                 a.dim = 2;
+                 a.shape = {6, 10};
+               })});
   c.push_back({"unstack", Op::Unstack, {arg("w", {L, E, M}, {"layer", "embed", "mlp"})},
                std::vector<std::vector<std::string>>(size_t(L), {"embed", "mlp"})});
   c.push_back({"fill", Op::Fill, {}, {{"batch", "embed"}}, attrs([&](ir::Attrs& a) { a.alpha = 2.5; a.shape = {B, E}; })});

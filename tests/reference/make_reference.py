@@ -435,6 +435,48 @@ def gn_tiny():
     return model, x, y, softmax_xent_loss(model), paths, shapes, description
 
 
+# ----------------------------------------------------------------------------------------------
+# (i) cat-tiny: jnp.concatenate twice, as a U-Net's skip joins channels and two branches join
+#     features: conv1 -> relu -> conv2, [relu(conv1), conv2] joined along the channels, flattened,
+#     two Dense branches joined along the features, relu, the head.
+# ----------------------------------------------------------------------------------------------
+class CatTiny(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = x[..., None]  # (B, 6, 6, 1)
+        h1 = nn.relu(nn.Conv(4, (3, 3), padding="SAME", name="conv1")(x))  # (B, 6, 6, 4)
+        h2 = nn.Conv(4, (3, 3), padding="SAME", name="conv2")(h1)  # (B, 6, 6, 4)
+        h = jnp.concatenate([h1, h2], axis=-1)  # (B, 6, 6, 8): the skip joins the channels
+        h = h.reshape((h.shape[0], -1))  # (B, 288)
+        a = nn.Dense(16, name="a")(h)
+        b = nn.Dense(8, name="b")(h)
+        h = nn.relu(jnp.concatenate([a, b], axis=-1))  # (B, 24): the branches join the features
+        return nn.Dense(10, name="head")(h)
+
+
+def cat_tiny():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((8, 6, 6), dtype=np.float32)
+    y = rng.integers(0, 10, size=(8,), dtype=np.int32)  # same rng, drawn after x
+    model = CatTiny()
+    shapes = {
+        "conv1/kernel": (3, 3, 1, 4), "conv1/bias": (4,), "conv2/kernel": (3, 3, 4, 4), "conv2/bias": (4,),
+        "a/kernel": (288, 16), "a/bias": (16,), "b/kernel": (288, 8), "b/bias": (8,),
+        "head/kernel": (24, 10), "head/bias": (10,),
+    }
+    paths = {tuple(p.split("/")): p for p in shapes}
+    description = (
+        "cat-tiny: x float32 (8,6,6) = default_rng(8).standard_normal(dtype=float32), y int32 (8,) = same rng "
+        ".integers(0,10); on x[..., None] (NHWC): h1 = relu(nn.Conv(4, (3,3), padding='SAME') 'conv1'), h2 = "
+        "nn.Conv(4, (3,3), padding='SAME') 'conv2' (h1), jnp.concatenate([h1, h2], axis=-1) (8,6,6,8) -> reshape "
+        "(8,288) -> nn.Dense(16) 'a' and nn.Dense(8) 'b' -> jnp.concatenate([a, b], axis=-1) (8,24) -> relu -> "
+        "nn.Dense(10) 'head'; Flax default inits; loss = mean(optax.softmax_cross_entropy_with_integer_labels"
+        "(logits, y)); model.init(PRNGKey(0)); 3 x optax.adam(1e-3) steps on the same batch; float32, "
+        "jax_default_matmul_precision=highest, CPU."
+    )
+    return model, x, y, softmax_xent_loss(model), paths, shapes, description
+
+
 def max_pool_tie_routing():
     """Where jax.grad of nn.max_pool sends a window's gradient when its maximum is tied: a (1,3,3,1)
     input of zeros, max_pool (3,3) stride 1 'SAME'. JAX routes each window's gradient to its first
@@ -1360,7 +1402,8 @@ def gpt2_tiny(out_root: Path, hf_root: Path):
 
 
 MODELS = {"fashion-mlp": fashion_mlp, "dot-relu-dot": dot_relu_dot, "vit-tiny": vit_tiny,
-          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny, "gn-tiny": gn_tiny}
+          "cnn-fashion": cnn_fashion, "cnn-tiny": cnn_tiny, "llama-tiny": llama_tiny, "gn-tiny": gn_tiny,
+          "cat-tiny": cat_tiny}
 
 # Extra files and losses.json entries, computed after training:
 #   f(model, init_params, final_params, init_flat, step_flat, x, y, loss_after) -> ({file: array}, {key: value}).

@@ -592,6 +592,28 @@ void run_kernel(const ir::Instr& ins, const KernelArgs<T>& a, const StepContext&
       for (size_t k = 0; k < a.out.size(); ++k) std::memcpy(a.out[k], x + int64_t(k) * part, size_t(part) * sizeof(T));
       return;
     }
+    case Op::Concat:
+    case Op::Split: {
+      // Per index of the dims before `dim`, each part is one contiguous run of the whole.
+      const bool join = ins.op == Op::Concat;
+      const Shape& whole = join ? *a.out_shapes[0] : *a.in_shapes[0];
+      const size_t d = size_t(ins.attrs.dim);
+      int64_t outer = 1, inner = 1;
+      for (size_t i = 0; i < d; ++i) outer *= whole[i];
+      for (size_t i = d + 1; i < whole.size(); ++i) inner *= whole[i];
+      const int64_t row = whole[d] * inner;
+      int64_t at = 0;
+      const size_t parts = join ? a.in.size() : a.out.size();
+      for (size_t k = 0; k < parts; ++k) {
+        const int64_t w = (join ? (*a.in_shapes[k])[d] : (*a.out_shapes[k])[d]) * inner;
+        for (int64_t o = 0; o < outer; ++o) {
+          if (join) std::memcpy(y + o * row + at, a.in[k] + o * w, size_t(w) * sizeof(T));
+          else std::memcpy(a.out[k] + o * w, x + o * row + at, size_t(w) * sizeof(T));
+        }
+        at += w;
+      }
+      return;
+    }
     case Op::Fill: std::fill(y, y + n, T(ins.attrs.loss_scaled ? ctx.loss_scale : ins.attrs.alpha)); return;
     case Op::CountNonFinite: {
       double bad = 0;

@@ -740,6 +740,26 @@ class CudaExecutable final : public Executable {
         for (size_t k = 0; k < ins.out.size(); ++k) copy(raw_out(k), at(raw_in(0), int64_t(k) * part, size), part, size, s);
         return;
       }
+      case Op::Concat:
+      case Op::Split: {
+        // Per index of the dims before `dim`, each part is one contiguous run of the whole: one
+        // pitched copy per part.
+        const bool join = ins.op == Op::Concat;
+        const Shape& whole = program_.shape(join ? ins.out[0] : ins.in[0]);
+        const size_t dim = size_t(ins.attrs.dim);
+        int64_t outer = 1, inner = 1;
+        for (size_t i = 0; i < dim; ++i) outer *= whole[i];
+        for (size_t i = dim + 1; i < whole.size(); ++i) inner *= whole[i];
+        const int64_t row = whole[dim] * inner;
+        int64_t offset = 0;
+        for (size_t k = 0; k < (join ? ins.in.size() : ins.out.size()); ++k) {
+          const int64_t w = program_.shape(join ? ins.in[k] : ins.out[k])[dim] * inner;
+          if (join) copy_rows(at(raw_out(0), offset, size), row, raw_in(k), w, w, outer, size, s);
+          else copy_rows(raw_out(k), w, at(raw_in(0), offset, size), row, w, outer, size, s);
+          offset += w;
+        }
+        return;
+      }
       case Op::SoftmaxXent:
       case Op::SoftmaxXentGrad:
       case Op::Accuracy: {

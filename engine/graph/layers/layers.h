@@ -31,6 +31,7 @@ std::unique_ptr<Layer> make_avg_pool2d();
 std::unique_ptr<Layer> make_sigmoid();
 std::unique_ptr<Layer> make_silu();
 std::unique_ptr<Layer> make_multiply();
+std::unique_ptr<Layer> make_concatenate();
 std::unique_ptr<Layer> make_rms_norm();
 std::unique_ptr<Layer> make_group_norm();
 

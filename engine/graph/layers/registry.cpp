@@ -12,6 +12,7 @@ const std::pair<const char*, Factory> kLayers[] = {
     {"SiLU", make_silu},         {"LayerNorm", make_layer_norm}, {"RMSNorm", make_rms_norm},
     {"GroupNorm", make_group_norm},
     {"Dropout", make_dropout},   {"Add", make_add},              {"Multiply", make_multiply},
+    {"Concatenate", make_concatenate},
     {"Flatten", make_flatten},   {"Repeat", make_repeat},        {"Softmax", make_softmax},
     {"Reshape", make_reshape},   {"Embed", make_embed},          {"PatchEmbed", make_patch_embed},
     {"PositionEmbedding", make_position_embedding},              {"MultiHeadAttention", make_attention},

@@ -162,6 +162,97 @@ void register_structural(std::vector<Primitive>& t) {
   };
   t.push_back(unstack);
 
+  // Concat and Split along `dim`: each a copy of contiguous runs, inverse of each other. The dim
+  // they join or cut stays whole on every device (operands split there are gathered first); every
+  // other dim keeps its split, and equal pending sums stay pending (both are linear).
+  auto joined_dim = [](const Shape& s, int64_t dim) {
+    if (dim < 0 || dim >= int64_t(s.size())) throw Error("dim " + std::to_string(dim) + " is not a dim of " + shape_str(s));
+    return size_t(dim);
+  };
+  Primitive concat;
+  concat.op = Op::Concat;
+  concat.name = "concat";
+  concat.num_inputs = -1;
+  concat.shapes = [joined_dim](const std::vector<Shape>& in, const Attrs& a) {
+    if (in.empty()) throw Error("needs at least one operand");
+    const size_t d = joined_dim(in[0], a.dim);
+    Shape out = in[0];
+    for (size_t k = 1; k < in.size(); ++k) {
+      if (in[k].size() != in[0].size()) throw Error("operands of different rank: " + shape_str(in[0]) + " and " + shape_str(in[k]));
+      for (size_t i = 0; i < in[0].size(); ++i)
+        if (i != d && in[k][i] != in[0][i])
+          throw Error("operands " + shape_str(in[0]) + " and " + shape_str(in[k]) + " differ in dim " + std::to_string(i) +
+                      ", not only in the joined dim " + std::to_string(d));
+      out[d] += in[k][d];
+    }
+    return std::vector<Shape>{out};
+  };
+  concat.flops = no_flops;
+  concat.partition = [](PartitionContext& c, const Instr& ins) {
+    const bool same = std::all_of(ins.in.begin(), ins.in.end(), [&](int v) { return c.layout(v) == c.layout(ins.in[0]); });
+    Layout s = same ? c.layout(ins.in[0]) : c.layout(ins.in[0]).without_partial();
+    s.dims[size_t(ins.attrs.dim)].clear();
+    std::vector<int> ops;
+    for (int v : ins.in) ops.push_back(c.reshard(v, s, ins.node));
+    c.produce(ins, ops, {s}, ins.attrs);
+  };
+  concat.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>& needs) {
+    Attrs a = ins.attrs;
+    a.shape.clear();
+    for (int v : ins.in) a.shape.push_back(p.shape(v)[size_t(ins.attrs.dim)]);
+    const std::vector<int> parts = p.apply(Op::Split, {*ct[0]}, a, ins.node);
+    Cotangents r(ins.in.size());
+    for (size_t i = 0; i < r.size(); ++i)
+      if (needs[i]) r[i] = parts[i];
+    return r;
+  };
+  t.push_back(concat);
+
+  Primitive split;
+  split.op = Op::Split;
+  split.name = "split";
+  split.num_inputs = 1;
+  split.shapes = [joined_dim](const std::vector<Shape>& in, const Attrs& a) {
+    const size_t d = joined_dim(in[0], a.dim);
+    int64_t total = 0;
+    std::vector<Shape> out;
+    for (int64_t size : a.shape) {
+      if (size < 1) throw Error("part sizes must be positive, got " + shape_str(a.shape));
+      Shape part = in[0];
+      part[d] = size;
+      out.push_back(part);
+      total += size;
+    }
+    if (out.empty() || total != in[0][d])
+      throw Error("parts " + shape_str(a.shape) + " do not add up to dim " + std::to_string(d) + " of " + shape_str(in[0]));
+    return out;
+  };
+  split.flops = no_flops;
+  split.partition = [](PartitionContext& c, const Instr& ins) {
+    Layout s = c.layout(ins.in[0]);
+    s.dims[size_t(ins.attrs.dim)].clear();
+    const int x = c.reshard(ins.in[0], s, ins.node);
+    c.produce(ins, {x}, std::vector<Layout>(ins.out.size(), s), ins.attrs);
+  };
+  split.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
+    std::vector<int> parts;
+    for (size_t i = 0; i < ct.size(); ++i) {
+      if (ct[i]) {
+        parts.push_back(*ct[i]);
+      } else {  // a part that did not reach the loss contributes zeros
+        Attrs zero;
+        zero.alpha = 0.0;
+        zero.shape = p.shape(ins.out[i]);
+        zero.dtype = p.dtype(ins.out[i]);
+        parts.push_back(p.apply1(Op::Fill, {}, zero, ins.node));
+      }
+    }
+    Attrs a;
+    a.dim = ins.attrs.dim;
+    return Cotangents{p.apply1(Op::Concat, parts, a, ins.node)};
+  };
+  t.push_back(split);
+
   Primitive fill;
   fill.op = Op::Fill;
   fill.name = "fill";
