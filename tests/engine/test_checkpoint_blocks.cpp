@@ -12,62 +12,14 @@
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/sharded.h"
 #include "tests/engine/test_support.h"
+#include "tests/engine/two_process_checkpoint.h"
 
 using namespace shardlab;
 using namespace shardlab::checkpoint;
-using shardlab::testing::error_of;
+using namespace shardlab::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A 6x8 array with element (r, c) = r * 8 + c + 0.5.
-Tensor counting(int64_t rows, int64_t cols) {
-  Tensor t({rows, cols});
-  for (int64_t i = 0; i < t.size(); ++i) t.data[size_t(i)] = float(i) + 0.5f;
-  return t;
-}
-
-Tensor slice(const Tensor& t, int64_t r0, int64_t c0, int64_t rows, int64_t cols) {
-  Tensor out({rows, cols});
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out.data[size_t(r * cols + c)] = t.data[size_t((r0 + r) * t.shape[1] + c0 + c)];
-  return out;
-}
-
-// The array cut into a 2x2 grid of blocks (rows at 0 and 3, columns at 0 and 5: unequal sizes).
-std::vector<std::pair<std::string, Tensor>> grid(const std::string& name, const Tensor& t) {
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (int64_t r0 : {0, 3})
-    for (int64_t c0 : {0, 5}) {
-      const int64_t rows = r0 == 0 ? 3 : t.shape[0] - 3, cols = c0 == 0 ? 5 : t.shape[1] - 5;
-      out.push_back({block_name(name, {r0, c0}), slice(t, r0, c0, rows, cols)});
-    }
-  return out;
-}
-
-nlohmann::ordered_json blocks_meta(const Tensor& w) {
-  nlohmann::ordered_json meta;
-  meta["format"] = "shardlab.checkpoint";
-  meta["version"] = 2;
-  meta["blocks"] = {{"params/w", w.shape}, {"params/b", Shape{8}}};
-  return meta;
-}
-
-// A step written as two processes write it: "process 1" the upper blocks, "process 2" the lower
-// ones and the bias, then the index and the commit.
-fs::path write_two_process_step(const fs::path& root, const Tensor& w, const Tensor& b, int64_t step) {
-  nlohmann::ordered_json meta = blocks_meta(w);
-  const fs::path tmp = begin_save(root, step, meta);
-  const auto blocks = grid("params/w", w);
-  const std::vector<std::pair<std::string, Tensor>> first{blocks[0], blocks[1]};
-  const std::vector<std::pair<std::string, Tensor>> second{blocks[2], blocks[3], {block_name("params/b", {0}), b}};
-  std::vector<std::pair<std::string, std::string>> weight_map;
-  const std::string file1 = write_shard(tmp, tensor_file(first, step), 1, 2), file2 = write_shard(tmp, tensor_file(second, step), 2, 2);
-  for (const auto& [n, t] : first) weight_map.push_back({n, file1});
-  for (const auto& [n, t] : second) weight_map.push_back({n, file2});
-  write_index(tmp, weight_map, uint64_t(w.size() + b.size()) * 4);
-  return commit_save(root, step, tmp, meta);
-}
 
 // The error `call` throws contains `text`; else the test fails showing the error it got.
 #define EXPECT_ERROR(call, text)                    \

@@ -2,6 +2,7 @@
 // step with its metrics, follows new saves, offers resuming, exports parameters on a background
 // thread to a file safetensors readers accept, and reports a failed export instead of crashing.
 #include <QAbstractItemModelTester>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -13,6 +14,7 @@
 
 #include "engine/checkpoint/safetensors.h"
 #include "tests/engine/test_support.h"
+#include "tests/engine/two_process_checkpoint.h"
 #include "ui/checkpoints/checkpoint_browser.h"
 #include "ui/checkpoints/checkpoint_list_model.h"
 
@@ -62,6 +64,27 @@ class TestCheckpoints : public QObject {
     QVERIFY(b.selectedCheckpoint().isEmpty());
     b.selectStep(2);
     VERIFY_CONTAINS(b.selectedCheckpoint(), "step_000002");
+  }
+
+  // A checkpoint saved over processes (each process's blocks in a file of its own) says so when
+  // selected.
+  void aCheckpointSavedOverProcessesSaysSo() {
+    QTemporaryDir dir;
+    const Tensor w = testing::counting(6, 8), b = testing::counting(1, 8);
+    testing::write_two_process_step(dir.path().toStdString(), w, Tensor({8}, b.data), 4);
+    CheckpointBrowser browser;
+    browser.resize(1024, 400);
+    browser.show();
+    browser.setRoot(dir.path());
+    QCOMPARE(browser.model()->rowCount(), 1);
+    auto* table = browser.findChild<QTableView*>();
+    QVERIFY(table);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(browser.model()->index(0, 0)).center());
+    auto* details = browser.findChild<QLabel*>("checkpointDetails");
+    QVERIFY(details);
+    VERIFY_CONTAINS(details->text(), "Step 4");
+    VERIFY_CONTAINS(details->text(), "2 arrays");
+    VERIFY_CONTAINS(details->text(), "Saved over processes: 2 files");
   }
 
   void followsNewSavesInTheDirectory() {

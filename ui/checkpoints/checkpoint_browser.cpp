@@ -41,6 +41,7 @@ CheckpointBrowser::CheckpointBrowser(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->hide();
 
   details_ = new QLabel(this);
+  details_->setObjectName("checkpointDetails");
   details_->setWordWrap(true);
   details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   resume_ = new QPushButton(tr("Resume Training From Here"), this);
@@ -124,13 +125,23 @@ void CheckpointBrowser::showDetails() {
     details_->setText(QString::fromStdString(m["error"].get<std::string>()));
     return;
   }
-  const int arrays = m.contains("shardings") ? int(m["shardings"].size()) : 0;
-  details_->setText(tr("Step %1 of project '%2', %3 arrays, saved on mesh %4, data position %5.")
-                        .arg(e->step)
-                        .arg(QString::fromStdString(m.contains("project") ? m["project"].value("name", std::string("?")) : "?"))
-                        .arg(arrays)
-                        .arg(QString::fromStdString(m.value("mesh", std::string("?"))))
-                        .arg(qlonglong(m.value("data_position", int64_t(0)))));
+  const int arrays = m.contains("shardings") ? int(m["shardings"].size()) : m.contains("blocks") ? int(m["blocks"].size()) : 0;
+  QString text = tr("Step %1 of project '%2', %3 arrays, saved on mesh %4, data position %5.")
+                     .arg(e->step)
+                     .arg(QString::fromStdString(m.contains("project") ? m["project"].value("name", std::string("?")) : "?"))
+                     .arg(arrays)
+                     .arg(QString::fromStdString(m.value("mesh", std::string("?"))))
+                     .arg(qlonglong(m.value("data_position", int64_t(0))));
+  // Saved over processes, each wrote the blocks its own devices held, one file each: a resume on
+  // any processes and mesh reads only the blocks it needs; an export assembles whole arrays.
+  if (m.contains("blocks")) {
+    int files = 0;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(e->dir, ec)) files += f.path().extension() == ".safetensors";
+    text += (files == 1 ? tr(" Saved over processes: 1 file") : tr(" Saved over processes: %1 files").arg(files)) +
+            tr(", each with the blocks of the arrays one process's devices held.");
+  }
+  details_->setText(text);
 }
 
 void CheckpointBrowser::exportSelected() {
