@@ -5,7 +5,9 @@
 #include <cstring>
 #include <sys/stat.h>
 
+#include "engine/checkpoint/blocks.h"
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/checkpoint_meta.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/export/onnx_export.h"
@@ -64,7 +66,48 @@ void check_export_target(const fs::path& dir, const fs::path& out) {
 
 StoredDType stored_dtype(DType d) { return d == DType::BF16 ? StoredDType::BF16 : d == DType::F16 ? StoredDType::F16 : StoredDType::F32; }
 
+// A checkpoint saved over processes (blocks.h), its parameters assembled one array at a time from
+// their blocks and written as they come (write_safetensors_streamed): the export holds one array,
+// not the model. Each array's blocks are read and checked as resume checks them.
+std::string export_block_parameters(const std::filesystem::path& dir, const std::filesystem::path& out, std::optional<DType> dtype) {
+  const LoadedBlocks index = load_blocks(dir, [](const std::string&, const Shape&, const Shape&) { return false; });
+  std::vector<TensorEntry> entries;
+  std::vector<std::pair<std::string, Shape>> arrays;
+  for (const auto& [name, shape] : index.arrays)
+    if (name.rfind(kParamPrefix, 0) == 0) {
+      const StoredDType stored = index.dtypes.at(name);
+      entries.push_back({name.substr(kParamPrefix.size()), dtype ? stored_dtype(*dtype) : stored, shape});
+      arrays.push_back({name, shape});
+    }
+  if (entries.empty()) throw Error(dir.string() + ": the checkpoint holds no parameters (no params/... tensors)");
+  // As every tensor file of a Shardlab checkpoint marks itself (what export_parameters copies).
+  const std::map<std::string, std::string> metadata{{"format", "shardlab"}, {"step", std::to_string(index.step)}};
+  write_safetensors_streamed(out, entries, metadata, true, [&](size_t i) {
+    const auto& [array, shape] = arrays[i];
+    LoadedBlocks c = load_blocks(dir, [&](const std::string& a, const Shape&, const Shape&) { return a == array; });
+    SafetensorsFile blocks;
+    blocks.tensors = std::move(c.blocks);
+    SafetensorsFile whole = assemble_blocks(std::move(blocks), {{array, shape}}, dir.string());
+    StoredTensor t = std::move(whole.tensors.at(0));
+    t.name = entries[i].name;
+    if (t.dtype != entries[i].dtype) t = from_tensor(t.name, to_tensor(t), entries[i].dtype);
+    return t;
+  });
+  return "wrote " + std::to_string(entries.size()) + " parameters to " + out.string() + " (assembled array by array from " +
+         "the blocks the processes saved)";
+}
+
 std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out, std::optional<DType> dtype) {
+  {
+    MetaFields fields;
+    bool blocks = false;
+    try {
+      blocks = read_meta(dir / kMetaFile, step_from_dir_name(dir), fields).contains("blocks");
+    } catch (const Error&) {
+      // read_checked below names what is wrong with it.
+    }
+    if (blocks) return export_block_parameters(dir, out, dtype);
+  }
   // Checked as resume checks it: the step cross-check, finite values, every checksum.
   const SafetensorsFile all = read_checked(dir).model;  // one file or shards
   SafetensorsFile params;

@@ -183,44 +183,50 @@ struct Pieces {
   std::string head;
   std::vector<std::string_view> all;  // head first
 };
-void serialise(const SafetensorsFile& f, const std::string& who, Pieces& out) {
+// Checks every entry and the metadata as a writer must (names, shapes, UTF-8) and returns each
+// tensor's byte size.
+std::vector<uint64_t> checked_sizes(const std::vector<TensorEntry>& entries, const std::map<std::string, std::string>& metadata,
+                                    const std::string& who) {
   auto fail = [&](const std::string& why) { throw Error(who + ": " + why); };
-
   std::set<std::string_view> names;
-  std::vector<uint64_t> sizes(f.tensors.size());
-  for (size_t i = 0; i < f.tensors.size(); ++i) {
-    const StoredTensor& t = f.tensors[i];
+  std::vector<uint64_t> sizes(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TensorEntry& t = entries[i];
     if (t.name == "__metadata__") fail("a tensor may not be called '__metadata__'");
     if (invalid_utf8_at(t.name) != std::string_view::npos) fail("tensor name " + in_quotes(t.name) + " is not valid UTF-8");
     if (!names.insert(t.name).second) fail("duplicate tensor name " + in_quotes(t.name));
     const std::string ctx = "tensor " + in_quotes(t.name) + ": ";
     for (int64_t d : t.shape)
       if (d < 0) fail(ctx + "shape " + shape_list(t.shape) + " has a negative dimension");
-    if (!checked_nbytes(t.shape, dtype_size(t.dtype), sizes[i]))
-      fail(ctx + "the byte size of shape " + shape_list(t.shape) + " overflows");
-    if (t.bytes.size() != sizes[i])
-      fail(ctx + "holds " + std::to_string(t.bytes.size()) + " bytes but shape " + shape_list(t.shape) + " of " +
-           dtype_name(t.dtype) + " needs " + std::to_string(sizes[i]));
+    if (!checked_nbytes(t.shape, dtype_size(t.dtype), sizes[i])) fail(ctx + "the byte size of shape " + shape_list(t.shape) + " overflows");
   }
-  for (const auto& [k, v] : f.metadata) {
+  for (const auto& [k, v] : metadata) {
     if (invalid_utf8_at(k) != std::string_view::npos) fail("metadata key " + in_quotes(k) + " is not valid UTF-8");
-    if (invalid_utf8_at(v) != std::string_view::npos)
-      fail("metadata value for key " + in_quotes(k) + " is not valid UTF-8");
+    if (invalid_utf8_at(v) != std::string_view::npos) fail("metadata value for key " + in_quotes(k) + " is not valid UTF-8");
   }
+  return sizes;
+}
 
-  std::vector<size_t> order(f.tensors.size());
+// The indices of `entries` in the order their bytes follow the header: by name.
+std::vector<size_t> file_order(const std::vector<TensorEntry>& entries) {
+  std::vector<size_t> order(entries.size());
   std::iota(order.begin(), order.end(), size_t(0));
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return f.tensors[a].name < f.tensors[b].name; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries[a].name < entries[b].name; });
+  return order;
+}
 
+// The 8-byte length and the header text, padded so that the data buffer after it is 8-byte aligned.
+std::string head_of(const std::vector<TensorEntry>& entries, const std::vector<uint64_t>& sizes,
+                    const std::map<std::string, std::string>& metadata, const std::vector<size_t>& order) {
   Json header = Json::object();
-  if (!f.metadata.empty()) {
+  if (!metadata.empty()) {
     Json meta = Json::object();
-    for (const auto& [k, v] : f.metadata) meta[k] = v;
+    for (const auto& [k, v] : metadata) meta[k] = v;
     header["__metadata__"] = std::move(meta);
   }
   uint64_t offset = 0;
   for (size_t i : order) {
-    const StoredTensor& t = f.tensors[i];
+    const TensorEntry& t = entries[i];
     Json entry = Json::object();
     entry["dtype"] = dtype_name(t.dtype);
     Json shape = Json::array();
@@ -234,12 +240,29 @@ void serialise(const SafetensorsFile& f, const std::string& who, Pieces& out) {
     offset += sizes[i];
   }
   std::string text = header.dump();
-  // The data buffer starts right after the header; pad so that it is 8-byte aligned.
   text.append((8 - text.size() % 8) % 8, ' ');
+  std::string head(8, '\0');
+  store_le(reinterpret_cast<uint8_t*>(head.data()), text.size(), 8);
+  return head + text;
+}
 
-  out.head.resize(8);
-  store_le(reinterpret_cast<uint8_t*>(out.head.data()), text.size(), 8);
-  out.head += text;
+std::vector<TensorEntry> entries_of(const SafetensorsFile& f) {
+  std::vector<TensorEntry> out;
+  out.reserve(f.tensors.size());
+  for (const StoredTensor& t : f.tensors) out.push_back({t.name, t.dtype, t.shape});
+  return out;
+}
+
+void serialise(const SafetensorsFile& f, const std::string& who, Pieces& out) {
+  const std::vector<TensorEntry> entries = entries_of(f);
+  const std::vector<uint64_t> sizes = checked_sizes(entries, f.metadata, who);
+  for (size_t i = 0; i < f.tensors.size(); ++i)
+    if (f.tensors[i].bytes.size() != sizes[i])
+      throw Error(who + ": tensor " + in_quotes(f.tensors[i].name) + ": holds " + std::to_string(f.tensors[i].bytes.size()) +
+                  " bytes but shape " + shape_list(f.tensors[i].shape) + " of " + dtype_name(f.tensors[i].dtype) + " needs " +
+                  std::to_string(sizes[i]));
+  const std::vector<size_t> order = file_order(entries);
+  out.head = head_of(entries, sizes, f.metadata, order);
   out.all.push_back(out.head);
   for (size_t i : order) {
     const auto& b = f.tensors[i].bytes;
@@ -262,6 +285,37 @@ void write_safetensors(const std::filesystem::path& path, const SafetensorsFile&
   Pieces p;
   serialise(f, path.string(), p);
   util::write_file_atomically(path, p.all);
+}
+
+void write_safetensors_streamed(const std::filesystem::path& path, const std::vector<TensorEntry>& entries,
+                                std::map<std::string, std::string> metadata, bool checksums, const TensorMaker& tensor) {
+  const std::string who = path.string();
+  auto made = [&](size_t i) {
+    StoredTensor t = tensor(i);
+    const TensorEntry& e = entries[i];
+    if (t.name != e.name || t.dtype != e.dtype || t.shape != e.shape)
+      throw Error(who + ": tensor " + in_quotes(e.name) + " was made as " + in_quotes(t.name) + " " + dtype_name(t.dtype) + " " +
+                  shape_list(t.shape) + ", not " + dtype_name(e.dtype) + " " + shape_list(e.shape));
+    return t;
+  };
+  if (checksums) {  // the header holds every tensor's checksum: a first pass makes them
+    for (auto it = metadata.begin(); it != metadata.end();)
+      it = it->first.rfind(kChecksumPrefix, 0) == 0 ? metadata.erase(it) : std::next(it);
+    for (size_t i = 0; i < entries.size(); ++i) metadata[kChecksumPrefix + entries[i].name] = checksum_of(made(i));
+  }
+  const std::vector<uint64_t> sizes = checked_sizes(entries, metadata, who);
+  const std::vector<size_t> order = file_order(entries);
+  const std::string head = head_of(entries, sizes, metadata, order);
+  util::write_file_atomically(path, [&](const util::ByteSink& sink) {
+    sink(head);
+    for (size_t i : order) {
+      const StoredTensor t = made(i);
+      if (t.bytes.size() != sizes[i])
+        throw Error(who + ": tensor " + in_quotes(t.name) + ": holds " + std::to_string(t.bytes.size()) + " bytes, needs " +
+                    std::to_string(sizes[i]));
+      sink(std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------- reading

@@ -69,6 +69,20 @@ std::string to_safetensors_bytes(const SafetensorsFile& f);
 // file, if any, is untouched and no partial file is left. Errors name `path`.
 void write_safetensors(const std::filesystem::path& path, const SafetensorsFile& f);
 
+// A tensor as a header lists it, without its bytes.
+struct TensorEntry {
+  std::string name;
+  StoredDType dtype = StoredDType::F32;
+  Shape shape;
+};
+// The file write_safetensors would write for these tensors and metadata (byte for byte), holding
+// one tensor's bytes at a time: `tensor(i)` makes entries[i] (its name, dtype and shape), once to
+// checksum it where `checksums` (add_checksums' keys replace any in `metadata`) and once to write
+// it. For files larger than memory (an export assembling arrays from their blocks one by one).
+using TensorMaker = std::function<StoredTensor(size_t i)>;
+void write_safetensors_streamed(const std::filesystem::path& path, const std::vector<TensorEntry>& entries,
+                                std::map<std::string, std::string> metadata, bool checksums, const TensorMaker& tensor);
+
 inline const std::string kChecksumPrefix = "crc32c.";
 // A file written with checksums has one for every tensor it holds and none for a tensor it does
 // not: else a name altered in the header (a flipped bit) leaves that tensor unchecked. Error

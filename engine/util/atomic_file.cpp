@@ -17,19 +17,27 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view b
 }
 
 void write_file_atomically(const std::filesystem::path& file, const std::vector<std::string_view>& pieces) {
+  write_file_atomically(file, [&](const ByteSink& sink) {
+    for (std::string_view bytes : pieces) sink(bytes);
+  });
+}
+
+void write_file_atomically(const std::filesystem::path& file, const std::function<void(const ByteSink&)>& produce) {
   // A name of its own per write, so two saves of one file never share a temporary.
   static std::atomic<unsigned> counter{0};
   std::filesystem::path tmp = file;
   tmp += ".saving-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(file.string() + ": cannot write (" + tmp.string() + ": " + std::strerror(errno) + ")");
+  bool closed = false;
   auto fail = [&](const std::string& why) {
+    closed = true;
     ::close(fd);
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
     throw Error(file.string() + ": " + why + "; the previous file is untouched");
   };
-  for (std::string_view bytes : pieces) {
+  const ByteSink sink = [&](std::string_view bytes) {
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -37,6 +45,17 @@ void write_file_atomically(const std::filesystem::path& file, const std::vector<
       if (n <= 0) fail(std::string("writing failed (") + std::strerror(errno) + ")");
       done += size_t(n);
     }
+  };
+  try {
+    produce(sink);
+  } catch (...) {
+    // What the producer could not make leaves no file: the temporary goes, the error stays its own.
+    if (!closed) {
+      ::close(fd);
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+    }
+    throw;
   }
   if (::fsync(fd) != 0) fail(std::string("flushing to disk failed (") + std::strerror(errno) + ")");
   ::close(fd);

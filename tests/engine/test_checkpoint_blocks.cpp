@@ -10,6 +10,7 @@
 
 #include "engine/checkpoint/blocks.h"
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/export.h"
 #include "engine/checkpoint/sharded.h"
 #include "tests/engine/test_support.h"
 #include "tests/engine/two_process_checkpoint.h"
@@ -147,6 +148,55 @@ class TestCheckpointBlocks : public QObject {
     QCOMPARE(part.dtypes.size(), size_t(2));
     QCOMPARE(part.arrays.size(), size_t(2));
     QCOMPARE(part.arrays[0].second, w.shape);
+  }
+
+  // A streamed write is the ordinary write's file, byte for byte, with each tensor made on demand
+  // (twice: once for its checksum, once for its bytes); a tensor made unlike its entry is an error
+  // that leaves no file.
+  void aStreamedWriteIsTheSameFile() {
+    QTemporaryDir tmp;
+    const fs::path dir = tmp.path().toStdString();
+    SafetensorsFile f;
+    f.tensors = {from_tensor("z", counting(2, 3)), from_tensor("a", counting(4, 1), StoredDType::BF16), from_tensor("m", counting(1, 5))};
+    f.metadata = {{"format", "shardlab"}, {"step", "7"}};
+    SafetensorsFile checked = f;
+    add_checksums(checked);
+    write_safetensors(dir / "whole.safetensors", checked);
+    std::vector<TensorEntry> entries;
+    for (const StoredTensor& t : f.tensors) entries.push_back({t.name, t.dtype, t.shape});
+    int made = 0;
+    write_safetensors_streamed(dir / "streamed.safetensors", entries, f.metadata, true, [&](size_t i) {
+      ++made;
+      return f.tensors[i];
+    });
+    QCOMPARE(made, 6);
+    auto bytes = [](const fs::path& p) {
+      std::ifstream in(p, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    QVERIFY(bytes(dir / "streamed.safetensors") == bytes(dir / "whole.safetensors"));
+    entries[1].shape = {2, 2};
+    EXPECT_ERROR(write_safetensors_streamed(dir / "bad.safetensors", entries, f.metadata, false, [&](size_t i) { return f.tensors[i]; }),
+                 "tensor 'a' was made as 'a' BF16 [4, 1], not BF16 [2, 2]");
+    QVERIFY(!fs::exists(dir / "bad.safetensors"));
+  }
+
+  // Exporting a step of blocks assembles each parameter whole, one at a time: the file holds the
+  // whole arrays (under their names without "params/").
+  void anExportOfBlocksWritesWholeArrays() {
+    QTemporaryDir tmp;
+    const fs::path root = tmp.path().toStdString();
+    const Tensor w = counting(6, 8), b = Tensor({8}, counting(1, 8).data);
+    const fs::path dir = write_two_process_step(root, w, b, 5);
+    VERIFY_CONTAINS(QString::fromStdString(export_checkpoint(dir, "safetensors", root / "params.safetensors")), "array by array");
+    const SafetensorsFile out = read_safetensors(root / "params.safetensors");
+    QCOMPARE(out.tensors.size(), size_t(2));
+    QVERIFY(equal(to_tensor(*out.find("w")), w));
+    QVERIFY(equal(to_tensor(*out.find("b")), b));
+    QCOMPARE(out.metadata.at("step"), std::string("5"));
+    // In bfloat16, as asked.
+    export_checkpoint(dir, "safetensors", root / "params16.safetensors", DType::BF16);
+    QCOMPARE(read_safetensors(root / "params16.safetensors").find("w")->dtype, StoredDType::BF16);
   }
 
   void aStepMissingABlockOrMislabelledIsRefused() {
