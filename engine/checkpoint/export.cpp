@@ -24,6 +24,17 @@ namespace fs = std::filesystem;
 
 const std::string kParamPrefix = "params/";
 
+// Whether the checkpoint was saved over processes (its checkpoint.json lists blocks). One whose
+// checkpoint.json cannot be read is not: the ordinary reading names what is wrong with it.
+bool holds_blocks(const fs::path& dir) {
+  try {
+    MetaFields fields;
+    return read_meta(dir / kMetaFile, step_from_dir_name(dir), fields).contains("blocks");
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 // True if `inner` is `outer` or lies below it (both canonical).
 bool is_within(const fs::path& inner, const fs::path& outer) {
   auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
@@ -98,16 +109,7 @@ std::string export_block_parameters(const std::filesystem::path& dir, const std:
 }
 
 std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out, std::optional<DType> dtype) {
-  {
-    MetaFields fields;
-    bool blocks = false;
-    try {
-      blocks = read_meta(dir / kMetaFile, step_from_dir_name(dir), fields).contains("blocks");
-    } catch (const Error&) {
-      // read_checked below names what is wrong with it.
-    }
-    if (blocks) return export_block_parameters(dir, out, dtype);
-  }
+  if (holds_blocks(dir)) return export_block_parameters(dir, out, dtype);
   // Checked as resume checks it: the step cross-check, finite values, every checksum.
   const SafetensorsFile all = read_checked(dir).model;  // one file or shards
   SafetensorsFile params;
@@ -132,17 +134,36 @@ std::string export_parameters(const std::filesystem::path& dir, const std::files
 // The checkpoint's own project (checkpoint.json keeps it) with its trained parameters.
 std::string export_onnx_model(const std::filesystem::path& dir, const std::filesystem::path& out, DType dtype) {
   if (!interop::onnx_available()) interop::export_onnx({}, {}, out);  // throws, saying why
-  const Loaded c = load(dir);
-  const std::filesystem::path meta_file = dir / kMetaFile;
-  if (!c.meta.contains("project") || !c.meta["project"].is_object())
-    throw Error(meta_file.string() + ": project: missing (a checkpoint written before projects were recorded?)");
-  const project::Project p = project::parse_project(c.meta["project"].dump(), meta_file.string() + ": project");
   std::map<std::string, Tensor> params;
-  for (const auto& [name, t] : c.arrays)
-    if (name.rfind(kParamPrefix, 0) == 0) params[name.substr(kParamPrefix.size())] = t;
+  nlohmann::ordered_json meta;
+  int64_t step = 0;
+  if (holds_blocks(dir)) {
+    // Saved over processes: only the parameters' blocks are read (not the optimizer state's), and
+    // each array assembled whole.
+    LoadedBlocks c = load_blocks(dir, [](const std::string& array, const Shape&, const Shape&) { return array.rfind(kParamPrefix, 0) == 0; });
+    std::vector<std::pair<std::string, Shape>> arrays;
+    for (const auto& a : c.arrays)
+      if (a.first.rfind(kParamPrefix, 0) == 0) arrays.push_back(a);
+    SafetensorsFile blocks;
+    blocks.tensors = std::move(c.blocks);
+    for (StoredTensor& t : assemble_blocks(std::move(blocks), arrays, dir.string()).tensors)
+      params[t.name.substr(kParamPrefix.size())] = to_tensor(t);
+    meta = std::move(c.meta);
+    step = c.step;
+  } else {
+    const Loaded c = load(dir);
+    for (const auto& [name, t] : c.arrays)
+      if (name.rfind(kParamPrefix, 0) == 0) params[name.substr(kParamPrefix.size())] = t;
+    meta = c.meta;
+    step = c.step;
+  }
+  const std::filesystem::path meta_file = dir / kMetaFile;
+  if (!meta.contains("project") || !meta["project"].is_object())
+    throw Error(meta_file.string() + ": project: missing (a checkpoint written before projects were recorded?)");
+  const project::Project p = project::parse_project(meta["project"].dump(), meta_file.string() + ": project");
   // export_onnx writes atomically (util::write_file_atomically), as write_safetensors does.
   return interop::export_onnx(p, params, out,
-                              "Exported by Shardlab from " + dir.string() + " (step " + std::to_string(c.step) + ")", dtype);
+                              "Exported by Shardlab from " + dir.string() + " (step " + std::to_string(step) + ")", dtype);
 }
 
 }  // namespace

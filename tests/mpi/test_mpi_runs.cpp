@@ -204,6 +204,10 @@ class TestMpiRuns : public QObject {
     }
     QVERIFY2(read_file(first + "/params.safetensors") == read_file(alone + "/params.safetensors"),
              "the export of the 4-process checkpoint differs from the one-process run's");
+    // An ONNX export reads only the parameters' blocks; where this build has ONNX, it writes the graph.
+    const auto onnx = run_cli({"export", first, "--format", "onnx", "--out", dir.filePath("four.onnx")});
+    if (onnx.exit_code == 0) QVERIFY(QFileInfo(dir.filePath("four.onnx")).size() > read_file(first + "/params.safetensors").size() / 2);
+    else QVERIFY2(onnx.err.contains("ONNX"), qPrintable(onnx.err));
     // The same checkpoint continued by 4, 2 and 1 processes gives the uninterrupted run's steps 6-8.
     for (int k : {4, 2, 1}) {
       const QString copy = dir.filePath(QString("on%1").arg(k));
