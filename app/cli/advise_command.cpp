@@ -25,7 +25,8 @@ nlohmann::ordered_json prediction_json(const advisor::Prediction& p) {
           {"compute_ms", p.compute_s * 1e3},
           {"memory_ms", p.memory_s * 1e3},
           {"communication_ms", p.communication_s * 1e3},
-          {"bound_by", p.bound_by}};
+          {"bound_by", p.bound_by},
+          {"band_ms", p.band_s * 1e3}};
 }
 
 }  // namespace
@@ -137,7 +138,7 @@ int run_advise(const AdviseArgs& a) {
   // The strategy column as wide as its longest name ("data parallel (4 of 6 devices)").
   int width = 28;
   for (const advisor::Candidate& c : ranked) width = std::max(width, int(c.strategy.size()));
-  std::printf("%-4s %-*s %-22s %12s %6s %13s %-14s %s\n", "rank", width, "strategy", "mesh", "per device", "fits", "predicted ms",
+  std::printf("%-4s %-*s %-22s %12s %6s %15s %-14s %s\n", "rank", width, "strategy", "mesh", "per device", "fits", "predicted ms",
               "bound by", "rules");
   int rank = 0;
   for (const advisor::Candidate& c : ranked) {
@@ -148,15 +149,20 @@ int run_advise(const AdviseArgs& a) {
     }
     const std::string rules = (c.rules.empty() ? std::string("-") : c.rules) +
                               (c.microbatches > 0 ? "  (--microbatches " + std::to_string(c.microbatches) + ")" : "");
-    std::printf("%-4d %-*s %-22s %12s %6s %13.2f %-14s %s\n", rank, width, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
-                util::format_bytes(c.bytes_per_device).c_str(), c.fits ? "yes" : "NO", c.prediction.step_s * 1e3,
-                c.prediction.bound_by.c_str(), rules.c_str());
+    // The step, and where the profile was calibrated, the band its probes' spread gives it.
+    char predicted[48];
+    if (c.prediction.band_s > 0) std::snprintf(predicted, sizeof predicted, "%.2f +-%.2f", c.prediction.step_s * 1e3, c.prediction.band_s * 1e3);
+    else std::snprintf(predicted, sizeof predicted, "%.2f", c.prediction.step_s * 1e3);
+    std::printf("%-4d %-*s %-22s %12s %6s %15s %-14s %s\n", rank, width, c.strategy.c_str(), c.mesh.empty() ? "-" : c.mesh.c_str(),
+                util::format_bytes(c.bytes_per_device).c_str(), c.fits ? "yes" : "NO", predicted, c.prediction.bound_by.c_str(), rules.c_str());
   }
   if (!ranked.empty()) std::printf("\nWhy the first: %s\n", advisor::explain(ranked.front()).c_str());
   if (a.search && a.devices > 1) std::printf("%s\n", advisor::describe(summary).c_str());
   std::printf("\nPredicted per instruction of each partitioned step from the profile's measured rates: GEMMs by shape,\n"
-              "streaming primitives by bandwidth, fixed costs per instruction, collectives as latency + bytes / rate.\n"
-              "tests/bench/advise_accuracy.py sets them beside measured steps. Try one with:\n"
+              "streaming primitives by bandwidth, fixed costs per instruction, collectives as latency + bytes / rate.\n");
+  if (hw.spread > 0)
+    std::printf("+- is the profile's spread: its calibration's probes varied by %.0f%% from round to round.\n", hw.spread * 100);
+  std::printf("tests/bench/advise_accuracy.py sets them beside measured steps. Try one with:\n"
               "  shardlab-cli train %s --mesh MESH --rules RULES [--microbatches M]\n\n",
               a.project.c_str());
   std::printf("Is a GPU worth it? One step on one device: %.2f ms on %s, %.2f ms on %s (%s-bound).\n", gpu.cpu.step_s * 1e3,

@@ -298,7 +298,7 @@ std::string explain(const Candidate& c) {
     out += ").";
   }
   const Prediction& p = c.prediction;
-  out += " Predicted " + ms(p.step_s) + ", bound by " + p.bound_by + " (compute " + ms(p.compute_s) + ", memory " + ms(p.memory_s) +
+  out += " Predicted " + ms(p.step_s) + (p.band_s > 0 ? " (+-" + ms(p.band_s) + ", the calibration's spread)" : "") + ", bound by " + p.bound_by + " (compute " + ms(p.compute_s) + ", memory " + ms(p.memory_s) +
          ", communication " + ms(p.communication_s) + "); " + util::format_bytes(c.bytes_per_device) + " per device" +
          (c.fits ? "." : ", more than a device holds (" + util::format_bytes(c.capacity_bytes) + ").");
   return out;

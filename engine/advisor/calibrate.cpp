@@ -123,8 +123,9 @@ struct Probe {
 };
 
 // Each probe's median seconds over kRounds rounds; in each round every probe runs once, in turns.
+// Each probe's relative spread over its rounds, (slowest - fastest) / median, goes to `spreads`.
 std::vector<double> time_in_rounds(backends::Backend& b, const std::vector<Probe>& probes, const sharding::Mesh& mesh,
-                                   const std::function<void(const std::string&)>& step) {
+                                   const std::function<void(const std::string&)>& step, std::vector<double>& spreads) {
   std::vector<std::vector<double>> times(probes.size());
   for (int round = 0; round < kRounds; ++round)
     for (size_t i = 0; i < probes.size(); ++i) {
@@ -132,7 +133,12 @@ std::vector<double> time_in_rounds(backends::Backend& b, const std::vector<Probe
       times[i].push_back(time_program(b, probes[i].program, mesh, probes[i].keep_all));
     }
   std::vector<double> medians;
-  for (std::vector<double>& t : times) medians.push_back(median(std::move(t)));
+  for (std::vector<double>& t : times) {
+    const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
+    const double fastest = *lo, slowest = *hi, mid = median(t);
+    if (mid > 0) spreads.push_back((slowest - fastest) / mid);
+    medians.push_back(mid);
+  }
   return medians;
 }
 
@@ -264,6 +270,7 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
                                   : std::string("GPU"));
 
   const GemmSide sides[] = {GemmSide::Rows, GemmSide::Inner, GemmSide::Cols};
+  std::vector<double> spreads;
   for (int n : counts) {
     const sharding::Mesh mesh = mesh_of(n, 1);
     const std::string on = " on " + std::to_string(n) + (n == 1 ? " device" : " devices");
@@ -274,7 +281,7 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
     for (GemmSide side : sides)
       for (double s : kGemmSizes) probes.push_back({"GEMM" + on, gemm_probe(side, int64_t(s), gemm_copies(s, n)), true});
     probes.push_back({"memory bandwidth" + on, stream_probe()});
-    const std::vector<double> t = time_in_rounds(backend, probes, mesh, step);
+    const std::vector<double> t = time_in_rounds(backend, probes, mesh, step, spreads);
 
     DeviceRates r;
     r.devices = n;
@@ -300,7 +307,7 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
         const sharding::Mesh cmesh = mesh_of(n, g);
         std::vector<Probe> sized;
         for (int64_t elems : kCollectiveSizes) sized.push_back({what, collective_probe(kind, g, elems)});
-        std::vector<double> ct = time_in_rounds(backend, sized, cmesh, step);
+        std::vector<double> ct = time_in_rounds(backend, sized, cmesh, step, spreads);
         for (double& x : ct) x = std::max(1e-9, x - r.run_s);
         // The latency as a step pays it: a chain of the smallest, each after a little work of the
         // device's own, less the same work without them. Where devices outnumber cores, each
@@ -325,6 +332,7 @@ Hardware calibrate(backends::Backend& backend, const CalibrateOptions& options) 
       }
   }
   hw.peak_flops["float32"] = hw.gemm_flops(1);
+  if (!spreads.empty()) hw.spread = median(spreads);
   hw.host_to_device_bytes_per_s = hw.kind == "cpu" ? hw.rates.front().memory_bytes_per_s : 0;
   if (options.progress) options.progress("done", 1.0);
   return hw;

@@ -57,6 +57,9 @@ struct Hardware {
   std::string kind = "cpu";          // "cpu": virtual devices sharing the host's cores; "gpu"
   std::vector<std::string> sources;  // where a written profile's figures come from
   std::string measured;              // how and when a calibrated profile was measured
+  // A calibrated profile: how much its probes varied from round to round (the median over probes
+  // of (slowest - fastest) / median): the band a prediction on it carries. 0: not measured (written).
+  double spread = 0;
   int shared_cores = 0;              // CPU: the cores every device shares
   int devices_per_node = 0;          // devices joined by the fast link (0: all of them)
   double memory_bytes = 0;           // per device; 0: the host's memory, split among the devices

@@ -102,6 +102,7 @@ Hardware hardware_from_json(const nlohmann::json& j, const std::string& where) {
     }
   }
   h.measured = r.text(j, "measured", "", false);
+  h.spread = r.number(j, "spread", "", false);
   h.shared_cores = int(r.number(j, "shared_cores", "", false));
   if (h.kind == "cpu" && h.shared_cores < 1) r.fail("shared_cores", "a CPU profile needs the cores its devices share (at least 1)");
   h.devices_per_node = int(r.number(j, "devices_per_node", "", false));
@@ -169,6 +170,7 @@ nlohmann::ordered_json hardware_to_json(const Hardware& h) {
   j["kind"] = h.kind;
   if (!h.sources.empty()) j["sources"] = h.sources;
   if (!h.measured.empty()) j["measured"] = h.measured;
+  if (h.spread > 0) j["spread"] = h.spread;
   if (h.shared_cores > 0) j["shared_cores"] = h.shared_cores;
   if (h.devices_per_node > 0) j["devices_per_node"] = h.devices_per_node;
   if (h.memory_bytes > 0) j["memory_bytes"] = h.memory_bytes;

@@ -215,6 +215,7 @@ Prediction predict(const ir::Program& prog, const sharding::Mesh& mesh, const Ha
     p.compute_s *= stretch, p.memory_s *= stretch, p.communication_s *= stretch;
   }
   p.step_s = p.compute_s + p.memory_s + p.communication_s;
+  p.band_s = p.step_s * hw.spread;
   p.bound_by = p.communication_s >= std::max(p.compute_s, p.memory_s) ? "communication"
                : p.memory_s > p.compute_s                              ? "memory"
                                                                        : "compute";

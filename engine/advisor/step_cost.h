@@ -25,6 +25,9 @@ struct Prediction {
   double memory_s = 0;         // instructions bound by their bytes, and the fixed costs
   double communication_s = 0;  // collectives
   std::string bound_by;        // "compute", "memory" or "communication"
+  // step_s +- band_s: the hardware profile's spread (how much its calibration's probes varied from
+  // round to round) applied to the step; 0 on a profile without one (written from datasheets).
+  double band_s = 0;
 };
 
 Prediction predict(const sharding::PartitionedStep& step, const sharding::Mesh& mesh, const Hardware& hw);

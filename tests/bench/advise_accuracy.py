@@ -116,7 +116,7 @@ def main():
                 else:
                     times[i].append(t)
         print(" " * 40, end="\r", file=sys.stderr)
-        within, measured = 0, []
+        within, inside_band, measured = 0, 0, []
         for rank, c in enumerate(ranked, 1):
             t, err = (statistics.median(times[rank - 1]), None) if times[rank - 1] else (None, errors[rank - 1])
             if t is None:
@@ -125,6 +125,7 @@ def main():
             pred = c["predicted_step_ms"]
             error = (pred - t * 1e3) / (t * 1e3)
             within += abs(error) <= 0.25
+            inside_band += abs(pred - t * 1e3) <= c.get("band_ms", 0)
             measured.append((t, rank))
             print(f"{rank:>4}  {c['strategy'][:28]:<28} {c['mesh'] or '-':<22} {pred:>12.2f} {t * 1e3:>12.2f} {error:>+7.0%}  {c['bound_by']}")
             rows.append({"project": name, "rank": rank, "strategy": c["strategy"], "mesh": c["mesh"], "rules": c["rules"],
@@ -134,6 +135,7 @@ def main():
         top_ok = best is not None and top is not None and top <= 1.10 * best
         enough = within >= min(8, len(ranked))
         print(f"  within 25%: {within} of {len(ranked)} (target: at least 8, or all there are: {'met' if enough else 'MISSED'})")
+        print(f"  inside the predicted +- band (the calibration's spread): {inside_band} of {len(ranked)}")
         if top is not None and best is not None:
             print(f"  top-ranked measures {top / best:.2f}x the best measured (target <= 1.10: {'met' if top_ok else 'MISSED'})")
         searched = [t for t, r in measured if ranked[r - 1]["strategy"] == "searched"]

@@ -392,6 +392,9 @@ class TestAdvisor : public QObject {
     const std::string file = dir.filePath("machine.json").toStdString();
     advisor::save_hardware_file(h, file);
     QCOMPARE(advisor::find_hardware(file).rates[1].memory_bytes_per_s, h.rates[1].memory_bytes_per_s);
+    // Its probes' round-to-round spread is recorded, the band its predictions carry.
+    QVERIFY2(h.spread > 0 && h.spread < 10, qPrintable(QString::number(h.spread)));
+    QCOMPARE(advisor::find_hardware(file).spread, h.spread);
   }
   // A saved profile slower than this machine runs now was measured under load: stale, whatever
   // the factor's noise the other way (a probe slower than the profile says little).
@@ -600,6 +603,19 @@ class TestAdvisor : public QObject {
     QVERIFY2(two->runs(), two->error.c_str());
     VERIFY_CONTAINS(QString::fromStdString(four->rules), "kv_heads=none");
     QVERIFY2(four->runs(), four->error.c_str());
+  }
+
+  // A calibrated profile's spread (how much its probes varied round to round) is the band every
+  // prediction on it carries, and a profile file keeps it; one without (written) carries none.
+  void aPredictionCarriesTheProfilesSpread() {
+    advisor::Hardware hw = two_cores();
+    const project::Project p = load("fashion-mlp");
+    QCOMPARE(advisor::advise(p, 8, hw, 1e12).front().prediction.band_s, 0.0);
+    hw.spread = 0.12;
+    for (const advisor::Candidate& c : advisor::advise(p, 8, hw, 1e12))
+      if (c.runs()) QCOMPARE(c.prediction.band_s, c.prediction.step_s * 0.12);
+    VERIFY_CONTAINS(QString::fromStdString(advisor::explain(advisor::advise(p, 8, hw, 1e12).front())), "the calibration's spread");
+    QCOMPARE(advisor::hardware_from_json(nlohmann::json::parse(advisor::hardware_to_json(hw).dump()), "round trip").spread, 0.12);
   }
 
   // Every template shows on eight devices: 1-D, 2-D and 3-D meshes.

@@ -160,7 +160,9 @@ void LayoutAdvisorDialog::showCandidates(std::vector<advisor::Candidate> ranked,
     set(MeshColumn, c.mesh.empty() ? tr("one device") : q(c.mesh));
     set(MemoryColumn, c.runs() ? bytesText(c.bytes_per_device) : QString());
     set(FitsColumn, !c.runs() ? QString() : c.fits ? tr("yes") : tr("no"));
-    set(PredictedColumn, c.runs() ? tr("%1 ms").arg(c.prediction.step_s * 1e3, 0, 'f', 1) : QString());
+    set(PredictedColumn, !c.runs()                  ? QString()
+                         : c.prediction.band_s > 0 ? tr("%1 ± %2 ms").arg(c.prediction.step_s * 1e3, 0, 'f', 1).arg(c.prediction.band_s * 1e3, 0, 'f', 1)
+                                                   : tr("%1 ms").arg(c.prediction.step_s * 1e3, 0, 'f', 1));
     set(BoundColumn, c.runs() ? q(c.prediction.bound_by) : tr("cannot run"));
     // What the layout splits; the names it leaves unsharded (=none) are in the tooltip and below.
     QStringList sharded;
