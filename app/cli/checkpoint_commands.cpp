@@ -36,36 +36,32 @@ std::filesystem::path resolve(const std::string& path) {
 
 int run_inspect(const CheckpointArgs& a) {
   const std::filesystem::path dir = resolve(a.checkpoint);
-  // Read and checked once, as resume checks it (inspect refuses what resume refuses).
-  const checkpoint::CheckedModel c = checkpoint::read_checked(dir);
+  // Every tensor read and checked, as resume checks it (inspect refuses what resume refuses), one
+  // at a time: a checkpoint saved over processes is listed array by array from its blocks.
+  const checkpoint::CheckpointSummary c = checkpoint::summarize(dir);
   const checkpoint::ModelFiles& where = c.where;
-  const checkpoint::SafetensorsFile& f = c.model;
   std::printf("%s: step %lld, project %s, mesh %s\n", dir.string().c_str(), (long long)c.step,
               c.meta.contains("project") ? c.meta["project"].value("name", std::string("?")).c_str() : "?",
               c.meta.value("mesh", std::string("?")).c_str());
-  const bool blocks = !c.blocks.empty();
-  if (blocks)
+  if (c.blocks)
     std::printf("saved over processes: %zu files, each holding the blocks one process's devices held, indexed by %s\n",
                 where.files.size(), checkpoint::kIndexFile);
   else if (where.sharded)
     std::printf("%zu shards, indexed by %s\n", where.files.size(), checkpoint::kIndexFile);
   std::printf("\n%-44s %-6s %-22s %12s  %-22s%s\n", "tensor", "dtype", "shape", "bytes", "sharding when saved",
-              blocks ? "  blocks" : where.sharded ? "  file" : "");
+              c.blocks ? "  blocks" : where.sharded ? "  file" : "");
   double total = 0;
-  for (const auto& t : f.tensors) {
+  for (const checkpoint::ArraySummary& t : c.arrays) {
     const std::string spec = c.meta.contains("shardings") ? c.meta["shardings"].value(t.name, std::string("-")) : "-";
-    std::string place = where.sharded ? where.file_of.at(t.name) : "";
-    if (blocks) {
-      const checkpoint::CheckedModel::Blocks& b = c.blocks.at(t.name);
-      place = std::to_string(b.blocks) + (b.blocks == 1 ? " block in " : " blocks in ") + std::to_string(b.files) +
-              (b.files == 1 ? " file" : " files");
-    }
-    std::printf("%-44s %-6s %-22s %12s  %-22s%s%s\n", t.name.c_str(), checkpoint::dtype_name(t.dtype),
-                shape_str(t.shape).c_str(), runtime::format_bytes(double(t.bytes.size())).c_str(), spec.c_str(),
-                place.empty() ? "" : "  ", place.c_str());
-    total += double(t.bytes.size());
+    std::string place = t.file;
+    if (c.blocks)
+      place = std::to_string(t.blocks) + (t.blocks == 1 ? " block in " : " blocks in ") + std::to_string(t.files) +
+              (t.files == 1 ? " file" : " files");
+    std::printf("%-44s %-6s %-22s %12s  %-22s%s%s\n", t.name.c_str(), checkpoint::dtype_name(t.dtype), shape_str(t.shape).c_str(),
+                runtime::format_bytes(t.bytes).c_str(), spec.c_str(), place.empty() ? "" : "  ", place.c_str());
+    total += t.bytes;
   }
-  std::printf("\n%zu tensors, %s\n", f.tensors.size(), runtime::format_bytes(total).c_str());
+  std::printf("\n%zu tensors, %s\n", c.arrays.size(), runtime::format_bytes(total).c_str());
   return 0;
 }
 

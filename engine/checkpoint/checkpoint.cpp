@@ -336,11 +336,57 @@ LoadedBlocks load_blocks(const fs::path& dir, const BlockFilter& want) {
   out.step = c.step;
   out.data_position = c.data_position;
   out.meta = std::move(c.meta);
+  out.where = std::move(c.where);
   for (StoredTensor& t : c.model.tensors) {
     BlockRef r;
     parse_block_name(t.name, r);  // checked by the tiling
     out.dtypes[r.array] = t.dtype;
     if (!t.skipped) out.blocks.push_back(std::move(t));
+  }
+  return out;
+}
+
+bool saved_over_processes(const fs::path& dir) {
+  try {
+    MetaFields fields;
+    return read_meta(dir / kMetaFile, step_from_dir_name(dir), fields).contains("blocks");
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+CheckpointSummary summarize(const fs::path& dir) {
+  CheckpointSummary out;
+  if (!saved_over_processes(dir)) {
+    CheckedModel c = read_checked(dir);
+    out.step = c.step;
+    out.meta = std::move(c.meta);
+    out.where = std::move(c.where);
+    for (const StoredTensor& t : c.model.tensors)
+      out.arrays.push_back({t.name, t.dtype, t.shape, double(t.bytes.size()), out.where.sharded ? out.where.file_of.at(t.name) : ""});
+    return out;
+  }
+  // The index (every header, the tiling, the commit record), then each array's blocks read and
+  // checked in turn, and let go.
+  LoadedBlocks index = load_blocks(dir, [](const std::string&, const Shape&, const Shape&) { return false; });
+  out.blocks = true;
+  out.step = index.step;
+  out.meta = std::move(index.meta);
+  out.where = std::move(index.where);
+  for (const auto& [array, shape] : index.arrays) {
+    const LoadedBlocks c = load_blocks(dir, [&](const std::string& a, const Shape&, const Shape&) { return a == array; });
+    ArraySummary s;
+    s.name = array;
+    s.dtype = index.dtypes.at(array);
+    s.shape = shape;
+    std::set<std::string> files;
+    for (const StoredTensor& t : c.blocks) {
+      s.bytes += double(t.bytes.size());
+      ++s.blocks;
+      files.insert(c.where.file_of.at(t.name));
+    }
+    s.files = int(files.size());
+    out.arrays.push_back(std::move(s));
   }
   return out;
 }

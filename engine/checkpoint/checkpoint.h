@@ -108,9 +108,34 @@ struct LoadedBlocks {
   std::vector<std::pair<std::string, Shape>> arrays;  // every array and its global shape
   std::vector<StoredTensor> blocks;                   // the blocks read
   std::map<std::string, StoredDType> dtypes;          // every array's stored dtype (its blocks share it)
+  ModelFiles where;                                   // the files, and which holds each block
 };
 using BlockFilter = std::function<bool(const std::string& array, const Shape& start, const Shape& size)>;
 LoadedBlocks load_blocks(const std::filesystem::path& dir, const BlockFilter& want);
+
+// Whether the step directory holds a checkpoint saved over processes (its checkpoint.json lists
+// blocks); false for one of whole arrays, and for one whose checkpoint.json cannot be read (the
+// ordinary readers name what is wrong with it).
+bool saved_over_processes(const std::filesystem::path& dir);
+
+// A checkpoint as inspect lists it: every tensor read and checked as read_checked() checks it, but
+// held one at a time (a checkpoint of blocks: one array's blocks at a time) and none kept.
+struct ArraySummary {
+  std::string name;
+  StoredDType dtype = StoredDType::F32;
+  Shape shape;
+  double bytes = 0;
+  std::string file;           // the file holding it, where a checkpoint of whole arrays is sharded
+  int blocks = 0, files = 0;  // a checkpoint of blocks: its blocks, and the files they are in
+};
+struct CheckpointSummary {
+  int64_t step = 0;
+  nlohmann::ordered_json meta;
+  ModelFiles where;
+  bool blocks = false;
+  std::vector<ArraySummary> arrays;  // in the files' order, or (blocks) in checkpoint.json's
+};
+CheckpointSummary summarize(const std::filesystem::path& dir);
 
 // Removes all but the newest `keep` committed checkpoints, and puts leftovers of interrupted saves
 // right (recovery.h: recover()); call it as the directory's lock holder, with no save in flight.

@@ -7,7 +7,6 @@
 
 #include "engine/checkpoint/blocks.h"
 #include "engine/checkpoint/checkpoint.h"
-#include "engine/checkpoint/checkpoint_meta.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded.h"
 #include "engine/export/onnx_export.h"
@@ -24,16 +23,6 @@ namespace fs = std::filesystem;
 
 const std::string kParamPrefix = "params/";
 
-// Whether the checkpoint was saved over processes (its checkpoint.json lists blocks). One whose
-// checkpoint.json cannot be read is not: the ordinary reading names what is wrong with it.
-bool holds_blocks(const fs::path& dir) {
-  try {
-    MetaFields fields;
-    return read_meta(dir / kMetaFile, step_from_dir_name(dir), fields).contains("blocks");
-  } catch (const Error&) {
-    return false;
-  }
-}
 
 // True if `inner` is `outer` or lies below it (both canonical).
 bool is_within(const fs::path& inner, const fs::path& outer) {
@@ -109,7 +98,7 @@ std::string export_block_parameters(const std::filesystem::path& dir, const std:
 }
 
 std::string export_parameters(const std::filesystem::path& dir, const std::filesystem::path& out, std::optional<DType> dtype) {
-  if (holds_blocks(dir)) return export_block_parameters(dir, out, dtype);
+  if (saved_over_processes(dir)) return export_block_parameters(dir, out, dtype);
   // Checked as resume checks it: the step cross-check, finite values, every checksum.
   const SafetensorsFile all = read_checked(dir).model;  // one file or shards
   SafetensorsFile params;
@@ -137,7 +126,7 @@ std::string export_onnx_model(const std::filesystem::path& dir, const std::files
   std::map<std::string, Tensor> params;
   nlohmann::ordered_json meta;
   int64_t step = 0;
-  if (holds_blocks(dir)) {
+  if (saved_over_processes(dir)) {
     // Saved over processes: only the parameters' blocks are read (not the optimizer state's), and
     // each array assembled whole.
     LoadedBlocks c = load_blocks(dir, [](const std::string& array, const Shape&, const Shape&) { return array.rfind(kParamPrefix, 0) == 0; });

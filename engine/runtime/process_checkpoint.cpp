@@ -108,14 +108,7 @@ void save_blocks(SpmdSession& session, backends::Processes& procs, const std::ve
   if (!error.empty()) throw Error(error);
 }
 
-bool holds_blocks(const fs::path& dir) {
-  try {
-    checkpoint::MetaFields fields;
-    return checkpoint::read_meta(dir / checkpoint::kMetaFile, checkpoint::step_from_dir_name(dir), fields).contains("blocks");
-  } catch (const std::exception&) {
-    return false;
-  }
-}
+bool holds_blocks(const fs::path& dir) { return checkpoint::saved_over_processes(dir); }
 
 checkpoint::LoadedBlocks restore_blocks(SpmdSession& session, backends::Processes& procs, const std::vector<StateArray>& arrays,
                                         const fs::path& dir) {

@@ -199,6 +199,26 @@ class TestCheckpointBlocks : public QObject {
     QCOMPARE(read_safetensors(root / "params16.safetensors").find("w")->dtype, StoredDType::BF16);
   }
 
+  // inspect's summary of a step of blocks: each array with its dtype, shape, bytes, blocks and the
+  // files they are in, read (and checked) one array at a time.
+  void aSummaryListsEachArraysBlocks() {
+    QTemporaryDir tmp;
+    const fs::path root = tmp.path().toStdString();
+    const Tensor w = counting(6, 8), b = Tensor({8}, counting(1, 8).data);
+    const CheckpointSummary s = summarize(write_two_process_step(root, w, b, 2));
+    QVERIFY(s.blocks);
+    QCOMPARE(s.step, int64_t(2));
+    QCOMPARE(s.where.files.size(), size_t(2));
+    QCOMPARE(s.arrays.size(), size_t(2));
+    QCOMPARE(s.arrays[0].name, std::string("params/w"));
+    QCOMPARE(s.arrays[0].shape, w.shape);
+    QCOMPARE(s.arrays[0].bytes, double(w.size() * 4));
+    QCOMPARE(s.arrays[0].blocks, 4);
+    QCOMPARE(s.arrays[0].files, 2);
+    QCOMPARE(s.arrays[1].blocks, 1);
+    QCOMPARE(s.arrays[1].files, 1);
+  }
+
   void aStepMissingABlockOrMislabelledIsRefused() {
     QTemporaryDir tmp;
     const fs::path root = tmp.path().toStdString();
