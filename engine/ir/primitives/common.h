@@ -17,6 +17,15 @@ inline int reshape_to(Program& p, int v, const Shape& shape, const std::string& 
   return p.apply1(Op::Reshape, {v}, a, node);
 }
 
+// Zeros of `shape` and `dtype`: the cotangent of an output that did not reach the loss.
+inline int zeros(Program& p, const Shape& shape, DType dtype, const std::string& node) {
+  Attrs zero;
+  zero.alpha = 0.0;
+  zero.shape = shape;
+  zero.dtype = dtype;
+  return p.apply1(Op::Fill, {}, zero, node);
+}
+
 inline std::vector<Shape> same_shape_as_first(const std::vector<Shape>& in, const Attrs&) {
   for (size_t i = 1; i < in.size(); ++i)
     if (in[i] != in[0]) throw Error("operands have different shapes " + shape_str(in[0]) + " and " + shape_str(in[i]));

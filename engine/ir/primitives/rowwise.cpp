@@ -97,11 +97,7 @@ void register_rowwise(std::vector<Primitive>& t) {
     c.produce(ins, {c.reshard(ins.in[0], s, ins.node)}, {o}, ins.attrs);
   };
   reduce.vjp = [](Program& p, const Instr& ins, const Cotangents& ct, const std::vector<bool>&) {
-    Attrs zero;
-    zero.alpha = 0.0;
-    zero.shape = p.shape(ins.in[0]);
-    zero.dtype = p.dtype(*ct[0]);
-    int z = p.apply1(Op::Fill, {}, zero, ins.node);
+    const int z = zeros(p, p.shape(ins.in[0]), p.dtype(*ct[0]), ins.node);
     return Cotangents{p.apply1(Op::BiasAdd, {z, *ct[0]}, {}, ins.node)};
   };
   t.push_back(reduce);

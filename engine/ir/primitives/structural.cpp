@@ -151,11 +151,7 @@ void register_structural(std::vector<Primitive>& t) {
       if (ct[i]) {
         parts.push_back(*ct[i]);
       } else {  // a layer whose slice did not reach the loss contributes zeros
-        Attrs zero;
-        zero.alpha = 0.0;
-        zero.shape = p.shape(ins.out[i]);
-        zero.dtype = p.dtype(ins.out[i]);
-        parts.push_back(p.apply1(Op::Fill, {}, zero, ins.node));
+        parts.push_back(zeros(p, p.shape(ins.out[i]), p.dtype(ins.out[i]), ins.node));
       }
     }
     return Cotangents{p.apply1(Op::Stack, parts, {}, ins.node)};
@@ -240,11 +236,7 @@ void register_structural(std::vector<Primitive>& t) {
       if (ct[i]) {
         parts.push_back(*ct[i]);
       } else {  // a part that did not reach the loss contributes zeros
-        Attrs zero;
-        zero.alpha = 0.0;
-        zero.shape = p.shape(ins.out[i]);
-        zero.dtype = p.dtype(ins.out[i]);
-        parts.push_back(p.apply1(Op::Fill, {}, zero, ins.node));
+        parts.push_back(zeros(p, p.shape(ins.out[i]), p.dtype(ins.out[i]), ins.node));
       }
     }
     Attrs a;
