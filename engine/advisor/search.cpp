@@ -45,7 +45,9 @@ struct AxisInfo {
 struct ModelSummary {
   std::map<uint32_t, double> seconds_by_mask;
   std::map<uint32_t, double> update_seconds_by_mask;
-  std::map<uint32_t, double> param_bytes_by_mask;
+  // Each parameter of the step (a tied one once) in its stored dtype: its gradient is reduced on
+  // its own, at its own size's rate, as the step does it.
+  std::vector<std::pair<uint32_t, double>> params;
   double fixed_s = 0;  // the fixed costs of the program and its instructions, which no split shrinks
 };
 
@@ -187,18 +189,17 @@ std::vector<SearchedLayout> search_layouts(const project::Project& p, const grap
   const DeviceRates rates = hw.rates_for(int(devices));
   ModelSummary model;
   std::map<std::string, uint32_t> node_mask;
-  walk(report.nodes, 1.0, true, [&](const graph::NodeReport& n, double, bool params) {
+  walk(report.nodes, 1.0, true, [&](const graph::NodeReport& n, double, bool) {
     uint32_t m = 0;
     for (const auto* axes : axes_of(n)) m |= mask_of(*axes);
     node_mask[n.name] |= m;
-    if (params)
-      for (const graph::ParamInfo& q : n.params)
-        if (q.tied.empty()) model.param_bytes_by_mask[mask_of(q.axes)] += param_bytes(n, q);
   });
   const uint32_t every = (1u << searched.size()) - 1;
   const sharding::ShardingReport one = sharding::analyze_sharding(p, report, sharding::Mesh(), {});
   if (!one.plan) return {};  // it does not partition even on one device: the strategies say why
   const ir::Program& prog = one.plan->program;
+  for (size_t v = 0; v < prog.values.size(); ++v)
+    if (prog.values[v].kind == ir::ValueKind::Param) model.params.push_back({mask_of(prog.values[v].axes), double(prog.bytes(int(v)))});
   model.fixed_s = rates.run_s;
   for (const ir::Instr& ins : prog.instrs) {
     if (!collective_kind(ins.op).empty() || ins.op == ir::Op::Send || ins.op == ir::Op::Recv) continue;
@@ -310,7 +311,7 @@ std::vector<SearchedLayout> search_layouts(const project::Project& p, const grap
         return rest;
       };
       double held = 0, bound = model.fixed_s;
-      for (const auto& [mask, bytes] : model.param_bytes_by_mask) {
+      for (const auto& [mask, bytes] : model.params) {
         const auto [ways, mesh_bits] = split(mask);
         held += bytes / double(ways);
         const int64_t rest = rest_of(mesh_bits);

@@ -350,7 +350,7 @@ bool saved_over_processes(const fs::path& dir) {
   try {
     MetaFields fields;
     return read_meta(dir / kMetaFile, step_from_dir_name(dir), fields).contains("blocks");
-  } catch (const Error&) {
+  } catch (const std::exception&) {
     return false;
   }
 }

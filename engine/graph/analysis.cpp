@@ -253,6 +253,8 @@ GraphReport analyze(const Graph& g, int64_t batch, const ArrayInfo* carry, const
         if (found == source->params.end() || !found->tied.empty())
           throw Error(t.field + ": node '" + node + "' (" + source->type + ") has no parameter '" + pname + "' of its own" +
                       (source->error.empty() ? "" : " (it has errors)"));
+        if (n.param_axes.is_object() && n.param_axes.contains(t.name))
+          throw Error("param_axes." + t.name + ": a shared parameter keeps the axes of its own node; set them on '" + node + "'");
         ParamInfo shared = *found;
         shared.name = t.name;
         shared.tied = t.target;

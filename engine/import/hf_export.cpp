@@ -147,8 +147,10 @@ void check_out_dir(const fs::path& out) {
 
 }  // namespace
 
-std::string export_hf_folder(const fs::path& step_dir, const fs::path& out_dir, const fs::path& config_file) {
+std::string export_hf_folder(const fs::path& step, const fs::path& out_dir, const fs::path& config_file) {
   check_out_dir(out_dir);
+  fs::path step_dir = step.lexically_normal();
+  if (!step_dir.has_filename()) step_dir = step_dir.parent_path();  // "step_000002/"
   const fs::path config_path = !config_file.empty() ? config_file : step_dir.parent_path() / "hf_config.json";
   if (!fs::exists(config_path))
     throw Error(config_path.string() + ": not found: the Hugging Face config.json the project was imported from is kept there by "

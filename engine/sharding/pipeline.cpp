@@ -102,6 +102,22 @@ std::vector<int64_t> assign_stages(const ir::Program& g, int64_t stages, const s
       w = std::min(w, reader);
     }
   }
+  // A parameter outside the Repeats is held, and updated, on the stage that reads it. One read on
+  // two stages (a weight tied across the pipeline: Attend on the last stage sharing the first
+  // stage's Embed table) would leave one stage's copy stale: refused rather than trained wrong.
+  std::map<int, std::set<int64_t>> readers;
+  for (size_t i = 0; i < g.instrs.size(); ++i) {
+    const ir::Instr& ins = g.instrs[i];
+    if (st[i] < 0 || ins.op == Op::AdamUpdate || ins.op == Op::SgdUpdate) continue;
+    for (int v : ins.in)
+      if (g.values[size_t(v)].kind == ir::ValueKind::Param && !stacked_param(g.values[size_t(v)])) readers[v].insert(st[i]);
+  }
+  for (const auto& [v, where] : readers)
+    if (where.size() > 1)
+      throw Error("parameter '" + g.values[size_t(v)].name + "' is read on pipeline stages " + std::to_string(*where.begin()) +
+                  " and " + std::to_string(*where.rbegin()) + " of mesh axis '" + axis +
+                  "' (a weight tied across the pipeline?): a pipeline keeps each parameter on one stage; untie it, or drop "
+                  "the rule layer=" + axis);
   return st;
 }
 

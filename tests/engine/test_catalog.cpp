@@ -87,6 +87,12 @@ class TestCatalog : public QObject {
     r = graph::analyze(wired(attend), 4);
     QVERIFY(!r.ok());
     VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "embed: node 'x' (Input) has no parameter 'embedding'");
+    // Its axes are the Embed's: an override on the sharing node is refused, not ignored.
+    attend.params["embed"] = "embed";
+    attend.param_axes = {{"embedding", {"vocab", "embed"}}};
+    r = graph::analyze(wired(attend), 4);
+    QVERIFY(!r.ok());
+    VERIFY_CONTAINS(QString::fromStdString(r.errors.front()), "param_axes.embedding: a shared parameter keeps the axes of its own node");
   }
 
   void freshNodeOfEveryTypeIsValid_data() {

@@ -181,6 +181,14 @@ class TestHfImport : public QObject {
     QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
     QVERIFY(meta["untied_logits_after_max_abs_diff"].get<double>() > 100 * 1e-4);
 
+    // In a pipeline the shared table would be read on the first stage and on the last: refused,
+    // naming it, rather than trained with one stage's copy stale.
+    runtime::TrainOptions piped = opt;
+    piped.mesh = "stage=2,data=4";
+    piped.rules = "batch=data,layer=stage";
+    VERIFY_CONTAINS(testing::error_of([&] { runtime::Trainer t(q, piped); }),
+                    "parameter 'embed/embedding' is read on pipeline stages 0 and 1");
+
     // Sharded, the shared table is one array with one layout: its vocabulary split over model
     // (the lookup's rows and the logits' columns), or its features under FSDP; the same losses.
     for (const auto& [mesh, rules] : std::vector<std::pair<std::string, std::string>>{
