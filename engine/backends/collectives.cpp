@@ -26,7 +26,7 @@ namespace {
 [[noreturn]] void no_buffered(const char* what, int device) {
   throw Error(std::string("collectives: ") + what + " on device " + std::to_string(device) +
               ": this transport has no buffered point-to-point messages, which pipeline stages need "
-              "(they run on the CPU backend's devices within one process)");
+              "(the CPU backend's devices have them, in one process or over MPI)");
 }
 }  // namespace
 

@@ -93,7 +93,7 @@ Tensor SpmdSession::value(int v) const {
   const std::vector<int> mine = exe_->local_devices();
   Tensor block(step_.program.shape(local));
   if (block.shape == global_shape) {  // replicated: any device holds all of it (in a pipeline, its stage's)
-    exe_->read(step_.device_holding(local, mesh_, mine), local, block.ptr());
+    read_held(*exe_, step_, local, block.ptr());
     return block;
   }
   // Every device's block, this process's read here and the others' gathered from their processes
@@ -117,6 +117,20 @@ Tensor SpmdSession::value(int v) const {
     sharding::place_block(full, block, s, mesh_, d);
   }
   return full;
+}
+
+void SpmdSession::read_held(const backends::Executable& exe, const sharding::PartitionedStep& part, int local, float* out) const {
+  const std::vector<int> mine = exe.local_devices();
+  const int64_t st = size_t(local) < part.stage.size() ? part.stage[size_t(local)] : sharding::kEveryStage;
+  backends::Processes* p = backend_->processes();
+  if (st < 0 || !p || p->size() <= 1) return exe.read(part.device_holding(local, mesh_, mine), local, out);
+  const int k = mesh_.axis_index(part.pipeline.axis);
+  int root = -1;
+  for (int d = 0; d < mesh_.device_count() && root < 0; ++d)
+    if (mesh_.coords(d)[size_t(k)] == st) root = process_of(d);
+  if (root == p->rank()) exe.read(part.device_holding(local, mesh_, mine), local, out);
+  const size_t bytes = size_t(numel(part.program.shape(local))) * sizeof(float);  // read() widens to float32
+  p->broadcast(out, bytes, root);
 }
 
 std::vector<SpmdSession::BlockPlace> SpmdSession::blocks_of(int v) const {
@@ -255,10 +269,10 @@ double SpmdSession::train_step(const Tensor& features, const Tensor& targets, do
     }
   }
   if (step_.accuracy >= 0) {
-    exe_->read(step_.device_holding(step_.accuracy, mesh_, mine), step_.accuracy, &v);
+    read_held(*exe_, step_, step_.accuracy, &v);
     accuracy_ = double(v);
   }
-  exe_->read(step_.device_holding(step_.loss, mesh_, mine), step_.loss, &v);
+  read_held(*exe_, step_, step_.loss, &v);
   return double(v);
 }
 
@@ -298,13 +312,12 @@ SpmdSession::Eval SpmdSession::evaluate_divisible(const Tensor& features, const 
   ctx.step = step_count_;
   e.exe->run(ctx);
   Eval out;
-  const std::vector<int> mine = e.exe->local_devices();
   float v = 0;
-  e.exe->read(e.part.device_holding(e.part.loss, mesh_, mine), e.part.loss, &v);
+  read_held(*e.exe, e.part, e.part.loss, &v);
   out.loss = double(v);
   out.accuracy = NAN;
   if (e.part.accuracy >= 0) {
-    e.exe->read(e.part.device_holding(e.part.accuracy, mesh_, mine), e.part.accuracy, &v);
+    read_held(*e.exe, e.part, e.part.accuracy, &v);
     out.accuracy = double(v);
   }
   return out;

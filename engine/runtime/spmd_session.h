@@ -112,6 +112,10 @@ class SpmdSession {
   Eval evaluate_divisible(const Tensor& features, const Tensor& targets);
   void feed(backends::Executable& exe, const sharding::PartitionedStep& s, const StepProgram& g, const Tensor& x,
             const Tensor& y);
+  // A value every device of its pipeline stage holds whole (a loss, a replicated parameter), read
+  // into `out` on every process: where the stage's devices are on other processes (a pipeline
+  // over processes), the first process that holds one broadcasts it. Every process calls it.
+  void read_held(const backends::Executable& exe, const sharding::PartitionedStep& part, int local, float* out) const;
 
   project::Project project_;
   sharding::Mesh mesh_;

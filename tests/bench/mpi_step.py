@@ -3,9 +3,11 @@
 device each under mpirun (collectives over MPI) and as 1 process of 2 virtual devices (collectives
 through shared memory), in the same run on the same cores. Reports each layout's median step time,
 the ratio, and the time the devices spent in collectives (the log's comm_time_s), and checks that both
-trained the same losses.
+trained the same losses. --mesh/--rules/--microbatches time another layout the same way, e.g.
+pipeline stages over processes (stages' activations as MPI messages):
 
     python3 tests/bench/mpi_step.py [--build build] [--steps 12] [--warmup 2] [--project P]
+    python3 tests/bench/mpi_step.py --mesh stage=2 --rules layer=stage --microbatches 4 --project projects/dot-relu-dot.shardlab.json
 """
 from __future__ import annotations
 
@@ -42,19 +44,24 @@ def main():
     ap.add_argument("--project", default=str(ROOT / "projects/deep-mlp-small.shardlab.json"))
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--mesh", default="data=2", help="a mesh of 2 devices (one per process)")
+    ap.add_argument("--rules", default="batch=data")
+    ap.add_argument("--microbatches", type=int, default=1)
     args = ap.parse_args()
     cli = str(Path(args.build) / "app/shardlab-cli")
     mpirun = shutil.which("mpirun")
     if not mpirun:
         sys.exit("mpirun not found (apt install openmpi-bin)")
     cores = os.cpu_count() or 1
-    common = ["train", args.project, "--steps", str(args.steps), "--mesh", "data=2", "--rules", "batch=data", "--quiet"]
+    common = ["train", args.project, "--steps", str(args.steps), "--mesh", args.mesh, "--rules", args.rules, "--quiet",
+              "--microbatches", str(args.microbatches)]
     with tempfile.TemporaryDirectory() as tmp:
         one_log, two_log = f"{tmp}/threads.jsonl", f"{tmp}/processes.jsonl"
         one = run([cli, *common, "--threads", str(cores), "--log", one_log], one_log)
         two = run([mpirun, "--oversubscribe", "--allow-run-as-root", "--bind-to", "none", "-np", "2", cli, *common, "--log",
                    two_log], two_log)
-    print(f"deep-mlp-small, data=2, {args.steps} steps ({args.warmup} warm-up), {cores} cores shared by both layouts")
+    print(f"{Path(args.project).name}, {args.mesh} ({args.rules}), {args.microbatches} microbatches, {args.steps} steps "
+          f"({args.warmup} warm-up), {cores} cores shared by both layouts")
     t1, _ = summarize("1 process x 2 devices (threads)", one, args.warmup)
     t2, _ = summarize("2 processes x 1 device (MPI)", two, args.warmup)
     print(f"ratio processes / threads: {t2 / t1:.2f}x")

@@ -96,6 +96,8 @@ class TestMpiRuns : public QObject {
     const Launch r = mpirun(processes, SHARDLAB_COLLECTIVES_CHECK, {});
     QVERIFY2(r.exit_code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("ok: 36 collective cases bitwise equal"), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QString("ok: buffered messages between every pair of %1 devices, taken out of order").arg(2 * processes)),
+             qPrintable(r.out));
   }
 
   // The transport the suite asked for is the one the processes use: shared memory by default,
@@ -151,6 +153,50 @@ class TestMpiRuns : public QObject {
     QCOMPARE(start["processes"].toInt(), processes);
     QCOMPARE(start["mesh"].toString(), mesh);
     QCOMPARE(many.out.count("eval after step 5"), 1);
+  }
+
+  // Pipeline stages over processes: activations and gradients cross between stages as MPI
+  // messages (MpiMailbox), the loss comes from the last stage's process, each parameter outside the
+  // Repeat is saved by the process of the stage that updates it. tests/data/pipeline.shardlab.json
+  // has an embedding on the first stage and a head on the last around 8 residual blocks.
+  void pipelineStagesOverProcessesEqualOneProcess_data() {
+    QTest::addColumn<int>("processes");
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("rules");
+    QTest::addColumn<QString>("schedule");
+    QTest::newRow("2 stages on 2 processes, gpipe") << 2 << "stage=2" << "layer=stage" << "gpipe";
+    QTest::newRow("4 stages on 4 processes, 1f1b") << 4 << "stage=4" << "layer=stage" << "1f1b";
+    QTest::newRow("4 stages on 4 processes, gpipe") << 4 << "stage=4" << "layer=stage" << "gpipe";
+    QTest::newRow("2 stages x data 2 on 2 processes, 1f1b") << 2 << "stage=2,data=2" << "layer=stage,batch=data" << "1f1b";
+    QTest::newRow("2 stages x data 2 on 4 processes, 1f1b") << 4 << "stage=2,data=2" << "layer=stage,batch=data" << "1f1b";
+  }
+  void pipelineStagesOverProcessesEqualOneProcess() {
+    QFETCH(int, processes);
+    QFETCH(QString, mesh);
+    QFETCH(QString, rules);
+    QFETCH(QString, schedule);
+    QTemporaryDir dir;
+    const QString project = SHARDLAB_SOURCE_DIR "/tests/data/pipeline.shardlab.json";
+    const QStringList args{"train", project, "--steps", "4", "--mesh", mesh, "--rules", rules, "--quiet",
+                           "--microbatches", "4", "--pipeline-schedule", schedule};
+    const QString one_ck = dir.filePath("one"), many_ck = dir.filePath("many");
+    const auto one = run_cli(args + QStringList{"--threads", "2", "--log", dir.filePath("one.jsonl"), "--checkpoint-dir", one_ck});
+    QVERIFY2(one.exit_code == 0, qPrintable(one.err));
+    const Launch many = mpirun(processes, kCli, args + QStringList{"--log", dir.filePath("many.jsonl"), "--checkpoint-dir", many_ck});
+    QVERIFY2(many.exit_code == 0, qPrintable(many.out + many.err));
+    const QVector<double> want = losses(dir.filePath("one.jsonl"));
+    QCOMPARE(want.size(), 4);
+    compare_losses(losses(dir.filePath("many.jsonl")), want);
+    QCOMPARE(start_record(dir.filePath("many.jsonl"))["processes"].toInt(), processes);
+    // The parameters after the last step, assembled from each process's blocks, are the one
+    // process's bit for bit: the embedding from the first stage's process, the head from the last's.
+    for (const QString& ck : {one_ck, many_ck}) {
+      const auto exported = run_cli({"export", ck, "--out", ck + "/params.safetensors"});
+      QVERIFY2(exported.exit_code == 0, qPrintable(exported.err));
+    }
+    const QByteArray a = read_file(one_ck + "/params.safetensors"), b = read_file(many_ck + "/params.safetensors");
+    QVERIFY(!a.isEmpty());
+    QVERIFY2(a == b, "the parameters saved over processes differ from the one-process run's");
   }
 
   void checkpointOfFourProcessesResumesOnFourTwoAndOne() {

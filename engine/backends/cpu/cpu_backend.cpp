@@ -197,9 +197,6 @@ class CpuBackend final : public Backend {
                                    const LoadOptions& options) override {
     const int n = int(mesh.device_count());
     if (processes_) sharding::check_process_count(mesh, processes_->size());
-    if (processes_ && processes_->size() > 1 && program.stages > 1)
-      throw Error("pipeline stages (layer=" + program.stage_axis +
-                  ") run within one process for now: run this layout without mpirun, or map layer to None");
     const auto* share = dynamic_cast<const CpuExecutable*>(options.share_persistent_with);
     if (options.share_persistent_with && (!share || share->num_devices() != n))
       throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");

@@ -96,6 +96,17 @@ MpiCollectives::MpiCollectives(std::shared_ptr<MpiWorld> world, int num_devices,
   if (local_ < 1 || num_devices_ != local_ * world_->size())
     throw Error("internal: " + std::to_string(num_devices_) + " devices over " + std::to_string(world_->size()) +
                 " processes of " + std::to_string(local_));
+  MpiMailbox::Hooks hooks;
+  hooks.process_of = [this](int device) { return process_of(device); };
+  hooks.stop = [this] { return aborted_.load(); };
+  hooks.why = [this] { return abort_reason(); };
+  hooks.idle = [this] {
+    if (cores_) cores_->release();
+  };
+  hooks.busy = [this] {
+    if (cores_) cores_->acquire();
+  };
+  mail_ = std::make_unique<MpiMailbox>(world_, std::move(hooks));
 }
 
 MpiCollectives::~MpiCollectives() = default;
@@ -428,6 +439,20 @@ void MpiCollectives::recv(int device, int peer, void* buf, int64_t count, DType 
                                   &reqs.back()),
                         "MPI_Irecv (" + what + ")");
       });
+}
+
+void MpiCollectives::post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t) {
+  if (peer < 0 || peer >= num_devices_)
+    throw Error("collectives: post on device " + std::to_string(device) + " names peer " + std::to_string(peer));
+  if (process_of(peer) == world_->rank()) return inside_.post(device, peer, tag, buf, count, t);
+  mail_->post(device, peer, tag, buf, count, t);
+}
+
+void MpiCollectives::take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t) {
+  if (peer < 0 || peer >= num_devices_)
+    throw Error("collectives: take on device " + std::to_string(device) + " names peer " + std::to_string(peer));
+  if (process_of(peer) == world_->rank()) return inside_.take(device, peer, tag, buf, count, t);
+  mail_->take(device, peer, tag, buf, count, t);
 }
 
 }  // namespace shardlab::backends::mpi

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backends/cpu/collectives.h"
+#include "engine/backends/mpi/mpi_mailbox.h"
 #include "engine/backends/mpi/mpi_world.h"
 #include "engine/backends/processes.h"
 
@@ -31,7 +32,9 @@ class MpiCollectives final : public Collectives {
   using Collectives::all_reduce;
   using Collectives::all_to_all;
   using Collectives::broadcast;
+  using Collectives::post;
   using Collectives::recv;
+  using Collectives::take;
   using Collectives::reduce_scatter;
   using Collectives::send;
 
@@ -46,6 +49,9 @@ class MpiCollectives final : public Collectives {
                  DType t) override;
   void send(int device, int peer, const void* buf, int64_t count, DType t) override;
   void recv(int device, int peer, void* buf, int64_t count, DType t) override;
+  // Pipeline stages: inside this process by shared memory, between processes by MpiMailbox.
+  void post(int device, int peer, int64_t tag, const void* buf, int64_t count, DType t) override;
+  void take(int device, int peer, int64_t tag, void* buf, int64_t count, DType t) override;
   void abort(const std::string& why) override;
   bool aborted() const override { return aborted_; }
 
@@ -89,6 +95,7 @@ class MpiCollectives final : public Collectives {
   std::atomic<bool> aborted_{false};
   mutable std::mutex abort_mu_;
   std::string abort_reason_;
+  std::unique_ptr<MpiMailbox> mail_;  // last: its destructor waits on the state above
 };
 
 }  // namespace shardlab::backends::mpi

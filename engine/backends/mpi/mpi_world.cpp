@@ -12,14 +12,19 @@ MpiWorld::MpiWorld() {
   // as return codes, turned into Errors that name the call.
   check(MPI_Comm_dup(MPI_COMM_WORLD, &host_), "MPI_Comm_dup");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &devices_), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(host_, MPI_ERRORS_RETURN);
-  MPI_Comm_set_errhandler(devices_, MPI_ERRORS_RETURN);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &pipeline_), "MPI_Comm_dup");
+  for (MPI_Comm c : {host_, devices_, pipeline_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  int* ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+  if (found && ub) tag_limit_ = *ub;
   MPI_Comm_rank(host_, &rank_);
   MPI_Comm_size(host_, &size_);
 }
 
 // The last holder of the world (the run's Processes, or a backend's collectives) ends MPI.
 MpiWorld::~MpiWorld() {
+  MPI_Comm_free(&pipeline_);
   MPI_Comm_free(&devices_);
   MPI_Comm_free(&host_);
   MPI_Finalize();
@@ -31,6 +36,11 @@ void MpiWorld::check(int rc, const std::string& what) {
   int len = 0;
   MPI_Error_string(rc, text, &len);
   throw Error(what + " failed: " + std::string(text, size_t(len)));
+}
+
+void MpiWorld::locked(const std::function<void()>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fn();
 }
 
 void MpiWorld::complete(const std::function<void(std::vector<MPI_Request>&)>& post, const std::function<bool()>& stop,
