@@ -2,11 +2,30 @@
 
 #include <algorithm>
 
+#include "engine/ir/primitive.h"
 #include "engine/util/bytes.h"
 
 namespace shardlab::backends {
 
 const char* device_kind_name(DeviceKind k) { return k == DeviceKind::Cuda ? "cuda" : "cpu"; }
+
+bool Backend::supports(const ir::Instr& ins, const ir::Program& program) const {
+  for (const std::vector<int>* vs : {&ins.in, &ins.out})
+    for (int v : *vs)
+      if (!supports(program.values[size_t(v)].dtype)) return false;
+  return true;
+}
+
+std::optional<std::string> Backend::refusal(const ir::Program& program) const {
+  const std::string who = std::string("the ") + (kind() == DeviceKind::Cuda ? "CUDA" : "CPU") + " backend";
+  for (const ir::Value& v : program.values)
+    if (!supports(v.dtype)) return who + " does not hold " + dtype_name(v.dtype) + " values ('" + v.name + "')";
+  for (const ir::Instr& ins : program.instrs)
+    if (!supports(ins, program))
+      return who + " does not run " + ir::op_name(ins.op) + (ins.node.empty() ? std::string() : " (node '" + ins.node + "')") +
+             " on these dtypes";
+  return std::nullopt;
+}
 
 uint64_t bytes_needed(const plan::MemoryPlan& memory, bool shares_persistent) {
   return uint64_t(memory.arena_bytes + memory.staging_bytes + (shares_persistent ? 0 : memory.param_bytes + memory.opt_state_bytes));

@@ -116,12 +116,19 @@ class Backend {
   // Throws check_fits()'s OutOfMemory before allocating.
   virtual std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory,
                                            const sharding::Mesh& mesh, const LoadOptions& options = {}) = 0;
-  // Whether load() takes programs holding values of dtype `d` (the CPU holds every dtype; the
-  // CUDA backend float32, bfloat16, float16 and int32).
-  virtual bool holds(DType d) const {
+  // Whether load() takes programs holding values of dtype `d` (the CPU every dtype; the CUDA
+  // backend float32, bfloat16, float16 and int32), and runs instruction `ins` (its op on its
+  // operands' dtypes). The conformance suite asks before it runs a case.
+  virtual bool supports(DType d) const {
     (void)d;
     return true;
   }
+  virtual bool supports(const ir::Instr& ins, const ir::Program& program) const;
+  // What load() refuses in `program` other than its memory, as a sentence naming the value,
+  // instruction or layout at fault (a dtype or op this backend does not run, a pipeline it cannot
+  // run where this backend's meshes span processes); none when it can run it. Allocates nothing:
+  // the design check asks it, so a layout Start would refuse is an error before Start.
+  virtual std::optional<std::string> refusal(const ir::Program& program) const;
   // Cores (CPU) the devices share; reported with results.
   virtual int threads() const = 0;
   // The processes the backend's meshes span (null: this one alone).

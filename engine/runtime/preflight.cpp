@@ -100,6 +100,9 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
         f.capacity_bytes = double(backend.capacity_per_device(int(f.mesh.device_count())));
         backends::LoadOptions lo;
         lo.what = "the training step";  // as the session names it when it loads the step
+        if (const auto why = backend.refusal(part.program))
+          add_problem(make_diagnostic(Severity::Error, "backend", "mesh", *why,
+                                      "run this layout on another backend, or change the rules that ask for what it cannot run"));
         if (const auto refusal = backend.check_fits(part.program, part.memory, f.mesh, lo)) {
           f.out_of_memory = int(f.errors.size());
           add_problem(make_diagnostic(

@@ -19,6 +19,7 @@
 #include "engine/backends/cpu/executor.h"
 #include "engine/ir/primitive.h"
 #include "engine/project/project.h"
+#include "engine/runtime/preflight.h"
 #include "engine/runtime/train_step.h"
 #include "engine/sharding/mesh.h"
 #include "engine/tensor/convert.h"
@@ -726,6 +727,7 @@ class TestBackendConformance : public QObject {
   void primitiveMatchesDoubleReference();
   void fusedEpiloguesMatchUnfusedBitForBit_data();
   void fusedEpiloguesMatchUnfusedBitForBit();
+  void whatABackendCannotRunIsADesignError();
 
  private:
   // The backend, or null after skipping the test with the reason it cannot be made (a CUDA build
@@ -866,13 +868,10 @@ void TestBackendConformance::primitiveMatchesDoubleReference() {
   if (!be) QSKIP(qPrintable(why_unavailable(kind)));
   backends::Backend& b = *be;
   {
-    // A backend that does not hold one of the case's dtypes yet (CUDA: 16-bit values) says so.
+    // A backend that does not run one of the case's instructions or dtypes yet says so.
     Rng rng(1);
     const Built probe = build(c, c.draw(rng), Buffers::Separate, dt);
-    for (const ir::Value& v : probe.program.values)
-      if (!b.holds(v.dtype))
-        QSKIP(qPrintable(QString("the %1 backend does not hold %2 values yet ('%3')")
-                             .arg(kind, dtype_name(v.dtype), QString::fromStdString(v.name))));
+    if (const auto why = b.refusal(probe.program)) QSKIP(qPrintable(QString::fromStdString(*why + " (yet)")));
   }
   QStringList failures;
   for (int d = 0; d < kDraws; ++d)
@@ -962,6 +961,52 @@ void TestBackendConformance::fusedEpiloguesMatchUnfusedBitForBit() {
     const QString m = mismatch(got, want, kTolerance);
     QVERIFY2(m.isEmpty(), qPrintable(QString("%1: %2").arg(QString(s.program.values[size_t(v)].name.c_str()), m)));
   }
+}
+
+namespace {
+// The CPU backend as a backend without float16 would be: every answer the CPU's but supports().
+class CpuWithoutHalf final : public backends::Backend {
+ public:
+  CpuWithoutHalf() : cpu_(backends::make_backend("cpu")) {}
+  backends::DeviceKind kind() const override { return cpu_->kind(); }
+  std::vector<backends::DeviceInfo> devices() const override { return cpu_->devices(); }
+  uint64_t capacity_per_device(int n) const override { return cpu_->capacity_per_device(n); }
+  std::optional<backends::OutOfMemory> check_fits(const ir::Program& p, const plan::MemoryPlan& m, const sharding::Mesh& mesh,
+                                                  const backends::LoadOptions& o) const override {
+    return cpu_->check_fits(p, m, mesh, o);
+  }
+  std::unique_ptr<backends::Executable> load(const ir::Program& p, const plan::MemoryPlan& m, const sharding::Mesh& mesh,
+                                             const backends::LoadOptions& o) override {
+    return cpu_->load(p, m, mesh, o);
+  }
+  bool supports(DType d) const override { return d != DType::F16; }
+  using backends::Backend::supports;
+  int threads() const override { return cpu_->threads(); }
+  double gemm_peak_flops(MatmulPrecision p) override { return cpu_->gemm_peak_flops(p); }
+
+ private:
+  std::unique_ptr<backends::Backend> cpu_;
+};
+}  // namespace
+
+// The design check (runtime::preflight, what `check`, the editor and Start ask) lists what the
+// backend would refuse to load, naming the first value it cannot hold; the same project passes
+// on a backend that holds it.
+void TestBackendConformance::whatABackendCannotRunIsADesignError() {
+  project::Project p = project::load_project(SHARDLAB_SOURCE_DIR "/projects/fashion-mlp.shardlab.json");
+  p.precision.dtype = DType::F16;
+  const CpuWithoutHalf half_less;
+  const runtime::Preflight refused = runtime::preflight(p, half_less);
+  QVERIFY(!refused.ok());
+  const QString first = QString::fromStdString(refused.errors.front());
+  QVERIFY2(first.startsWith("the CPU backend does not hold float16 values ('"), qPrintable(first));
+  QCOMPARE(QString::fromStdString(refused.problems.front().code), QString("backend"));
+  QVERIFY(half_less.supports(DType::BF16) && !half_less.supports(DType::F16));
+  const std::unique_ptr<backends::Backend> cpu = backends::make_backend("cpu");
+  const runtime::Preflight passed = runtime::preflight(p, *cpu);
+  QVERIFY2(passed.ok(), passed.errors.empty() ? "" : passed.errors.front().c_str());
+  p.precision.dtype = DType::BF16;
+  QVERIFY(runtime::preflight(p, half_less).ok());
 }
 
 QTEST_APPLESS_MAIN(TestBackendConformance)

@@ -197,6 +197,7 @@ class CpuBackend final : public Backend {
                                    const LoadOptions& options) override {
     const int n = int(mesh.device_count());
     if (processes_) sharding::check_process_count(mesh, processes_->size());
+    if (const auto why = refusal(program)) throw Error(*why);
     const auto* share = dynamic_cast<const CpuExecutable*>(options.share_persistent_with);
     if (options.share_persistent_with && (!share || share->num_devices() != n))
       throw Error("internal: " + options.what + " cannot share state with a program on another backend or mesh");

@@ -1132,8 +1132,13 @@ class CudaBackend final : public Backend {
   }
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
-  bool holds(DType d) const override {
-    return d == DType::F32 || d == DType::I32 || d == DType::BF16 || d == DType::F16;
+  bool supports(DType d) const override { return d == DType::F32 || d == DType::I32 || d == DType::BF16 || d == DType::F16; }
+  using Backend::supports;
+  std::optional<std::string> refusal(const ir::Program& program) const override {
+    if (program.stages > 1 && processes_)
+      return "over several processes the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
+             "); run the pipeline in one process (its stages on virtual GPU devices), on the CPU backend, or map layer to None";
+    return Backend::refusal(program);
   }
   int threads() const override { return threads_; }
   Processes* processes() const override { return processes_.get(); }
@@ -1188,13 +1193,7 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<Executable> load(const ir::Program& program, const plan::MemoryPlan& memory, const sharding::Mesh& mesh,
                                    const LoadOptions& options) override {
-    if (program.stages > 1 && processes_)
-      throw Error("over several processes the CUDA backend does not run pipeline stages yet (layer=" + program.stage_axis +
-                  "); run the pipeline in one process (its stages on virtual GPU devices), or map layer to None");
-    for (const ir::Value& v : program.values)
-      if (!holds(v.dtype))
-        throw Error("the CUDA backend holds float32, bfloat16, float16 and int32 values, not " +
-                    std::string(dtype_name(v.dtype)) + " ('" + v.name + "')");
+    if (const auto why = refusal(program)) throw Error(*why);
     const int n = int(mesh.device_count());
     if (processes_) check_placement(mesh);
     const auto* share = dynamic_cast<const CudaExecutable*>(options.share_persistent_with);
