@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "engine/api/run_log.h"
 #include "engine/util/error.h"
 
 namespace shardlab::cli {
@@ -19,9 +20,6 @@ std::string clock_str(double s) {
   else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
   return buf;
 }
-
-// JSON has no NaN: metrics a run does not have are null.
-nlohmann::ordered_json num(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); }
 
 }  // namespace
 
@@ -95,58 +93,28 @@ void ProgressPrinter::on_finish(bool cancelled) {
 
 JsonlLog::JsonlLog(const std::string& path) : out_(path, "--log") {}
 
-void JsonlLog::on_start(const runtime::StartInfo& s) {
-  nlohmann::ordered_json j{{"event", "start"},          {"total_steps", s.total_steps},   {"steps_per_epoch", s.steps_per_epoch},
-                           {"batch_size", s.batch},      {"accumulate", s.microbatches},   {"threads", s.threads},
-                           {"param_count", s.param_count},
-                           {"step_flops", s.step_flops}, {"plan_total_bytes", s.total_bytes},
-                           {"devices", s.devices},       {"processes", s.processes},
-                           {"first_step", s.first_step},
-                           {"mesh", s.mesh},             {"precision", s.precision}};
-  write(j);
-}
-
-void JsonlLog::on_step(const runtime::StepEvent& e) {
-  nlohmann::ordered_json j{{"event", "step"},         {"step", e.step},
-                           {"epoch", e.epoch},        {"loss", num(e.loss)},
-                           {"accuracy", num(e.accuracy)}, {"learning_rate", e.learning_rate},
-                           {"step_time_s", e.step_time_s}, {"cpu_time_s", e.cpu_time_s}, {"comm_time_s", e.comm_time_s},
-                           {"data_wait_s", e.data_wait_s},
-                           {"examples_per_s", e.examples_per_s}};
-  if (std::isfinite(e.loss_scale)) {
-    j["skipped"] = e.skipped;
-    j["loss_scale"] = e.loss_scale;
-    j["skipped_steps"] = e.skipped_steps;
-  }
-  write(j);
-}
-
-void JsonlLog::on_eval(const runtime::EvalEvent& e) {
-  nlohmann::ordered_json j{{"event", "eval"}, {"step", e.step}, {"loss", num(e.loss)}, {"accuracy", num(e.accuracy)},
-                           {"examples", e.examples}};
-  write(j);
-}
+void JsonlLog::on_start(const runtime::StartInfo& s) { write(api::start_record(s)); }
+void JsonlLog::on_step(const runtime::StepEvent& e) { write(api::step_record(e)); }
+void JsonlLog::on_eval(const runtime::EvalEvent& e) { write(api::eval_record(e)); }
+void JsonlLog::on_warning(const std::string& message) { write(api::warning_record(message)); }
 
 void JsonlLog::on_saved(int64_t step, const std::string& dir) {
   // On the save's own thread: an error here must not escape it.
   try {
-    write(nlohmann::ordered_json{{"event", "saved"}, {"step", step}, {"dir", dir}});
+    write(api::saved_record(step, dir));
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_.empty()) failed_ = e.what();
   }
 }
 
-void JsonlLog::on_finish(bool cancelled) { write(nlohmann::ordered_json{{"event", "end"}, {"cancelled", cancelled}}); }
+void JsonlLog::on_finish(bool cancelled) { write(api::end_record(cancelled)); }
 
 void JsonlLog::write(const nlohmann::ordered_json& record) {
-  // Every record carries its wall-clock time (seconds since the epoch, as TensorBoard's wall_time):
-  // a window that attaches to a run later reads how long it took, and how long it has been quiet.
-  nlohmann::ordered_json timed = record;
-  timed["time"] = std::round(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() * 1e3) / 1e3;
+  const std::string line = api::timed_line(record);
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.empty()) throw Error(failed_);
-  out_.write_line(timed.dump());
+  out_.write_line(line);
 }
 
 }  // namespace shardlab::cli

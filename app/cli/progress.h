@@ -37,6 +37,8 @@ class JsonlLog : public runtime::TrainerListener {
   void on_start(const runtime::StartInfo& s) override;
   void on_step(const runtime::StepEvent& e) override;
   void on_eval(const runtime::EvalEvent& e) override;
+  // {"event": "warning", "message": ...}: what stderr also says, for a window attached to the log.
+  void on_warning(const std::string& message) override;
   // {"event": "saved", "step": N, "dir": ...}: a checkpoint committed (from a background save's
   // thread, hence the lock), so a window following the log can list it.
   void on_saved(int64_t step, const std::string& dir) override;

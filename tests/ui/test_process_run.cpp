@@ -366,6 +366,14 @@ class TestProcessRun : public QObject {
     QCOMPARE(tab.progressBar()->value(), 5);
     VERIFY_CONTAINS(tab.findChild<QLabel*>("status")->text(), "Done: 5 steps");
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "over 2 processes");
+    // Everything an in-process run reports reaches the tab through the log: the collectives, the
+    // bytes they move, the memory plan's parts and the example counts.
+    const QString shown = tab.runLog()->toPlainText();
+    VERIFY_CONTAINS(shown, QString("(1 device(s) each): %1 collectives per step").arg(start[0]["collectives"].toInt()));
+    QVERIFY(start[0]["collectives"].toInt() > 0);
+    VERIFY_CONTAINS(shown, "Memory plan per device: parameters ");
+    VERIFY_CONTAINS(shown, QString("; %1 train / ").arg(start[0]["train_examples"].toInt()));
+    QVERIFY(start[0]["train_examples"].toInt() > 0);
     VERIFY_CONTAINS(tab.runLog()->toPlainText(), "--steps 5 --batch-size 128 --accumulate 1 --pipeline-schedule gpipe ");
     QVERIFY(!tab.isRunning());
     QVERIFY(button(tab, "start")->isEnabled());

@@ -6,9 +6,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <cmath>
+#include <string_view>
 #include <utility>
 
 namespace shardlab::ui {
@@ -17,13 +16,6 @@ namespace {
 
 constexpr int kTailLines = 12;         // an error message ends with this many of the last lines
 constexpr qsizetype kOutTailBytes = 4096;
-
-// The log writes a loss or accuracy that is not a number as null.
-double number(const QJsonObject& o, const char* key) {
-  const QJsonValue v = o.value(QLatin1String(key));
-  return v.isDouble() ? v.toDouble() : NAN;
-}
-qint64 integer(const QJsonObject& o, const char* key) { return qint64(o.value(QLatin1String(key)).toDouble()); }
 
 }  // namespace
 
@@ -171,70 +163,46 @@ void ProcessRun::poll() {
 }
 
 void ProcessRun::parse(const QByteArray& line) {
-  const QJsonObject o = QJsonDocument::fromJson(line).object();
-  const QString event = o.value(QLatin1String("event")).toString();
-  if (const double t = number(o, "time"); std::isfinite(t)) {
-    if (event == QLatin1String("start")) firstTime_ = t;
-    lastTime_ = t;
+  using Kind = api::LogRecord::Kind;
+  const api::LogRecord r = api::parse_log_line(std::string_view(line.constData(), size_t(line.size())), info_);
+  if (std::isfinite(r.time)) {
+    if (r.kind == Kind::Start) firstTime_ = r.time;
+    lastTime_ = r.time;
   }
-  if (event == QLatin1String("start")) {
-    runtime::StartInfo& s = info_;
-    s.devices = int(integer(o, "devices"));
-    s.processes = int(integer(o, "processes"));
-    s.mesh = o.value(QLatin1String("mesh")).toString().toStdString();
-    s.total_steps = integer(o, "total_steps");
-    s.first_step = integer(o, "first_step");
-    s.steps_per_epoch = integer(o, "steps_per_epoch");
-    s.batch = integer(o, "batch_size");
-    s.microbatches = integer(o, "accumulate");
-    s.threads = int(integer(o, "threads"));
-    s.param_count = integer(o, "param_count");
-    s.step_flops = number(o, "step_flops");
-    s.total_bytes = number(o, "plan_total_bytes");
-    if (o.contains(QLatin1String("precision"))) s.precision = o.value(QLatin1String("precision")).toString().toStdString();
-    began_ = true;
-    emit started(s);
-  } else if (event == QLatin1String("step")) {
-    runtime::StepEvent e;
-    e.step = integer(o, "step");
-    e.total_steps = info_.total_steps;
-    e.epoch = integer(o, "epoch");
-    e.loss = number(o, "loss");
-    e.accuracy = number(o, "accuracy");
-    e.learning_rate = number(o, "learning_rate");
-    e.step_time_s = number(o, "step_time_s");
-    e.cpu_time_s = number(o, "cpu_time_s");
-    e.comm_time_s = number(o, "comm_time_s");
-    e.data_wait_s = number(o, "data_wait_s");
-    e.examples_per_s = number(o, "examples_per_s");
-    if (o.contains(QLatin1String("loss_scale"))) {  // dynamic loss scaling
-      e.loss_scale = number(o, "loss_scale");
-      e.skipped = o.value(QLatin1String("skipped")).toBool();
-      e.skipped_steps = integer(o, "skipped_steps");
+  switch (r.kind) {
+    case Kind::Start:
+      info_ = r.start;
+      began_ = true;
+      emit started(info_);
+      break;
+    case Kind::Step:
+      lastStep_ = r.step.step;
+      emit stepped(r.step);
+      break;
+    case Kind::Eval:
+      emit evaluated(r.eval);
+      break;
+    case Kind::Saved: {
+      QString dir = QString::fromStdString(r.dir);
+      // A job names its checkpoints relative to where it runs; a window attached from elsewhere
+      // takes that to be the log's folder (a job's shared run folder), not its own working folder.
+      if (attached_ && QFileInfo(dir).isRelative()) dir = QFileInfo(logFile_).dir().filePath(dir);
+      emit saved(r.saved_step, dir);
+      break;
     }
-    lastStep_ = e.step;
-    emit stepped(e);
-  } else if (event == QLatin1String("eval")) {
-    runtime::EvalEvent e;
-    e.step = integer(o, "step");
-    // The record has no epoch: evaluations follow the step that ended one.
-    e.epoch = info_.steps_per_epoch > 0 ? (e.step - 1) / info_.steps_per_epoch : 0;
-    e.examples = integer(o, "examples");
-    e.loss = number(o, "loss");
-    e.accuracy = number(o, "accuracy");
-    emit evaluated(e);
-  } else if (event == QLatin1String("saved")) {
-    QString dir = o.value(QLatin1String("dir")).toString();
-    // A job names its checkpoints relative to where it runs; a window attached from elsewhere
-    // takes that to be the log's folder (a job's shared run folder), not its own working folder.
-    if (attached_ && QFileInfo(dir).isRelative()) dir = QFileInfo(logFile_).dir().filePath(dir);
-    emit saved(integer(o, "step"), dir);
-  } else if (event == QLatin1String("end") && attached_) {
-    // A launched run ends when its launcher exits (onExited); an attached one, here.
-    end();
-    emit finished(o.value(QLatin1String("cancelled")).toBool());
+    case Kind::Warning:
+      // A launched run's warnings reach the window on its stderr already; an attached run has none.
+      if (attached_) emit output(tr("warning: %1").arg(QString::fromStdString(r.message)));
+      break;
+    case Kind::End:
+      // A launched run ends when its launcher exits (onExited); an attached one, here.
+      if (!attached_) break;
+      end();
+      emit finished(r.cancelled);
+      break;
+    case Kind::Other:  // a record a newer CLI adds is not drawn
+      break;
   }
-  // Anything else (a record a newer CLI adds) is not drawn.
 }
 
 void ProcessRun::readErrors() {

@@ -18,6 +18,7 @@
 #include <QTimer>
 
 #include "engine/api/engine.h"
+#include "engine/api/run_log.h"
 
 namespace shardlab::ui {
 

@@ -763,33 +763,29 @@ void TrainingTab::onStarted(const runtime::StartInfo& s) {
   progress_->setValue(int(std::min<int64_t>(s.first_step, INT_MAX)));
   progress_->setFormat(tr("%v / %m steps"));
   logEvery_ = std::max<int64_t>(1, s.total_steps / kLogLines);
-  if (runProcesses_ > 1 || processRun_->isAttached()) {
-    // Process 0's log carries less than an in-process trainer tells: no example counts or memory breakdown.
-    log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s) per process")
-            .arg(s.total_steps)
-            .arg(s.steps_per_epoch)
-            .arg(s.batch)
-            .arg(s.param_count)
-            .arg(s.threads));
-    log(tr("SPMD on %1 devices, mesh %2, over %3 processes (%4 device(s) each); memory plan per device %5")
-            .arg(s.devices)
-            .arg(QString::fromStdString(s.mesh))
-            .arg(s.processes)
-            .arg(s.devices / std::max(1, s.processes))
-            .arg(bytesText(s.total_bytes)));
-    updateStatus();
-    return;
-  }
+  // A run over processes, or one followed by its log, reports what an in-process run does (the
+  // log carries every field of the start: api::start_record), and where its devices are.
+  const bool overProcesses = s.processes > 1 || runProcesses_ > 1 || processRun_->isAttached();
   if (s.precision != "float32") log(tr("Precision: %1").arg(QString::fromStdString(s.precision)));
-  log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s); %6 train / %7 test examples")
+  log(tr("Training %1 steps (%2 per epoch), batch %3, %4 parameters, %5 CPU thread(s)%6; %7 train / %8 test examples")
           .arg(s.total_steps)
           .arg(s.steps_per_epoch)
           .arg(s.batch)
           .arg(s.param_count)
           .arg(s.threads)
+          .arg(overProcesses ? tr(" per process") : QString())
           .arg(s.train_examples)
           .arg(s.test_examples));
-  if (s.devices > 1)
+  if (s.devices > 1 && s.processes > 1)
+    log(tr("SPMD on %1 devices, mesh %2, over %3 processes (%4 device(s) each): %5 collectives per step, %6 moved per device "
+           "per step")
+            .arg(s.devices)
+            .arg(QString::fromStdString(s.mesh))
+            .arg(s.processes)
+            .arg(s.devices / std::max(1, s.processes))
+            .arg(s.collectives)
+            .arg(bytesText(s.comm_bytes)));
+  else if (s.devices > 1)
     log(tr("SPMD on %1 virtual devices, mesh %2: %3 collectives per step, %4 moved per device per step")
             .arg(s.devices)
             .arg(QString::fromStdString(s.mesh))
