@@ -9,7 +9,7 @@
 #include "engine/checkpoint/listing.h"
 #include "engine/checkpoint/recovery.h"
 #include "engine/checkpoint/sharded.h"
-#include "engine/import/hf_export.h"
+#include "engine/export/hf_export.h"
 #include "engine/runtime/train_step.h"
 #include "engine/util/error.h"
 
@@ -68,7 +68,7 @@ int run_inspect(const CheckpointArgs& a) {
 int run_export(const CheckpointArgs& a) {
   if (a.format == "hf") {
     if (!a.dtype.empty()) throw Error("--dtype: a Hugging Face folder is written in float32");
-    std::printf("%s\n", importer::export_hf_folder(resolve(a.checkpoint), a.out, a.hf_config).c_str());
+    std::printf("%s\n", exporter::export_hf_folder(resolve(a.checkpoint), a.out, a.hf_config).c_str());
     return 0;
   }
   if (!a.hf_config.empty()) throw Error("--hf-config: only for --format hf");

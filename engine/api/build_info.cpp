@@ -25,7 +25,7 @@ BuildInfo build_info() {
 #else
   info.mpi = false;
 #endif
-  info.onnx = interop::onnx_available();
+  info.onnx = exporter::onnx_available();
   info.cpu_target = SHARDLAB_CPU_TARGET;
   info.gemm_kernel = backends::cpu::gemm_kind();
   return info;

@@ -122,7 +122,7 @@ std::string export_parameters(const std::filesystem::path& dir, const std::files
 
 // The checkpoint's own project (checkpoint.json keeps it) with its trained parameters.
 std::string export_onnx_model(const std::filesystem::path& dir, const std::filesystem::path& out, DType dtype) {
-  if (!interop::onnx_available()) interop::export_onnx({}, {}, out);  // throws, saying why
+  if (!exporter::onnx_available()) exporter::export_onnx({}, {}, out);  // throws, saying why
   std::map<std::string, Tensor> params;
   nlohmann::ordered_json meta;
   int64_t step = 0;
@@ -151,7 +151,7 @@ std::string export_onnx_model(const std::filesystem::path& dir, const std::files
     throw Error(meta_file.string() + ": project: missing (a checkpoint written before projects were recorded?)");
   const project::Project p = project::parse_project(meta["project"].dump(), meta_file.string() + ": project");
   // export_onnx writes atomically (util::write_file_atomically), as write_safetensors does.
-  return interop::export_onnx(p, params, out,
+  return exporter::export_onnx(p, params, out,
                               "Exported by Shardlab from " + dir.string() + " (step " + std::to_string(step) + ")", dtype);
 }
 

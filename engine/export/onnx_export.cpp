@@ -39,7 +39,7 @@
 #include "engine/tensor/convert.h"
 #include "engine/util/error.h"
 
-namespace shardlab::interop {
+namespace shardlab::exporter {
 
 namespace {
 
@@ -652,4 +652,4 @@ std::string export_onnx(const project::Project& project, const std::map<std::str
          "', output '" + m.output + "'";
 }
 
-}  // namespace shardlab::interop
+}  // namespace shardlab::exporter

@@ -38,7 +38,7 @@
 #include "engine/project/project.h"
 #include "engine/tensor/tensor.h"
 
-namespace shardlab::interop {
+namespace shardlab::exporter {
 
 inline constexpr int kOnnxIrVersion = 8;
 inline constexpr int kOnnxOpset = 17;
@@ -66,4 +66,4 @@ OnnxModel onnx_model(const project::Project& project, const graph::GraphReport& 
 std::string export_onnx(const project::Project& project, const std::map<std::string, Tensor>& params,
                         const std::filesystem::path& out, const std::string& doc = "", DType dtype = DType::F32);
 
-}  // namespace shardlab::interop
+}  // namespace shardlab::exporter

@@ -4,7 +4,7 @@
 
 #include "engine/util/error.h"
 
-namespace shardlab::interop {
+namespace shardlab::exporter {
 
 namespace {
 [[noreturn]] void refuse() {
@@ -25,4 +25,4 @@ std::string export_onnx(const project::Project&, const std::map<std::string, Ten
   refuse();
 }
 
-}  // namespace shardlab::interop
+}  // namespace shardlab::exporter

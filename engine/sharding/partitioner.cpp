@@ -23,7 +23,7 @@ class Partitioner : public ir::PartitionContext {
  public:
   Partitioner(const runtime::StepProgram& g, const Mesh& mesh, const LogicalRules& rules, Fallback fallback, WeightUpdate update,
               PipelineSchedule schedule)
-      : g_(g), mesh_(mesh), rules_(rules), fallback_(fallback), update_(update) {
+      : global_(g), mesh_(mesh), rules_(rules), fallback_(fallback), update_(update) {
     out_.local.assign(g.program.values.size(), -1);
     out_.sharding.assign(g.program.values.size(), {});
     // Pipeline stages split Repeats' layers: a program without any runs unpipelined.
@@ -36,16 +36,16 @@ class Partitioner : public ir::PartitionContext {
   PartitionedStep run() {
     const Pipeline& pipe = out_.pipeline;
     if (pipe.on()) {
-      if (g_.nonfinite >= 0)
+      if (global_.nonfinite >= 0)
         throw Error("dynamic loss scaling (float16) does not run with pipeline stages (layer=" + pipe.axis +
                     ") yet: use bfloat16, turn precision.loss_scale off, or map layer to None");
-      stage_of_ = assign_stages(g_.program, pipe.stages, pipe.axis);
-      p().stage_axis = pipe.axis;
-      p().stages = pipe.stages;
+      stage_of_ = assign_stages(global_.program, pipe.stages, pipe.axis);
+      local_program().stage_axis = pipe.axis;
+      local_program().stages = pipe.stages;
     }
     define_leaves();
-    for (size_t i = 0; i < g_.program.instrs.size(); ++i) {
-      const ir::Instr& ins = g_.program.instrs[i];
+    for (size_t i = 0; i < global_.program.instrs.size(); ++i) {
+      const ir::Instr& ins = global_.program.instrs[i];
       if (pipe.on()) {
         lower_on_stage(ins, stage_of_[i]);
         continue;
@@ -54,17 +54,17 @@ class Partitioner : public ir::PartitionContext {
       for (int v : ins.out) constrain(v, ins.node);
     }
     if (pipe.on()) {
-      out_.stage.resize(p().values.size(), kEveryStage);
+      out_.stage.resize(local_program().values.size(), kEveryStage);
       mark_parameter_homes();
-      schedule_pipeline(p(), out_.schedule, g_.microbatches);
+      schedule_pipeline(local_program(), out_.schedule, global_.microbatches);
     }
-    for (int v : inputs_of(g_)) out_.inputs.push_back(out_.local[size_t(v)]);
-    for (int v : targets_of(g_)) out_.targets.push_back(out_.local[size_t(v)]);
-    out_.input = out_.local[size_t(g_.input)];
-    out_.target = out_.local[size_t(g_.target)];
-    out_.loss = out_.local[size_t(g_.loss)];
-    if (g_.accuracy >= 0) out_.accuracy = out_.local[size_t(g_.accuracy)];
-    if (g_.nonfinite >= 0) out_.nonfinite = out_.local[size_t(g_.nonfinite)];
+    for (int v : inputs_of(global_)) out_.inputs.push_back(out_.local[size_t(v)]);
+    for (int v : targets_of(global_)) out_.targets.push_back(out_.local[size_t(v)]);
+    out_.input = out_.local[size_t(global_.input)];
+    out_.target = out_.local[size_t(global_.target)];
+    out_.loss = out_.local[size_t(global_.loss)];
+    if (global_.accuracy >= 0) out_.accuracy = out_.local[size_t(global_.accuracy)];
+    if (global_.nonfinite >= 0) out_.nonfinite = out_.local[size_t(global_.nonfinite)];
     std::vector<int> keep{out_.loss};
     if (out_.accuracy >= 0) keep.push_back(out_.accuracy);
     if (out_.nonfinite >= 0) keep.push_back(out_.nonfinite);
@@ -73,7 +73,7 @@ class Partitioner : public ir::PartitionContext {
   }
 
  private:
-  const runtime::StepProgram& g_;
+  const runtime::StepProgram& global_;
   const Mesh& mesh_;
   const LogicalRules& rules_;
   const Fallback fallback_;
@@ -93,10 +93,10 @@ class Partitioner : public ir::PartitionContext {
   int64_t next_tag_ = 0;
   std::map<std::pair<int, int64_t>, int> sent_;
 
-  ir::Program& p() { return out_.program; }
-  const Shape& gshape(int v) const { return g_.program.shape(v); }
-  const Sharding& S(int v) const { return out_.sharding[size_t(v)]; }
-  int L(int v) const { return out_.local[size_t(v)]; }
+  ir::Program& local_program() { return out_.program; }
+  const Shape& gshape(int v) const { return global_.program.shape(v); }
+  const Sharding& sharding_of(int v) const { return out_.sharding[size_t(v)]; }
+  int local_of(int v) const { return out_.local[size_t(v)]; }
 
   int64_t group(const std::vector<std::string>& axes) const {
     int64_t n = 1;
@@ -118,8 +118,8 @@ class Partitioner : public ir::PartitionContext {
   }
 
   void define_leaves() {
-    const ir::Program& gp = g_.program;
-    const ir::Value& in = gp.values[size_t(g_.input)];
+    const ir::Program& gp = global_.program;
+    const ir::Value& in = gp.values[size_t(global_.input)];
     const Sharding input_s = in.kind == ValueKind::Input ? from_rules(in.axes, in.shape, in.name) : Sharding{};
     const std::vector<std::string> batch_axes = input_s.dims.empty() ? std::vector<std::string>{} : input_s.dims[0];
     for (size_t v = 0; v < gp.values.size(); ++v) {
@@ -129,14 +129,15 @@ class Partitioner : public ir::PartitionContext {
       if (val.kind == ValueKind::OptState && update_ == WeightUpdate::Sharded)
         s.dims = optimizer_state_axes(s.dims, val.shape, mesh_, batch_axes);
       check_pipeline_axis(val, s);
-      set(int(v), p().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes, val.dtype), s);
+      set(int(v), local_program().add_value(val.name, local_shape(val.shape, s), val.kind, val.axes, val.dtype), s);
     }
     // Targets (one per microbatch) follow the input's batch sharding.
-    for (int target : targets_of(g_)) {
+    for (int target : targets_of(global_)) {
       const Shape& ts = gshape(target);
       Sharding t = replicated(ts.size());
       if (!ts.empty() && !batch_axes.empty()) t.dims[0] = batch_axes;
-      set(target, p().add_value(gp.values[size_t(target)].name, local_shape(ts, t), ValueKind::Target, {}, gp.dtype(target)), t);
+      set(target,
+          local_program().add_value(gp.values[size_t(target)].name, local_shape(ts, t), ValueKind::Target, {}, gp.dtype(target)), t);
     }
   }
 
@@ -156,14 +157,14 @@ class Partitioner : public ir::PartitionContext {
 
   // with_logical_constraint: a value whose layout the user pinned moves there after it is made.
   void constrain(int v, const std::string& node) {
-    const ir::Value& val = g_.program.values[size_t(v)];
+    const ir::Value& val = global_.program.values[size_t(v)];
     if (!val.constrained || out_.local[size_t(v)] < 0) return;
     std::vector<std::string> names = val.axes;
     names.resize(val.shape.size());
     LogicalMapping m = logical_to_mesh(names, rules_, val.name, fallback_);
     validate(m.spec, val.shape, mesh_, val.name);
     Sharding to = replicated(val.shape.size());
-    for (size_t d = 0; d < to.dims.size(); ++d) to.dims[d] = m.unconstrained[d] ? S(v).dims[d] : m.spec.axes_of(d);
+    for (size_t d = 0; d < to.dims.size(); ++d) to.dims[d] = m.unconstrained[d] ? sharding_of(v).dims[d] : m.spec.axes_of(d);
     // Axes kept from propagation may clash with the constraint's; the constraint wins.
     std::set<std::string> used;
     for (size_t d = 0; d < to.dims.size(); ++d)
@@ -171,7 +172,7 @@ class Partitioner : public ir::PartitionContext {
     for (size_t d = 0; d < to.dims.size(); ++d)
       if (m.unconstrained[d] && std::any_of(to.dims[d].begin(), to.dims[d].end(), [&](const std::string& a) { return used.count(a); }))
         to.dims[d].clear();
-    if (S(v) == to) return;
+    if (sharding_of(v) == to) return;
     const int moved = reshard(v, to, node);
     set(v, moved, to);
   }
@@ -186,9 +187,9 @@ class Partitioner : public ir::PartitionContext {
     a.mesh_axes = axes;
     a.group_size = group(axes);
     a.dim = dim;
-    int out = p().apply1(op, {local}, a, node);
+    int out = local_program().apply1(op, {local}, a, node);
     if (op != Op::ShardSlice)
-      out_.collectives.push_back({op, axes, double(p().bytes(op == Op::AllGather ? out : local)), what, node});
+      out_.collectives.push_back({op, axes, double(local_program().bytes(op == Op::AllGather ? out : local)), what, node});
     return out;
   }
 
@@ -199,8 +200,8 @@ class Partitioner : public ir::PartitionContext {
     a.group_size = group(axes);
     a.dim = from_dim;  // gathered
     a.split_dim = to_dim;
-    int out = p().apply1(Op::AllToAll, {local}, a, node);
-    out_.collectives.push_back({Op::AllToAll, axes, double(p().bytes(local)), what, node});
+    int out = local_program().apply1(Op::AllToAll, {local}, a, node);
+    out_.collectives.push_back({Op::AllToAll, axes, double(local_program().bytes(local)), what, node});
     return out;
   }
 
@@ -209,16 +210,16 @@ class Partitioner : public ir::PartitionContext {
   // backward pass reads again is not reduced twice).
   std::map<std::pair<int, std::string>, int> resharded_;
   int reshard(int v, const Sharding& to, const std::string& node) override {
-    if (S(v) == to) return L(v);
+    if (sharding_of(v) == to) return local_of(v);
     auto [it, fresh] = resharded_.try_emplace({v, to.str() + "@" + std::to_string(cur_stage_)}, -1);
     if (fresh) it->second = reshard_now(v, to, node);
     return it->second;
   }
 
   int reshard_now(int v, const Sharding& to, const std::string& node) {
-    Sharding cur = S(v);
-    int local = L(v);
-    const std::string what = g_.program.values[size_t(v)].name;
+    Sharding cur = sharding_of(v);
+    int local = local_of(v);
+    const std::string what = global_.program.values[size_t(v)].name;
     // Pending sums the target does not keep: scatter into a dimension the target splits over
     // exactly those axes, else reduce. Sums the target keeps stay pending (a rule may move a
     // partial value, e.g. gather its layer axis, and leave the reduction to a later reader).
@@ -263,15 +264,15 @@ class Partitioner : public ir::PartitionContext {
   }
 
   // --- ir::PartitionContext: what the primitives' rules (engine/ir/primitives/) use.
-  const Sharding& layout(int v) const override { return S(v); }
+  const Sharding& layout(int v) const override { return sharding_of(v); }
   const Shape& shape(int v) const override { return gshape(v); }
-  const std::string& name(int v) const override { return g_.program.values[size_t(v)].name; }
+  const std::string& name(int v) const override { return global_.program.values[size_t(v)].name; }
   void produce(const ir::Instr& ins, std::vector<int> in, const std::vector<Sharding>& out_s, ir::Attrs attrs) override {
-    std::vector<int> outs = p().apply(ins.op, std::move(in), std::move(attrs), ins.node);
+    std::vector<int> outs = local_program().apply(ins.op, std::move(in), std::move(attrs), ins.node);
     for (size_t k = 0; k < outs.size(); ++k) set(ins.out[k], outs[k], out_s[k]);
   }
   int apply(Op op, std::vector<int> in, ir::Attrs attrs, const std::string& node, const std::string& name) override {
-    std::vector<int> outs = p().apply(op, std::move(in), std::move(attrs), node, name);
+    std::vector<int> outs = local_program().apply(op, std::move(in), std::move(attrs), node, name);
     return outs.empty() ? -1 : outs[0];
   }
   int all_reduce(int local, const std::vector<std::string>& axes, const std::string& node, const std::string& what) override {
@@ -283,8 +284,8 @@ class Partitioner : public ir::PartitionContext {
     a.mesh_axes = axes;
     a.group_size = group(axes);
     a.dim = dim;
-    p().apply(Op::AllGatherInPlace, {local}, a, node);
-    out_.collectives.push_back({Op::AllGatherInPlace, axes, double(p().bytes(local)), what, node});
+    local_program().apply(Op::AllGatherInPlace, {local}, a, node);
+    out_.collectives.push_back({Op::AllGatherInPlace, axes, double(local_program().bytes(local)), what, node});
   }
   void define(int v, int local, Sharding s) override { set(v, local, std::move(s)); }
   int64_t group_size(const std::vector<std::string>& axes) const override { return group(axes); }
@@ -305,8 +306,8 @@ class Partitioner : public ir::PartitionContext {
 
   // Gives every local instruction from `begin` on the stage and unit, and their results the stage.
   void place(size_t begin, int64_t stage, const ir::Instr& from) {
-    for (size_t k = begin; k < p().instrs.size(); ++k) {
-      ir::Instr& x = p().instrs[k];
+    for (size_t k = begin; k < local_program().instrs.size(); ++k) {
+      ir::Instr& x = local_program().instrs[k];
       x.stage = stage;
       x.microbatch = from.microbatch;
       x.backward = from.backward;
@@ -323,7 +324,7 @@ class Partitioner : public ir::PartitionContext {
 
   // The local value holding global `v` on `stage`: sent there from the stage that made it (once).
   int on_stage(int v, int64_t stage, const ir::Instr& reader) {
-    const int here = L(v);
+    const int here = local_of(v);
     const int64_t from = local_stage(here);
     if (stage < 0 || from < 0 || from == stage) return here;
     auto [it, fresh] = sent_.try_emplace({v, stage}, -1);
@@ -336,19 +337,20 @@ class Partitioner : public ir::PartitionContext {
     send.stage = from;
     send.microbatch = made.microbatch;
     send.backward = made.backward;
-    p().instrs.push_back(send);
+    local_program().instrs.push_back(send);
     a.peer = from;
-    a.shape = p().shape(here);
-    a.dtype = p().dtype(here);
-    const int got = p().add_value(p().values[size_t(here)].name, a.shape, ir::ValueKind::Temp, p().values[size_t(here)].axes, a.dtype);
+    a.shape = local_program().shape(here);
+    a.dtype = local_program().dtype(here);
+    const ir::Value& was = local_program().values[size_t(here)];
+    const int got = local_program().add_value(was.name, a.shape, ir::ValueKind::Temp, was.axes, a.dtype);
     ir::Instr recv{Op::Recv, {}, {got}, a, reader.node};
     recv.stage = stage;
     recv.microbatch = reader.microbatch;
     recv.backward = reader.backward;
-    p().instrs.push_back(recv);
+    local_program().instrs.push_back(recv);
     note(got, stage, Unit{reader.microbatch, reader.backward});
-    const double bytes = double(p().bytes(got));
-    out_.collectives.push_back({Op::Send, {out_.pipeline.axis}, bytes, g_.program.values[size_t(v)].name, reader.node});
+    const double bytes = double(local_program().bytes(got));
+    out_.collectives.push_back({Op::Send, {out_.pipeline.axis}, bytes, global_.program.values[size_t(v)].name, reader.node});
     return it->second = got;
   }
 
@@ -358,24 +360,24 @@ class Partitioner : public ir::PartitionContext {
     std::vector<std::pair<int, int>> swapped;
     for (int v : ins.in) {
       const int there = on_stage(v, stage, ins);
-      if (there != L(v)) swapped.push_back({v, L(v)}), out_.local[size_t(v)] = there;
+      if (there != local_of(v)) swapped.push_back({v, local_of(v)}), out_.local[size_t(v)] = there;
     }
     cur_stage_ = stage;
-    const size_t begin = p().instrs.size();
+    const size_t begin = local_program().instrs.size();
     lower(ins);
     for (int v : ins.out) constrain(v, ins.node);
     for (auto it = swapped.rbegin(); it != swapped.rend(); ++it) out_.local[size_t(it->first)] = it->second;
-    const size_t end = p().instrs.size();
+    const size_t end = local_program().instrs.size();
     // Work every stage does for a microbatch (summing a stage's own gradient blocks) is one copy per
     // stage, so each stage's copy runs in that stage's order.
     if (stage == kEveryStage && ins.microbatch >= 0) {
       place(begin, 0, ins);
       for (int64_t s = 1; s < out_.pipeline.stages; ++s) {
-        for (size_t k = begin; k < end; ++k) p().instrs.push_back(p().instrs[k]);
+        for (size_t k = begin; k < end; ++k) local_program().instrs.push_back(local_program().instrs[k]);
         place(end + size_t(s - 1) * (end - begin), s, ins);
       }
-      for (size_t k = begin; k < p().instrs.size(); ++k)
-        for (int o : p().instrs[k].out) note(o, kEveryStage, Unit{ins.microbatch, ins.backward});
+      for (size_t k = begin; k < local_program().instrs.size(); ++k)
+        for (int o : local_program().instrs[k].out) note(o, kEveryStage, Unit{ins.microbatch, ins.backward});
     } else {
       place(begin, stage, ins);
     }
@@ -387,7 +389,7 @@ class Partitioner : public ir::PartitionContext {
   std::map<int, std::vector<int>> unstacked_;
   void split_unstack(const ir::Instr& ins) {
     const int x = ins.in[0];
-    const Sharding s = S(x);
+    const Sharding s = sharding_of(x);
     const Sharding slice{std::vector<std::vector<std::string>>(s.dims.begin() + 1, s.dims.end()), s.partial};
     if (const auto it = unstacked_.find(x); it != unstacked_.end()) {
       for (size_t j = 0; j < ins.out.size(); ++j) set(ins.out[j], it->second[j], slice);
@@ -398,8 +400,8 @@ class Partitioner : public ir::PartitionContext {
     const int64_t stages = out_.pipeline.stages, per = int64_t(ins.out.size()) / stages;
     std::vector<int>& slices = unstacked_[x];
     for (int64_t st = 0; st < stages; ++st) {
-      const size_t begin = p().instrs.size();
-      const std::vector<int> outs = p().apply(Op::Unstack, {L(x)}, ins.attrs, ins.node);
+      const size_t begin = local_program().instrs.size();
+      const std::vector<int> outs = local_program().apply(Op::Unstack, {local_of(x)}, ins.attrs, ins.node);
       for (int64_t j = 0; j < per; ++j) set(ins.out[size_t(st * per + j)], outs[size_t(j)], slice);
       slices.insert(slices.end(), outs.begin(), outs.end());
       place(begin, st, ins);
@@ -410,26 +412,26 @@ class Partitioner : public ir::PartitionContext {
   void split_stack(const ir::Instr& ins) {
     const int64_t stages = out_.pipeline.stages, per = int64_t(ins.in.size()) / stages;
     // As the Stack rule: equal pending sums stay pending and are reduced once, stacked.
-    const bool same = std::all_of(ins.in.begin(), ins.in.end(), [&](int v) { return S(v) == S(ins.in[0]); });
-    const Sharding part = same ? S(ins.in[0]) : S(ins.in[0]).without_partial();
+    const bool same = std::all_of(ins.in.begin(), ins.in.end(), [&](int v) { return sharding_of(v) == sharding_of(ins.in[0]); });
+    const Sharding part = same ? sharding_of(ins.in[0]) : sharding_of(ins.in[0]).without_partial();
     Sharding whole = part;
     whole.dims.insert(whole.dims.begin(), std::vector<std::string>{out_.pipeline.axis});
     const Shape& gs = gshape(ins.out[0]);
-    const int out = p().add_value(g_.program.values[size_t(ins.out[0])].name, local_shape(gs, whole), ir::ValueKind::Temp,
-                                  g_.program.values[size_t(ins.out[0])].axes, g_.program.dtype(ins.out[0]));
+    const int out = local_program().add_value(global_.program.values[size_t(ins.out[0])].name, local_shape(gs, whole), ir::ValueKind::Temp,
+                                  global_.program.values[size_t(ins.out[0])].axes, global_.program.dtype(ins.out[0]));
     for (int64_t st = 0; st < stages; ++st) {
       cur_stage_ = st;
-      const size_t begin = p().instrs.size();
+      const size_t begin = local_program().instrs.size();
       std::vector<int> ops;
       for (int64_t j = 0; j < per; ++j) {
         const int v = ins.in[size_t(st * per + j)];
-        const int there = on_stage(v, st, ins), before = L(v);
+        const int there = on_stage(v, st, ins), before = local_of(v);
         out_.local[size_t(v)] = there;
         ops.push_back(reshard(v, part, ins.node));
         out_.local[size_t(v)] = before;
       }
       ir::Instr stack{Op::Stack, ops, {out}, ins.attrs, ins.node};
-      p().instrs.push_back(stack);
+      local_program().instrs.push_back(stack);
       place(begin, st, ins);
     }
     cur_stage_ = kEveryStage;
@@ -440,12 +442,12 @@ class Partitioner : public ir::PartitionContext {
   // A parameter (and its state) kept whole on every stage is updated only where its gradient is:
   // that stage holds its current value.
   void mark_parameter_homes() {
-    for (const ir::Instr& ins : p().instrs)
+    for (const ir::Instr& ins : local_program().instrs)
       if ((ins.op == Op::AdamUpdate || ins.op == Op::SgdUpdate) && ins.stage >= 0)
         for (size_t k = 0; k < ins.in.size(); ++k)
           if (k != 1) out_.stage[size_t(ins.in[k])] = ins.stage;
     for (size_t v = 0; v < vstage_.size() && v < out_.stage.size(); ++v)
-      if (p().values[v].kind == ir::ValueKind::Temp) out_.stage[v] = vstage_[v];
+      if (local_program().values[v].kind == ir::ValueKind::Temp) out_.stage[v] = vstage_[v];
   }
 };
 

@@ -648,11 +648,11 @@ def report(results, gemm, args, flops):
     disturbed = [n for n in ("torch", "jax") if isinstance(results.get(n, {}).get("busy_cores"), (int, float))
                  and results[n]["busy_cores"] < 0.75 * args.threads]
     if bf16:
-        # Issue 12: the bf16 plan is measured against peak RSS (within 1.25x). Issue 11's targets below are
+        # The bf16 plan is measured against peak RSS (within 1.25x). The speed and core targets below are
         # float32 targets; they are not verdicts on a bf16 run.
-        print(f"  shardlab peak RSS within 1.25x of the {args.dtype} plan's prediction (issue 12)"
+        print(f"  shardlab peak RSS within 1.25x of the {args.dtype} plan's prediction"
               + (f" (ratio {ratio:.2f})" if ratio else "") + f": {verdict(ok_pred)}")
-        print("  float32-only (issue 11), not checked in bf16 mode: step <= 0.9x the faster peer; "
+        print("  float32-only, not checked in bf16 mode: step <= 0.9x the faster peer; "
               f">= {0.95 * args.threads:.1f} of {args.threads} cores busy; peak RSS below every peer's "
               "(run --dtype float32)")
         if disturbed:
@@ -661,7 +661,7 @@ def report(results, gemm, args, flops):
         return {"dtype": args.dtype, "rss_vs_predicted": ok_pred, "speed": None, "busy_cores": None,
                 "rss_vs_peers": None, "float32_only_not_checked": ["speed", "busy_cores", "rss_vs_peers"],
                 "disturbed": disturbed}
-    print(f"  shardlab step <= 0.9x the faster peer (issue 11; 0.8x is the goal beyond it)"
+    print(f"  shardlab step <= 0.9x the faster peer (0.8x is the goal beyond it)"
           + (f" ({fastest['peer']} {fastest['median_step_s'] * 1e3:.1f} ms vs {sl_t * 1e3:.1f} ms)" if sl_t and fastest else "")
           + f": {verdict(ok_speed)}")
     print(f"  shardlab keeps >= {0.95 * args.threads:.1f} of {args.threads} cores busy during its steps"

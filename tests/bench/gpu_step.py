@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One training step on one GPU: Shardlab's CUDA backend against JAX and PyTorch (eager and
-torch.compile), in the same run, at each matmul precision (issue 13's benchmark).
+torch.compile), in the same run, at each matmul precision.
 
 Models (each peer builds the same one): seed 003's MLP, projects/deep-mlp.shardlab.json (input 1024,
 90 x Dense(2056) + ReLU, Dense(10), batch 256*27 = 6912, Adam 1e-4, MSE against ones), and

@@ -6,7 +6,7 @@ all devices sharing T cores). JAX: the same Flax model and Adam step (cpu_step.p
 mesh of N emulated host devices (XLA_FLAGS=--xla_force_host_platform_device_count=N) with the batch
 split on 'data' and parameters replicated, against the same step on 1 device. Every peer runs in a
 fresh process pinned to the same T cores, in turns for --rounds rounds; the round with the median
-ratio is reported. Target (issue 11): Shardlab's N-device step <= 1.5x its
+ratio is reported. Target: Shardlab's N-device step <= 1.5x its
 1-device step.
 
     python3 tests/bench/spmd_overhead.py [--build build] [--threads 2] [--devices 8] [--steps 5] [--rounds 3]

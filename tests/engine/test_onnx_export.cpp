@@ -294,7 +294,7 @@ class TestOnnxExport : public QObject {
             {"export", QString::fromStdString(checkpoint_.string()), "--format", "onnx", "--out", QString::fromStdString(model_.string())});
     QVERIFY(p.waitForFinished(120000));
     const QString out = p.readAllStandardOutput(), err = p.readAllStandardError();
-    if (!interop::onnx_available()) {
+    if (!exporter::onnx_available()) {
       QVERIFY(p.exitCode() != 0);
       VERIFY_CONTAINS(err, "built without ONNX");
       QSKIP("this build has no ONNX: the CLI refuses, as it should");
@@ -387,7 +387,7 @@ class TestOnnxExport : public QObject {
   // onnxruntime on the exported model matches Shardlab's forward pass to 1e-5, with its graph
   // optimisations off and on; onnx.checker accepts the model where Python's onnx is installed.
   void onnxRuntimeMatchesTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     QVERIFY(fs::exists(model_));
     const Tensor x = random_tensor({9, 4, 8}, 2, 2.0f);  // a batch size the project never used
     const Tensor want = runtime::predict(project_, parameters(*trainer_), x);
@@ -439,7 +439,7 @@ class TestOnnxExport : public QObject {
   // projects/vit-fashion: PatchEmbed, PositionEmbedding, 4 blocks of pre-norm attention and MLP,
   // MeanPool, a classifier.
   void vitExportMatchesTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("vit").toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/projects/vit-fashion.shardlab.json"), dir, 100);
@@ -512,7 +512,7 @@ class TestOnnxExport : public QObject {
   void sixteenBitExportsHoldTheirDtype() {
     QFETCH(QString, project);
     QFETCH(QString, dtype);
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath(project + "-" + dtype).toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/projects/" + project.toStdString() + ".shardlab.json"),
@@ -559,7 +559,7 @@ class TestOnnxExport : public QObject {
 
   // projects/copy-transformer: Embed of token ids, 2 blocks of causal attention, per-token logits.
   void copyTransformerExportMatchesTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("copy").toStdString());
     fs::create_directories(dir);
     const Exported e =
@@ -622,7 +622,7 @@ class TestOnnxExport : public QObject {
   // Reshape, PatchEmbed over channels without a bias, causal attention without biases and with its
   // own qkv and out features, Softmax.
   void otherNewLayersExportMatchTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("other").toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::parse_project(kOtherLayers, "other-layers.shardlab.json"), dir, 300);
@@ -667,7 +667,7 @@ class TestOnnxExport : public QObject {
   // NHWC transposed to ONNX's NCHW and back, the kernel to (out, in / groups, kh, kw), pads in
   // ONNX's order (top, left, bottom, right).
   void convolutionLayersExportMatchTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("cnn").toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/cnn-tiny.shardlab.json"), dir, 400);
@@ -713,7 +713,7 @@ class TestOnnxExport : public QObject {
   // GroupNorm through tests/reference/gn-tiny: laid out as (batch, groups, a group's values) for a
   // LayerNormalization, back, then scaled and shifted per channel; on an image and on a vector.
   void groupNormExportMatchesTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("gn").toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/gn-tiny.shardlab.json"), dir, 400);
@@ -744,7 +744,7 @@ class TestOnnxExport : public QObject {
 
   // Concatenate, as ONNX's Concat: cat-tiny's channels (axis -1 of an NHWC image) and features.
   void concatenateExportsAsConcat() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("cat").toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/cat-tiny.shardlab.json"), dir, 700);
@@ -772,7 +772,7 @@ class TestOnnxExport : public QObject {
   // rotary embedding as t * cos + rotate_half(t) * sin, grouped keys and values expanded to every
   // query head of their group, SiLU and the gating Multiply.
   void llamaLayersExportMatchTheForwardPass() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("llama").toStdString());
     fs::create_directories(dir);
     const Exported e = export_through_cli(project::load_project(SHARDLAB_SOURCE_DIR "/tests/reference/llama-tiny.shardlab.json"), dir, 500);
@@ -812,7 +812,7 @@ class TestOnnxExport : public QObject {
   // A tied LM head (Attend on the Embed's table, as an imported GPT-2 has it): the file holds the
   // table once, and the logits go through its transpose.
   void aTiedHeadExportsTheTableOnce() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const fs::path dir = fs::path(dir_.filePath("tied").toStdString());
     fs::create_directories(dir);
     QProcess import;
@@ -848,12 +848,12 @@ class TestOnnxExport : public QObject {
   // A node the exporter has no mapping for, at the top level or inside a Repeat's block, is refused
   // with its path and type; so is a parameter that is missing or of the wrong shape.
   void refusesWhatItCannotExport() {
-    if (!interop::onnx_available()) QSKIP("this build has no ONNX");
+    if (!exporter::onnx_available()) QSKIP("this build has no ONNX");
     const auto params = parameters(*trainer_);
     graph::GraphReport report = project::analyze_project(project_);
     for (auto& n : report.nodes)
       if (n.name == "relu") n.type = "LSTM";  // as a layer type this exporter does not know
-    QString e = error_of([&] { interop::onnx_model(project_, report, params); });
+    QString e = error_of([&] { exporter::onnx_model(project_, report, params); });
     VERIFY_CONTAINS(e, "node 'relu' (type 'LSTM'): ONNX export does not support this layer type");
 
     report = project::analyze_project(project_);
@@ -861,23 +861,23 @@ class TestOnnxExport : public QObject {
       if (n.name == "blocks")
         for (auto& b : n.body)
           if (b.name == "blocks/act") b.type = "Swish";
-    e = error_of([&] { interop::onnx_model(project_, report, params); });
+    e = error_of([&] { exporter::onnx_model(project_, report, params); });
     VERIFY_CONTAINS(e, "node 'blocks/act' (type 'Swish')");
 
     auto missing = params;
     missing.erase("hidden/kernel");
-    e = error_of([&] { interop::onnx_model(project_, missing, ""); });
+    e = error_of([&] { exporter::onnx_model(project_, missing, ""); });
     VERIFY_CONTAINS(e, "parameter 'hidden/kernel': not among the given parameters");
 
     auto wrong = params;
     wrong["blocks/down/kernel"] = Tensor({2, 48, 24});
-    e = error_of([&] { interop::onnx_model(project_, wrong, ""); });
+    e = error_of([&] { exporter::onnx_model(project_, wrong, ""); });
     VERIFY_CONTAINS(e, "parameter 'blocks/down/kernel'");
     VERIFY_CONTAINS(e, "not stacked over the Repeat's 3 layers");
 
     wrong = params;
     wrong["out/kernel"] = Tensor({5, 16});
-    e = error_of([&] { interop::onnx_model(project_, wrong, ""); });
+    e = error_of([&] { exporter::onnx_model(project_, wrong, ""); });
     VERIFY_CONTAINS(e, "parameter 'out/kernel': shape (5, 16) given, node 'out' needs (16, 5)");
   }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write Flax/Optax reference data for Shardlab's precision policy (issue 12).
+"""Write Flax/Optax reference data for Shardlab's precision policy.
 
 The models and batches of make_reference.py (fashion-mlp, dot-relu-dot), from the same initial
 parameters (data/<model>/init, which this script checks it reproduces), trained 10 optax.adam(1e-3)

@@ -1,4 +1,4 @@
-#include "engine/import/hf_export.h"
+#include "engine/export/hf_export.h"
 
 #include <map>
 #include <vector>
@@ -11,9 +11,14 @@
 #include "engine/util/atomic_file.h"
 #include "engine/util/error.h"
 
-namespace shardlab::importer {
+namespace shardlab::exporter {
 
 namespace fs = std::filesystem;
+using importer::Gpt2Config;
+using importer::LlamaConfig;
+using importer::gpt2_config;
+using importer::llama_config;
+using importer::read_json;
 using Json = nlohmann::json;
 
 namespace {
@@ -189,4 +194,4 @@ std::string export_hf_folder(const fs::path& step, const fs::path& out_dir, cons
          std::to_string(c.step) + ") to " + (out_dir / "model.safetensors").string() + " and config.json" + note;
 }
 
-}  // namespace shardlab::importer
+}  // namespace shardlab::exporter

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-namespace shardlab::importer {
+namespace shardlab::exporter {
 
 // `step_dir`: a committed checkpoint of such a project. The architecture and its settings are the
 // config.json the import kept beside its checkpoints (<checkpoint root>/hf_config.json), or
@@ -18,4 +18,4 @@ namespace shardlab::importer {
 std::string export_hf_folder(const std::filesystem::path& step_dir, const std::filesystem::path& out_dir,
                              const std::filesystem::path& config_file = {});
 
-}  // namespace shardlab::importer
+}  // namespace shardlab::exporter
