@@ -40,7 +40,10 @@ class CancelInsideAgreement final : public backends::Processes {
   std::unique_ptr<backends::Collectives> device_collectives(int num_devices, int local) override {
     return inner_->device_collectives(num_devices, local);
   }
-  [[noreturn]] void abort(int exit_code) override { inner_->abort(exit_code); }
+  [[noreturn]] void abort(int exit_code) override {
+    inner_->abort(exit_code);
+    std::abort();  // not reached: the inner abort ends the process (the compiler cannot see through the call)
+  }
 
  private:
   std::shared_ptr<backends::Processes> inner_;
