@@ -820,7 +820,7 @@ class TestCheckpointIntegrity : public QObject {
     size_t lines = 0;
     for (size_t at = 0; at < text.size();) {
       const size_t end = text.find('\n', at);
-      (void)Json::parse(text.substr(at, end - at));  // every line a whole record
+      QVERIFY(Json::parse(text.substr(at, end - at)).is_object());  // every line a whole record
       ++lines;
       at = end + 1;
     }
