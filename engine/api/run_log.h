@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/runtime/trainer.h"
+#include "engine/runtime/trainer_events.h"
 
 namespace shardlab::api {
 

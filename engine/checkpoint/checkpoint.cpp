@@ -167,7 +167,7 @@ fs::path begin_save(const fs::path& root, int64_t step, nlohmann::ordered_json& 
                 std::to_string(kMaxStep) + ")");
   if (!meta.contains("format")) meta["format"] = kMetaFormat;
   // Whole arrays stay version 1, which older builds read; only blocks need version 2.
-  if (!meta.contains("version")) meta["version"] = meta.contains("blocks") ? kMetaVersion : 1;
+  if (!meta.contains("version")) meta["version"] = meta.contains("blocks") ? kMetaVersionBlocks : kMetaVersionWhole;
   meta["step"] = step;
   validate_meta(meta, (final_dir / kMetaFile).string(), step);
   std::error_code ec;

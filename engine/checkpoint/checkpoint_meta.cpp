@@ -127,7 +127,7 @@ MetaFields validate_meta(const Json& meta, const std::string& file, int64_t dir_
         if (!non_negative_integer(d)) return false;
       return true;
     }, "shape (an array of non-negative integers)");
-  } else if (meta["version"].get<int64_t>() == 2) {
+  } else if (meta["version"].get<int64_t>() == kMetaVersionBlocks) {
     c.fail("blocks", "missing (a version 2 checkpoint lists its arrays' shapes there)");
   }
   if (c.has("loss_scale")) c.object_of("loss_scale", [](const Json& x) { return x.is_number() && x.get<double>() >= 0; }, "non-negative number");

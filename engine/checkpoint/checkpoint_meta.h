@@ -32,6 +32,8 @@ namespace shardlab::checkpoint {
 
 inline constexpr const char* kMetaFormat = "shardlab.checkpoint";
 inline constexpr int64_t kMetaVersion = 2;
+inline constexpr int64_t kMetaVersionWhole = 1;   // whole arrays
+inline constexpr int64_t kMetaVersionBlocks = 2;  // blocks written by several processes
 // Steps and positions stay exact in a double (JSON readers in other languages), and far from
 // overflowing anything that adds to them.
 inline constexpr int64_t kMaxStep = int64_t(1) << 53;

@@ -96,6 +96,8 @@ Preflight preflight(const project::Project& p, const backends::Backend& backend,
     if (f.errors.empty() && layouts.plan) try {
         const sharding::PartitionedStep& part = *layouts.plan;
         f.planned = true;
+        f.step = layouts.step;
+        f.plan = layouts.plan;
         f.need_bytes = double(part.memory.total_bytes());
         f.capacity_bytes = double(backend.capacity_per_device(int(f.mesh.device_count())));
         backends::LoadOptions lo;

@@ -38,6 +38,10 @@ struct Preflight {
   bool planned = false;               // the step was partitioned: the sizes below are set
   double need_bytes = 0;              // per device: parameters, optimizer state and the step's arena
   double capacity_bytes = 0;          // what each device of the mesh can hold
+  // The training step as checked: built and partitioned for this mesh and rules (null where a
+  // problem stopped that). A run hands it to its session rather than compiling it again.
+  std::shared_ptr<const runtime::StepProgram> step;
+  std::shared_ptr<const sharding::PartitionedStep> plan;
   bool ok() const { return errors.empty(); }
   // Throws the first problem as a run reports it (backends::OutOfMemory for the memory refusal).
   void throw_first() const;

@@ -25,7 +25,7 @@ void throw_if_any(backends::Processes& procs, const std::string& error, const st
 void save_blocks(SpmdSession& session, backends::Processes& procs, const std::vector<StateArray>& arrays, const fs::path& root,
                  int64_t step, nlohmann::ordered_json meta, const std::function<void(const fs::path&)>& after_commit) {
   const int k = procs.size(), me = procs.rank();
-  meta["version"] = 2;
+  meta["version"] = checkpoint::kMetaVersionBlocks;
   nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
   for (const StateArray& a : arrays) shapes[a.name] = session.global_step().program.shape(a.value);
   meta["blocks"] = std::move(shapes);

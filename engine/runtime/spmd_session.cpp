@@ -43,13 +43,20 @@ void write_blocks(backends::Executable& exe, int local, const Shape& local_shape
 }  // namespace
 
 SpmdSession::SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules,
-                         int64_t batch, std::shared_ptr<backends::Backend> backend, sharding::WeightUpdate update)
+                         int64_t batch, std::shared_ptr<backends::Backend> backend, sharding::WeightUpdate update,
+                         const Compiled& compiled)
     : project_(p), mesh_(mesh), rules_(rules), backend_(std::move(backend)), update_(update) {
-  const graph::GraphReport report = project::analyze_project(project_);
-  global_ = build_step(project_, report, batch, true);
-  step_ = sharding::partition(global_, mesh_, rules_,
-                              sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"),
-                              update_, schedule());
+  // The design check partitions with the sharded weight update, at the project's batch.
+  if (compiled.global && compiled.part && update_ == sharding::WeightUpdate::Sharded && compiled.global->batch == batch) {
+    global_ = *compiled.global;
+    step_ = *compiled.part;
+  } else {
+    const graph::GraphReport report = project::analyze_project(project_);
+    global_ = build_step(project_, report, batch, true);
+    step_ = sharding::partition(global_, mesh_, rules_,
+                                sharding::parse_fallback(project_.constraint_fallback, project_.display_name() + ": constraint_fallback"),
+                                update_, schedule());
+  }
   backends::LoadOptions lo;
   lo.what = "the training step";
   exe_ = backend_->load(step_.program, step_.memory, mesh_, lo);

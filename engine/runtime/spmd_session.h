@@ -22,8 +22,15 @@ namespace shardlab::runtime {
 class SpmdSession {
  public:
   // `update`: Replicated keeps optimizer state in its parameter's layout (to compare against).
+  // A step already built and partitioned for this project, batch, mesh and rules (the design
+  // check's, from preflight): the session loads it instead of compiling its own.
+  struct Compiled {
+    std::shared_ptr<const StepProgram> global;
+    std::shared_ptr<const sharding::PartitionedStep> part;
+  };
   SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules, int64_t batch,
-              std::shared_ptr<backends::Backend> backend, sharding::WeightUpdate update = sharding::WeightUpdate::Sharded);
+              std::shared_ptr<backends::Backend> backend, sharding::WeightUpdate update = sharding::WeightUpdate::Sharded,
+              const Compiled& compiled = {});
   // On the CPU backend with `threads_per_device` cores per virtual device (0: every core shared).
   SpmdSession(const project::Project& p, const sharding::Mesh& mesh, const sharding::LogicalRules& rules, int64_t batch,
               int threads_per_device = 0);

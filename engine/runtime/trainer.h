@@ -18,68 +18,13 @@
 #include "engine/data/dataset.h"
 #include "engine/profiler/trace.h"
 #include "engine/project/project.h"
+#include "engine/runtime/checkpoint_session.h"
 #include "engine/runtime/process_checkpoint.h"
 #include "engine/runtime/spmd_session.h"
 #include "engine/runtime/train_step.h"
+#include "engine/runtime/trainer_events.h"
 
 namespace shardlab::runtime {
-
-struct StartInfo {
-  int devices = 1;
-  int processes = 1;  // processes the devices are spread over (mpirun, srun)
-  std::string mesh;  // "data=2,model=4" when sharded
-  int64_t collectives = 0;     // per step
-  double comm_bytes = 0;       // per device per step
-  int64_t total_steps = 0, steps_per_epoch = 0, batch = 0, param_count = 0, train_examples = 0, test_examples = 0;
-  int64_t first_step = 0;  // steps done before this run began: a resumed run's checkpoint step, else 0
-  int64_t microbatches = 1;  // gradient accumulation: the batch runs as this many microbatches
-  int threads = 1;
-  double step_flops = 0;
-  // The plan's memory per device, in bytes: parameters, optimizer state, the step's arena (inputs included).
-  double param_bytes = 0, opt_state_bytes = 0, arena_bytes = 0, total_bytes = 0;
-  std::string precision = "float32";  // the precision policy (PrecisionSpec::str)
-  bool loss_scaling = false;          // dynamic loss scaling (float16)
-};
-
-struct StepEvent {
-  int64_t step = 0;  // 1-based
-  int64_t total_steps = 0;
-  int64_t epoch = 0;
-  double loss = NAN, accuracy = NAN, learning_rate = 0;
-  double step_time_s = 0, data_wait_s = 0, examples_per_s = 0;
-  // CPU time the whole process used during the step (every device and thread): divided by
-  // step_time_s, how many cores the step kept busy.
-  double cpu_time_s = 0;
-  // Seconds this process's devices spent in collectives, waiting for peers included (their mean).
-  double comm_time_s = 0;
-  // Dynamic loss scaling: whether this step overflowed and applied nothing, and the scale the next
-  // step runs with (NaN without loss scaling).
-  bool skipped = false;
-  double loss_scale = NAN;
-  int64_t skipped_steps = 0;  // so far, this one included
-};
-
-struct EvalEvent {
-  int64_t step = 0, epoch = 0, examples = 0;
-  double loss = NAN, accuracy = NAN;
-};
-
-class TrainerListener {
- public:
-  virtual ~TrainerListener() = default;
-  virtual void on_start(const StartInfo&) {}
-  virtual void on_step(const StepEvent&) {}
-  virtual void on_eval(const EvalEvent&) {}
-  virtual void on_finish(bool cancelled) { (void)cancelled; }
-  // The run stopped on an error (bad data, a label out of range); run() rethrows it afterwards.
-  virtual void on_error(const std::string& message) { (void)message; }
-  // A checkpoint of `step` is committed in `dir`. Called from the thread that wrote it (a
-  // background save's own thread), so a listener that touches a UI must hand it over.
-  virtual void on_saved(int64_t step, const std::string& dir) { (void)step, (void)dir; }
-  // Something the user should know that does not stop the run (a continued run's seed or optimizer
-  // differs from the one it started with).
-  virtual void on_warning(const std::string& message) { (void)message; }
-};
 
 struct TrainOptions {
   int64_t steps = -1, epochs = -1, batch_size = -1;  // -1: the project's setting
@@ -181,16 +126,7 @@ class Trainer {
   const ModelParam& param(const std::string& path) const;
   int state_value(const std::string& name) const;
   void run_loop();
-  // Every array of the training state, as a checkpoint names and stores it.
-  std::vector<StateArray> state_arrays(const checkpoint::StoredDTypes& dtypes) const;
-  // The step directory a run continues from ("": none), and what a failure to read it should add.
-  struct ResumePoint {
-    std::string dir, advice;
-  };
-  ResumePoint claim_checkpoint_dir();
-  int64_t claim_and_restore();
   bool stop_requested();
-  bool writes_files() const;  // process 0 of a run over processes, or a run alone
   profiler::Trace* trace_for_next_step();
 
   project::Project project_;
@@ -199,18 +135,14 @@ class Trainer {
   // Every step runs here, on a mesh of one device or many; it owns the parameters.
   std::unique_ptr<SpmdSession> session_;
   std::shared_ptr<profiler::Trace> trace_;
-  std::thread saver_;
-  // Held while a run writes into options.checkpoint_dir; the destructor joins a background save
-  // before members go, so the lock outlives every write.
-  std::unique_ptr<checkpoint::DirectoryLock> dir_lock_;
-  std::string save_error_;
-  std::atomic<bool> save_failed_{false};  // set by a background save after save_error_
   double pending_data_wait_us_ = 0;
   std::vector<TrainerListener*> listeners_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> save_requested_{false};
   int threads_ = 1;
   std::map<std::string, double> last_metrics_;  // loss, accuracy, eval_loss, eval_accuracy of the newest step
+  // Claims, saves and restores; last, so it goes (joining a background save) before what it uses.
+  std::unique_ptr<CheckpointSession> checkpoints_;
 };
 
 }  // namespace shardlab::runtime

@@ -249,7 +249,9 @@ ShardingReport analyze_sharding(const project::Project& p, const graph::GraphRep
   r.diagnostics = problems.diagnostics();
   // Every layout divides: partition the step for real and read what it runs with.
   if (r.diagnostics.empty() && report.ok()) try {
-      const runtime::StepProgram step = runtime::build_step(p, report, p.training.batch_size, true);
+      auto built = std::make_shared<const runtime::StepProgram>(runtime::build_step(p, report, p.training.batch_size, true));
+      const runtime::StepProgram& step = *built;
+      r.step = built;
       auto plan = std::make_shared<const PartitionedStep>(
           partition(step, mesh, rules, parse_fallback(p.constraint_fallback, p.display_name() + ": constraint_fallback"), WeightUpdate::Sharded,
                                       parse_pipeline_schedule(p.training.pipeline_schedule, p.display_name() + ": training.pipeline_schedule")));

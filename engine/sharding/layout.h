@@ -62,6 +62,7 @@ struct ShardingReport {
   // The partitioned training step everything above was read from; null while a layout is in error
   // (then the arrays show their layouts as the rules give them, and the errors say why).
   std::shared_ptr<const PartitionedStep> plan;
+  std::shared_ptr<const runtime::StepProgram> step;  // the global training step `plan` partitions (with it)
   // Gradient accumulation: the step runs the batch as this many microbatches, and the inputs and
   // activations above are one microbatch's (their shapes are the microbatch's).
   int64_t microbatches = 1;

@@ -1,5 +1,6 @@
 #include "engine/sharding/partitioner.h"
 
+#include <atomic>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -492,8 +493,15 @@ void for_each_block_row(const Shape& global, const Shape& start, const Shape& si
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> g_partitions{0};
+}  // namespace
+
+int64_t partitions_built() { return g_partitions.load(); }
+
 PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
                           Fallback constraint_fallback, WeightUpdate update, PipelineSchedule schedule) {
+  g_partitions.fetch_add(1);
   return Partitioner(step, mesh, rules, constraint_fallback, update, schedule).run();
 }
 

@@ -56,6 +56,10 @@ struct PartitionedStep {
 // `update`: whether optimizer state is split over the batch's mesh axes with a sharded weight
 // update (engine/sharding/weight_update.h), or kept in its parameter's layout.
 enum class WeightUpdate { Sharded, Replicated };
+// How many steps partition() has partitioned in this process: what the tests that ask a run or a
+// check to compile its step once count.
+int64_t partitions_built();
+
 PartitionedStep partition(const runtime::StepProgram& step, const Mesh& mesh, const LogicalRules& rules,
                           Fallback constraint_fallback = Fallback::Unsharded, WeightUpdate update = WeightUpdate::Sharded,
                           PipelineSchedule schedule = PipelineSchedule::OneFOneB);

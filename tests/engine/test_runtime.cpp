@@ -136,6 +136,39 @@ class TestRuntime : public QObject {
     }
   }
 
+  // Start-up compiles the training step once: the design check's plan (preflight) is the one the
+  // session loads, not partitioned again; a second look at the same plan by the session's callers
+  // (parameters, a save) compiles nothing more. Evaluation compiles its own step at its batch.
+  void aRunCompilesItsStepOnce_data() {
+    QTest::addColumn<QString>("mesh");
+    QTest::addColumn<QString>("rules");
+    QTest::addColumn<int>("accumulate");
+    QTest::newRow("one device") << "" << "" << 1;
+    QTest::newRow("data=4,model=2") << "data=4,model=2" << "batch=data,mlp=model" << 1;
+    QTest::newRow("fsdp, 2 microbatches") << "data=2" << "batch=data,embed=data" << 2;
+  }
+  void aRunCompilesItsStepOnce() {
+    QFETCH(QString, mesh);
+    QFETCH(QString, rules);
+    QFETCH(int, accumulate);
+    const project::Project p = project::parse_project(kMlp, "mlp.shardlab.json");
+    runtime::TrainOptions o;
+    o.threads = 2;
+    o.mesh = mesh.toStdString();
+    o.rules = rules.toStdString();
+    o.accumulate = accumulate;
+    const int64_t before = sharding::partitions_built();
+    runtime::Trainer t(p, o);
+    const int64_t built = sharding::partitions_built() - before;
+    // With microbatches the design check also partitions the one-batch step once, to say whether
+    // accumulating costs memory; the run's own step is still compiled once.
+    QCOMPARE(built, accumulate > 1 ? int64_t(2) : int64_t(1));
+    const data::Dataset train = examples(64, 11);
+    QVERIFY(std::isfinite(t.train_step(train.features, train.targets)));
+    for (const std::string& path : t.parameter_paths()) (void)t.parameter(path);
+    QCOMPARE(sharding::partitions_built() - before, built);
+  }
+
   // A data=8 run of deep-mlp-small, as a user starts it: its peak RSS stays within 1.25x of what
   // the plan says 8 devices hold (plus the process's own baseline), well below what one unsharded
   // copy of the parameters and optimizer state would add. Under data parallelism the CPU backend
