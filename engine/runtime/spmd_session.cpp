@@ -132,9 +132,17 @@ void SpmdSession::read_held(const backends::Executable& exe, const sharding::Par
   backends::Processes* p = backend_->processes();
   if (st < 0 || !p || p->size() <= 1) return exe.read(part.device_holding(local, mesh_, mine), local, out);
   const int k = mesh_.axis_index(part.pipeline.axis);
+  // Every process decides alike, from the mesh: a broadcast only where some process holds none of
+  // the stage's devices (the stage axis crosses processes).
+  std::vector<char> holds(size_t(p->size()), 0);
   int root = -1;
-  for (int d = 0; d < mesh_.device_count() && root < 0; ++d)
-    if (mesh_.coords(d)[size_t(k)] == st) root = process_of(d);
+  for (int d = 0; d < mesh_.device_count(); ++d)
+    if (mesh_.coords(d)[size_t(k)] == st) {
+      holds[size_t(process_of(d))] = 1;
+      if (root < 0) root = process_of(d);
+    }
+  if (std::all_of(holds.begin(), holds.end(), [](char h) { return h != 0; }))
+    return exe.read(part.device_holding(local, mesh_, mine), local, out);
   if (root == p->rank()) exe.read(part.device_holding(local, mesh_, mine), local, out);
   const size_t bytes = size_t(numel(part.program.shape(local))) * sizeof(float);  // read() widens to float32
   p->broadcast(out, bytes, root);

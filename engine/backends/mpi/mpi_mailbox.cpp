@@ -44,8 +44,11 @@ MpiMailbox::~MpiMailbox() {
   std::lock_guard<std::mutex> lock(out_mu_);
   for (auto& o : outgoing_)
     if (o->request != MPI_REQUEST_NULL) world_->locked([&] { MPI_Request_free(&o->request); });
-  // Buffers of requests MPI still holds are leaked on purpose: freeing them under a live send is worse.
+  // Buffers of requests MPI still holds are leaked on purpose: freeing them under a live send or
+  // receive is worse, and the process is ending.
   for (auto& o : outgoing_) (void)o.release();
+  std::lock_guard<std::mutex> kept(kept_mu_);
+  if (!abandoned_.empty()) (void)new std::vector<std::vector<std::byte>>(std::move(abandoned_));
 }
 
 void MpiMailbox::reclaim_locked() {
@@ -83,21 +86,31 @@ void MpiMailbox::post(int device, int peer, int64_t tag, const void* buf, int64_
 
 bool MpiMailbox::receive_one(int device, int process, std::vector<std::byte>& got) {
   bool found = false;
-  world_->complete(
-      [&](std::vector<MPI_Request>& reqs) {
-        int flag = 0;
-        MPI_Message msg;
-        MPI_Status st;
-        MpiWorld::check(MPI_Improbe(process, device, world_->pipeline_comm(), &flag, &msg, &st), "MPI_Improbe (pipeline)");
-        if (!flag) return;
-        int bytes = 0;
-        MPI_Get_count(&st, MPI_BYTE, &bytes);
-        got.resize(size_t(bytes));
-        reqs.emplace_back();
-        MpiWorld::check(MPI_Imrecv(got.data(), bytes, MPI_BYTE, &msg, &reqs.back()), "MPI_Imrecv (pipeline)");
-        found = true;
-      },
-      hooks_.stop, hooks_.why);
+  try {
+    world_->complete(
+        [&](std::vector<MPI_Request>& reqs) {
+          int flag = 0;
+          MPI_Message msg;
+          MPI_Status st;
+          MpiWorld::check(MPI_Improbe(process, device, world_->pipeline_comm(), &flag, &msg, &st), "MPI_Improbe (pipeline)");
+          if (!flag) return;
+          int bytes = 0;
+          MPI_Get_count(&st, MPI_BYTE, &bytes);
+          got.resize(size_t(bytes));
+          reqs.emplace_back();
+          MpiWorld::check(MPI_Imrecv(got.data(), bytes, MPI_BYTE, &msg, &reqs.back()), "MPI_Imrecv (pipeline)");
+          found = true;
+        },
+        hooks_.stop, hooks_.why);
+  } catch (...) {
+    // A stop mid-receive leaves the receive to the dying process, with the buffer it names: kept,
+    // not freed under it.
+    if (found) {
+      std::lock_guard<std::mutex> lock(kept_mu_);
+      abandoned_.push_back(std::move(got));
+    }
+    throw;
+  }
   return found;
 }
 

@@ -55,6 +55,7 @@ class MpiMailbox {
   std::vector<std::unique_ptr<Outgoing>> outgoing_;
   std::mutex kept_mu_;
   std::map<std::tuple<int, int, int64_t>, std::vector<std::byte>> kept_;  // (to, from, tag): arrived early
+  std::vector<std::vector<std::byte>> abandoned_;  // receives a stop cut short: MPI may still write them
 };
 
 }  // namespace shardlab::backends::mpi
