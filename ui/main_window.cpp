@@ -109,6 +109,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(doc_, &ProjectDocument::editRefused, this, [this](const QString& why) { statusBar()->showMessage(why, 6000); });
   connect(doc_, &ProjectDocument::arrayRequested, this, [this] { showTab(sharding_); });
   statusBar()->showMessage(tr("Ready"));
+  // A check of a large model runs on a worker: say so while the views show the previous one.
+  auto* checking = new QLabel(tr("Checking the design…"), this);
+  checking->setObjectName("checkingLabel");
+  checking->hide();
+  statusBar()->addPermanentWidget(checking);
+  connect(doc_, &ProjectDocument::checkingChanged, checking, &QLabel::setVisible);
   QSettings s;
   setTheme(s.value("theme", "Light").toString());
   resize(1400, 900);

@@ -85,6 +85,58 @@ class TestDocument : public QObject {
     QVERIFY(!doc.isModified());
   }
 
+  // A check that takes longer than a frame runs on a worker: the edit returns at once with the
+  // previous design shown and isChecking() set, and the new design lands later with changed(). Edits
+  // made while one runs are checked once, the newest; undo to a project checked before is at once.
+  void aSlowCheckRunsOffTheWindowThread() {
+    ProjectDocument doc;
+    doc.open(example("dot-relu-dot"));
+    QVERIFY(!doc.isChecking());
+    doc.setInlineCheckBudgetMs(0);  // as if every check were slow: each new one goes to the worker
+    auto layers = [&] {
+      const sharding::ArraySharding* a = doc.design().sharding.find("blocks/W1/kernel");
+      return a ? a->shape.at(0) : int64_t(-1);
+    };
+    auto set_count = [&](int count) {
+      return doc.edit("count", [count](project::Project& p) { p.graph.find("blocks")->params["count"] = count; }, "count");
+    };
+    QCOMPARE(layers(), int64_t(4));
+    QSignalSpy checking(&doc, &ProjectDocument::checkingChanged);
+    QSignalSpy changed(&doc, &ProjectDocument::changed);
+    QVERIFY(set_count(8));
+    QVERIFY(doc.isChecking());
+    QCOMPARE(checking.count(), 1);
+    QCOMPARE(changed.count(), 1);  // the edit itself, drawn with the previous check
+    QCOMPARE(layers(), int64_t(4));
+    QTRY_VERIFY_WITH_TIMEOUT(!doc.isChecking(), 30000);
+    QCOMPARE(changed.count(), 2);  // and again when its check landed
+    QCOMPARE(layers(), int64_t(8));
+    // Two edits while a check runs: the window ends on the newest, checked.
+    QVERIFY(doc.edit("count", [](project::Project& p) { p.graph.find("blocks")->params["count"] = 12; }));
+    QVERIFY(doc.edit("count", [](project::Project& p) { p.graph.find("blocks")->params["count"] = 16; }));
+    QVERIFY(doc.isChecking());
+    QTRY_VERIFY_WITH_TIMEOUT(!doc.isChecking(), 30000);
+    QCOMPARE(layers(), int64_t(16));
+    QVERIFY(doc.design().ok());
+    // Back to 12 and to 8: checked before, shown at once.
+    doc.undoStack()->undo();
+    QVERIFY(!doc.isChecking());
+    QCOMPARE(layers(), int64_t(12));
+    doc.undoStack()->undo();
+    QCOMPARE(layers(), int64_t(8));
+    // A broken edit's errors arrive the same way.
+    QVERIFY(doc.edit("count", [](project::Project& p) { p.graph.find("blocks")->params["count"] = 3; }));
+    QTRY_VERIFY_WITH_TIMEOUT(!doc.isChecking(), 30000);
+    QCOMPARE(layers(), int64_t(3));
+    // With the default budget a small model's check is inline again once one was quick.
+    doc.setInlineCheckBudgetMs(ProjectDocument::kInlineCheckBudgetMs);
+    QVERIFY(set_count(4));
+    QVERIFY(!doc.isChecking() || QTest::qWaitFor([&] { return !doc.isChecking(); }, 30000));
+    QVERIFY(set_count(2));
+    QVERIFY2(!doc.isChecking(), "a check of a 2-layer model did not run inline");
+    QCOMPARE(layers(), int64_t(2));
+  }
+
   void editsUndoAndRedoExactly() {
     ProjectDocument doc;
     doc.open(example("fashion-mlp"));

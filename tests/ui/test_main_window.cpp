@@ -32,6 +32,7 @@
 #include "engine/api/build_info.h"
 #include "tests/ui/window_menus.h"
 #include "ui/canvas/graph_view.h"
+#include "ui/document/graph_edits.h"
 #include "ui/document/project_document.h"
 #include "ui/help/shortcuts_dialog.h"
 #include "ui/help/user_guide.h"
@@ -110,6 +111,43 @@ class TestMainWindow : public QObject {
     QVERIFY(w.document()->design().ok());
     VERIFY_CONTAINS(w.statusBar()->currentMessage(), "imported.init/step_000000");
     QVERIFY(QFileInfo::exists(dir.filePath("imported.init/step_000000")));
+  }
+
+  // While a slow check runs on its worker, the status bar says so and every view draws the edited
+  // project with the previous check (nodes it does not know yet, nodes it still has that are gone),
+  // selected and shown, without failing; the check then lands and the label goes.
+  void everyViewDrawsAnEditWhileItsCheckRuns() {
+    MainWindow w;
+    w.resize(1024, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openFile(example("fashion-mlp")));
+    ProjectDocument* doc = w.document();
+    doc->setInlineCheckBudgetMs(0);
+    QLabel* label = w.findChild<QLabel*>("checkingLabel");
+    QVERIFY(label);
+    QVERIFY(!label->isVisible());
+    std::string added;
+    QVERIFY(doc->edit("add", [&](project::Project& p) { added = edits::add_node(p, "Dense", "", 40, 40); }));
+    QVERIFY(doc->isChecking());
+    QVERIFY(label->isVisible());
+    doc->setSelection({QString::fromStdString(added)});
+    QCoreApplication::processEvents();
+    QVERIFY(doc->edit("remove", [&](project::Project& p) { edits::remove_nodes(p, {"dense1"}); }));
+    doc->setSelection({"dense2"});
+    // Every tab drawn with the stale check.
+    for (QTabWidget* tabs : w.findChildren<QTabWidget*>())
+      for (int i = 0; i < tabs->count(); ++i) {
+        tabs->setCurrentIndex(i);
+        QCoreApplication::processEvents();
+      }
+    QTRY_VERIFY_WITH_TIMEOUT(!doc->isChecking(), 30000);
+    QVERIFY(!label->isVisible());
+    // The check of the newest project: the added node is in it, dense1 is not.
+    const auto& nodes = doc->design().graph.nodes;
+    QVERIFY(std::any_of(nodes.begin(), nodes.end(), [&](const graph::NodeReport& n) { return n.name == added; }));
+    QVERIFY(std::none_of(nodes.begin(), nodes.end(), [&](const graph::NodeReport& n) { return n.name == "dense1"; }));
+    QVERIFY(!doc->design().ok());  // dense2 lost its input
   }
 
   void defaultProjectIsFashionMlpUntitled() {

@@ -2,6 +2,7 @@
 
 #include <QFileInfo>
 #include <QUndoCommand>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace shardlab::ui {
 
@@ -41,6 +42,8 @@ ProjectDocument::ProjectDocument(QObject* parent) : QObject(parent) {
   project_ = std::make_unique<project::Project>();
   design_ = std::make_unique<api::Design>();
   connect(&undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { emit modifiedChanged(!clean); });
+  connect(&worker_, &QFutureWatcher<api::Design>::finished, this, &ProjectDocument::checkLanded);
+  if (const QByteArray ms = qgetenv("SHARDLAB_INLINE_CHECK_MS"); !ms.isEmpty()) inlineBudgetMs_ = ms.toInt();
 }
 
 ProjectDocument::~ProjectDocument() = default;
@@ -55,7 +58,69 @@ void ProjectDocument::replace(project::Project p) {
   emit changed();
 }
 
-void ProjectDocument::recheck() { *design_ = api::check_design(*project_); }
+namespace {
+constexpr size_t kRemembered = 8;  // checks kept for undo and redo
+}
+
+void ProjectDocument::remember(const std::string& key, const api::Design& d) {
+  std::erase_if(remembered_, [&](const auto& r) { return r.first == key; });
+  remembered_.insert(remembered_.begin(), {key, std::make_shared<const api::Design>(d)});
+  if (remembered_.size() > kRemembered) remembered_.pop_back();
+}
+
+void ProjectDocument::setChecking(bool checking) {
+  if (checking_ == checking) return;
+  checking_ = checking;
+  emit checkingChanged(checking);
+}
+
+void ProjectDocument::recheck() {
+  // The text says everything the check reads, and the file where relative data paths start.
+  wantedKey_ = project::to_json_string(*project_) + '\n' + project_->file.string();
+  for (const auto& [key, d] : remembered_)
+    if (key == wantedKey_) {
+      *design_ = *d;
+      checkedKey_ = wantedKey_;
+      setChecking(false);
+      return;
+    }
+  if (!worker_.isRunning() && lastCheckMs_ <= inlineBudgetMs_ && inlineBudgetMs_ > 0) {
+    QElapsedTimer clock;
+    clock.start();
+    *design_ = api::check_design(*project_);
+    lastCheckMs_ = clock.elapsed();
+    checkedKey_ = wantedKey_;
+    remember(checkedKey_, *design_);
+    return;
+  }
+  setChecking(true);
+  if (!worker_.isRunning()) startCheck();  // else checkLanded() starts the newest
+}
+
+void ProjectDocument::startCheck() {
+  runningKey_ = wantedKey_;
+  // The worker checks a copy of its own, made through the text: a Repeat's body is shared between
+  // copies of a Project.
+  project::Project copy = reparse(project::to_json_string(*project_), project_->file);
+  workerClock_.start();
+  worker_.setFuture(QtConcurrent::run([copy = std::move(copy)] { return api::check_design(copy); }));
+}
+
+void ProjectDocument::checkLanded() {
+  lastCheckMs_ = workerClock_.elapsed();
+  const api::Design d = worker_.result();
+  remember(runningKey_, d);
+  if (runningKey_ == wantedKey_) {
+    *design_ = d;
+    checkedKey_ = wantedKey_;
+    setChecking(false);
+    emit changed();
+  } else if (checkedKey_ == wantedKey_) {
+    setChecking(false);  // the project went back to one checked before (undo) while this ran
+  } else {
+    startCheck();  // edited while this ran: check the newest
+  }
+}
 
 void ProjectDocument::open(const QString& path) {
   project::Project p = project::load_project(path.toStdString(), project::Validation::Structure);

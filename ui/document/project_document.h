@@ -1,8 +1,16 @@
 // The open project as the whole window shares it: the engine's Project, its file, the undo stack
 // every edit goes through, the design check re-run after each change, and the node selection the
 // canvas, inspector and sharding view keep in step.
+//
+// The design check never holds up the window for long: a project seen before (undo, redo) takes its
+// remembered check at once; a quick one runs inline; once a check has taken longer than a frame or
+// so (a model of thousands of layers), the next runs on a worker thread while design() keeps the
+// previous one, isChecking() says so, and changed() follows when it lands. Edits made meanwhile are
+// checked once the running check ends, the newest only.
 #pragma once
 
+#include <QElapsedTimer>
+#include <QFutureWatcher>
 #include <QObject>
 #include <QStringList>
 #include <QUndoStack>
@@ -32,6 +40,13 @@ class ProjectDocument : public QObject {
 
   const project::Project& project() const { return *project_; }
   const api::Design& design() const { return *design_; }
+  // A check of the current project is running: design() is still an earlier project's.
+  bool isChecking() const { return checking_; }
+  // Checks that took longer than this run on a worker from then on (0: always). The environment's
+  // SHARDLAB_INLINE_CHECK_MS sets it at start (the UI suite keeps every check inline, so what a
+  // test reads right after an edit does not depend on how loaded the machine is).
+  void setInlineCheckBudgetMs(int ms) { inlineBudgetMs_ = ms; }
+  static constexpr int kInlineCheckBudgetMs = 100;
   QUndoStack* undoStack() { return &undo_; }
   QString path() const { return path_; }
   bool isModified() const { return !undo_.isClean(); }
@@ -59,7 +74,8 @@ class ProjectDocument : public QObject {
   void restoreState(const std::string& json);
 
  signals:
-  void changed();             // the project's content changed: an edit, undo, redo or open
+  void changed();             // the project's content or its design check changed: an edit, undo, redo, open, a check landing
+  void checkingChanged(bool checking);
   void opened();              // a different project was opened or started
   void pathChanged();
   void saved();               // written to path(): what the file now holds is this project
@@ -72,6 +88,10 @@ class ProjectDocument : public QObject {
  private:
   void replace(project::Project p);
   void recheck();
+  void startCheck();   // on a worker, of the newest project
+  void checkLanded();  // back on the UI thread
+  void setChecking(bool checking);
+  void remember(const std::string& key, const api::Design& d);
 
   std::unique_ptr<project::Project> project_;
   std::unique_ptr<api::Design> design_;
@@ -79,6 +99,15 @@ class ProjectDocument : public QObject {
   QString path_;
   QString lastError_;
   QStringList selection_;
+  // The check: what design_ was checked on, what the project is now, and what the worker checks
+  // (each the project's text and file), and the last few checks, newest first.
+  std::string checkedKey_, wantedKey_, runningKey_;
+  QFutureWatcher<api::Design> worker_;
+  QElapsedTimer workerClock_;
+  std::vector<std::pair<std::string, std::shared_ptr<const api::Design>>> remembered_;
+  qint64 lastCheckMs_ = 0;
+  int inlineBudgetMs_ = kInlineCheckBudgetMs;
+  bool checking_ = false;
 };
 
 }  // namespace shardlab::ui
