@@ -102,7 +102,11 @@ Tensors llama_tensors(const LlamaConfig& l, const Params& p) {
     out.emplace_back(pre + "post_attention_layernorm.weight", layer(ln2, i, {e}));
   }
   out.emplace_back("model.norm.weight", p.get("norm/scale", {e}));
-  // A tied head is the embedding (transformers ties it on load); an untied one is its own.
+  // A tied head is the embedding (transformers ties it on load); an untied one is its own. A head of
+  // its own under a tying config would be dropped on the way: refused instead.
+  if (l.tied && p.has("head/kernel"))
+    throw Error("config.json ties the LM head to the embedding (tie_word_embeddings), but the checkpoint has a head of its own "
+                "('head/kernel'), which the folder would lose: export with a config where tie_word_embeddings is false (--hf-config)");
   if (!l.tied) out.emplace_back("lm_head.weight", linear(p.get("head/kernel", {e, l.vocab}), e, l.vocab));
   return out;
 }

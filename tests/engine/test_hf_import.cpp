@@ -342,6 +342,16 @@ class TestHfImport : public QObject {
     QCOMPARE(r.exit_code, 1);
     VERIFY_CONTAINS(r.err, "hf_config.json: not found");
     VERIFY_CONTAINS(r.err, "--hf-config");
+    // A config that ties the head, for a checkpoint whose head is its own: refused, not dropped.
+    nlohmann::json tied = read_json(kHf / "llama-tiny" / "config.json");
+    tied["tie_word_embeddings"] = true;
+    write_json(tmp("tied-config.json"), tied);
+    r = testing::run_cli({"export", QString::fromStdString((out.parent_path() / "m.init").string()), "--format", "hf", "--out",
+                          QString::fromStdString(tmp("export-tied").string()), "--hf-config",
+                          QString::fromStdString(tmp("tied-config.json").string())});
+    QCOMPARE(r.exit_code, 1);
+    VERIFY_CONTAINS(r.err, "has a head of its own ('head/kernel')");
+    QVERIFY(!fs::exists(tmp("export-tied") / "model.safetensors"));
   }
 
   void refusesWhatItCannotMap() {
