@@ -665,6 +665,25 @@ class TestInspector : public QObject {
     QVERIFY2(doc_->design().ok(), doc_->design().errors.empty() ? "" : doc_->design().errors.front().c_str());
   }
 
+  // Attend's table is the Embed's: its row says whose, and shows that array's sharding.
+  void aSharedParameterShowsItsOwnersSharding() {
+    open("llama-tiny.shardlab.json");
+    QVERIFY(doc_->edit("tie", [](project::Project& p) {
+      graph::Node* head = p.graph.find("head");
+      head->type = "Attend";
+      head->params = Json{{"embed", "embed"}};
+      head->param_axes = Json::object();
+    }));
+    QVERIFY2(doc_->design().ok(), doc_->design().errors.empty() ? "" : doc_->design().errors.front().c_str());
+    doc_->setSelection({"head"});
+    VERIFY_CONTAINS(label("shape:embedding")->text(), "shared with embed/embedding");
+    const QString sharding = label("sharding:embedding")->text();
+    VERIFY_CONTAINS(sharding, "href=\"embed/embedding\"");
+    const sharding::ArraySharding* owner = doc_->design().sharding.find("embed/embedding");
+    QVERIFY(owner);
+    VERIFY_CONTAINS(sharding, QString::fromStdString(owner->spec_text()).toHtmlEscaped());
+  }
+
   void nodeInsideARepeatBlock() {
     open("dot-relu-dot.shardlab.json");
     doc_->setSelection({"blocks/W1"});

@@ -177,8 +177,10 @@ void ShapesSection::refresh() {
     }
     const graph::ParamInfo& p = params[size_t(i)];
     const ParamRow& row = params_[name];
-    row.shape->setText(describeText({p.shape, p.axes}));
-    const QString sharding = shardingText(path + "/" + p.name);
+    // A shared parameter (Attend's table) is its owner's array: shown, and split, as that one.
+    row.shape->setText(describeText({p.shape, p.axes}) +
+                       (p.tied.empty() ? QString() : tr(" · shared with %1").arg(QString::fromStdString(p.tied))));
+    const QString sharding = shardingText(p.tied.empty() ? path + "/" + p.name : p.tied);
     row.sharding->setText(sharding);
     row.sharding->setVisible(!sharding.isEmpty());
     if (row.axes) {
